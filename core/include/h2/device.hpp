@@ -1,0 +1,79 @@
+// Devices, as framework code sees them: a plugin's device with its properties, and the factories
+// for memory, streams and events on it. A Device is a cheap handle; copies refer to the same device.
+// Everything created from a device keeps its plugin loaded, so objects may outlive the Runtime.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "h2/dtype.hpp"
+
+namespace h2 {
+
+namespace detail {
+class PluginHandle;
+}
+
+class DeviceBuffer;
+class PinnedHostBuffer;
+class Stream;
+class Event;
+
+enum class DeviceKind { unknown, cpu, gpu, npu };
+std::string_view device_kind_name(DeviceKind kind);
+
+struct DeviceProperties {
+  std::string name;
+  std::string vendor;
+  std::string bus_id;  // "" when none
+  DeviceKind kind = DeviceKind::unknown;
+  uint32_t compute_units = 0;
+  uint64_t total_memory_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;  // 0: unknown
+  std::map<DType, double> peak_flops;       // only dtypes with a known peak
+  std::vector<DType> supported_dtypes;
+  // Memory a NIC may read and write directly (DiComm's device-direct path).
+  bool nic_direct_host = false;
+  bool nic_direct_cuda = false;
+  bool nic_direct_dmabuf = false;
+  bool host_accessible = false;  // host code may dereference device pointers
+};
+
+struct MemoryInfo {
+  uint64_t free_bytes = 0;
+  uint64_t total_bytes = 0;
+};
+
+class Device {
+ public:
+  Device(std::shared_ptr<detail::PluginHandle> plugin, int index, DeviceProperties properties);
+
+  const std::string& plugin_name() const;
+  int index() const { return index_; }
+  std::string label() const;  // "cpu-reference:1"
+  const DeviceProperties& properties() const { return *properties_; }
+
+  MemoryInfo memory_info() const;
+
+  // Allocates device memory; throws h2::Error (H2_STATUS_OUT_OF_MEMORY names what is free).
+  DeviceBuffer allocate(size_t bytes) const;
+  // Pinned host memory from this device's plugin, for fast copies and NIC registration.
+  PinnedHostBuffer allocate_pinned_host(size_t bytes) const;
+  Stream create_stream() const;
+  Event create_event(bool timing = true) const;
+
+  bool operator==(const Device& other) const;
+  bool same_plugin(const Device& other) const { return plugin_ == other.plugin_; }
+
+  const std::shared_ptr<detail::PluginHandle>& plugin() const { return plugin_; }
+
+ private:
+  std::shared_ptr<detail::PluginHandle> plugin_;
+  int index_;
+  std::shared_ptr<const DeviceProperties> properties_;
+};
+
+}  // namespace h2

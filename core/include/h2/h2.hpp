@@ -1,0 +1,10 @@
+// Everything framework code needs from libh2core.
+#pragma once
+
+#include "h2/buffer.hpp"
+#include "h2/device.hpp"
+#include "h2/dtype.hpp"
+#include "h2/error.hpp"
+#include "h2/log.hpp"
+#include "h2/runtime.hpp"
+#include "h2/stream.hpp"

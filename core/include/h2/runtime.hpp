@@ -1,0 +1,79 @@
+// The entry point of the C++ API: finds plugins, loads them, and lists their devices.
+//
+// Plugins are shared libraries named libh2-plugin-NAME.so, found in the directories (or files) of
+// H2_PLUGIN_PATH (colon-separated) and then in the install directory. Loading never throws: every
+// plugin found gets a PluginInfo saying whether it loaded and, if not, exactly why.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "h2/device.hpp"
+
+namespace h2 {
+
+enum class PluginState {
+  loaded,
+  not_installed,    // no such file, or no plugin of that name in the search path
+  not_a_library,    // the file is not a loadable shared library
+  load_failed,      // the dynamic loader refused it (e.g. a library it needs is missing)
+  no_entry_point,   // h2_plugin_get_api is not exported
+  abi_mismatch,     // its ABI version is not compatible with the core's
+  invalid_table,    // its API table is malformed (struct_size too small, required slot NULL)
+  runtime_missing,  // the vendor runtime library is not installed
+  no_device,        // the vendor runtime found no usable device
+  init_failed,      // initialize (or the first device queries) failed
+  duplicate,        // another plugin of the same name was found first
+};
+
+// "loaded", "not installed", "ABI mismatch", ...
+std::string_view plugin_state_name(PluginState state);
+
+struct PluginInfo {
+  std::string name;  // the plugin's own name once loaded, else taken from the file name
+  std::string path;
+  PluginState state = PluginState::not_installed;
+  std::string message;                    // why it is not loaded; empty when loaded
+  std::string version;                    // the plugin's release, when it could be read
+  uint32_t abi_major = 0, abi_minor = 0;  // when they could be read
+  int device_count = 0;
+
+  bool loaded() const { return state == PluginState::loaded; }
+  // States that mean "this machine lacks the hardware or vendor software", not "the plugin is broken".
+  bool unavailable() const { return state == PluginState::runtime_missing || state == PluginState::no_device; }
+};
+
+struct RuntimeOptions {
+  // Plugins to load, each a NAME (looked up as libh2-plugin-NAME.so) or a PATH to a file.
+  // Empty: every plugin in the search path.
+  std::vector<std::string> plugins;
+  // Overrides H2_PLUGIN_PATH and the install directory.
+  std::optional<std::vector<std::filesystem::path>> search_path;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(const RuntimeOptions& options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const std::vector<PluginInfo>& plugins() const { return plugins_; }
+  const std::vector<Device>& devices() const { return devices_; }
+  std::vector<Device> devices(std::string_view plugin) const;
+  // Throws h2::Error naming the plugin's state when it is not loaded or `index` is out of range.
+  Device device(std::string_view plugin, int index) const;
+
+  // H2_PLUGIN_PATH's entries followed by the install directory.
+  static std::vector<std::filesystem::path> default_search_path();
+
+ private:
+  std::vector<PluginInfo> plugins_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace h2

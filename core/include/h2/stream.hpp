@@ -1,0 +1,78 @@
+// Streams and events (CUDA's ordering model). Work enqueued on a stream runs after earlier work on
+// the same stream; streams are otherwise unordered unless joined with Event::record + Stream::wait.
+// Copies and memsets check their ranges against the buffers before they reach the plugin.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "h2/buffer.hpp"
+#include "h2/device.hpp"
+
+struct H2_Stream;
+struct H2_Event;
+
+namespace h2 {
+
+class Event;
+
+class Stream {
+ public:
+  Stream(Device device, H2_Stream* native) : device_(std::move(device)), native_(native) {}
+  ~Stream();  // waits for the stream's pending work
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  const Device& device() const { return device_; }
+  H2_Stream* native() const { return native_; }
+
+  // Sets `bytes` bytes (default: to the end) starting at `offset` of `dst` to `value`.
+  void memset(DeviceBuffer& dst, uint8_t value, size_t offset = 0, size_t bytes = kToEnd);
+  // Host -> device. `src` is borrowed until the copy has completed (synchronize or an event).
+  void copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
+  // Device -> host. `dst` must not be read until the copy has completed.
+  void copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size_t src_offset = 0);
+  // Device -> device, both buffers of this stream's plugin (any of its devices); no overlap.
+  void copy(DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src, size_t src_offset, size_t bytes);
+
+  // Later work on this stream waits for what `event` captured when this is called.
+  void wait(const Event& event);
+  // Blocks until all work so far has completed; throws the first asynchronous error.
+  void synchronize();
+  // True when all work so far has completed (a task still running is not complete).
+  bool ready();
+
+  static constexpr size_t kToEnd = static_cast<size_t>(-1);
+
+ private:
+  Device device_;
+  H2_Stream* native_;
+};
+
+class Event {
+ public:
+  Event(Device device, H2_Event* native) : device_(std::move(device)), native_(native) {}
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  const Device& device() const { return device_; }
+  H2_Event* native() const { return native_; }
+
+  // Captures the work enqueued on `stream` so far.
+  void record(Stream& stream);
+  bool ready();
+  void synchronize();
+  // Milliseconds between the completion of `start` and `end`; both must have completed.
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  Device device_;
+  H2_Event* native_;
+};
+
+}  // namespace h2

@@ -1,0 +1,73 @@
+#include "h2/buffer.hpp"
+
+#include <utility>
+
+#include "h2/log.hpp"
+#include "plugin_handle.hpp"
+
+namespace h2 {
+
+namespace detail {
+
+namespace {
+void reset_quietly(Allocation& allocation) noexcept {
+  try {
+    allocation.reset();
+  } catch (const std::exception& e) {
+    log(LogLevel::error, "core", e.what());
+  }
+}
+}  // namespace
+
+Allocation::~Allocation() {
+  reset_quietly(*this);
+}
+
+Allocation::Allocation(Allocation&& other) noexcept
+    : device_(std::move(other.device_)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      free_fn_(other.free_fn_) {}
+
+Allocation& Allocation::operator=(Allocation&& other) noexcept {
+  if (this != &other) {
+    reset_quietly(*this);
+    device_ = std::move(other.device_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    free_fn_ = other.free_fn_;
+  }
+  return *this;
+}
+
+void Allocation::reset() {
+  if (data_ == nullptr) return;
+  void* data = std::exchange(data_, nullptr);
+  bytes_ = 0;
+  free_fn_(*device_, data);
+}
+
+}  // namespace detail
+
+namespace {
+
+void free_device_memory(const Device& device, void* data) {
+  const auto& plugin = device.plugin();
+  plugin->check(plugin->api().mem_free(device.index(), data),
+                "mem_free(device " + std::to_string(device.index()) + ")");
+}
+
+void free_pinned_host_memory(const Device& device, void* data) {
+  const auto& plugin = device.plugin();
+  plugin->check(plugin->api().host_free(data), "host_free");
+}
+
+}  // namespace
+
+DeviceBuffer::DeviceBuffer(Device device, void* data, size_t bytes)
+    : Allocation(std::move(device), data, bytes, free_device_memory) {}
+
+PinnedHostBuffer::PinnedHostBuffer(Device device, void* data, size_t bytes)
+    : Allocation(std::move(device), data, bytes, free_pinned_host_memory) {}
+
+}  // namespace h2

@@ -1,0 +1,72 @@
+#include "h2/device.hpp"
+
+#include "h2/buffer.hpp"
+#include "h2/stream.hpp"
+#include "plugin_handle.hpp"
+
+namespace h2 {
+
+std::string_view device_kind_name(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::gpu: return "gpu";
+    case DeviceKind::npu: return "npu";
+    case DeviceKind::unknown: break;
+  }
+  return "unknown";
+}
+
+Device::Device(std::shared_ptr<detail::PluginHandle> plugin, int index, DeviceProperties properties)
+    : plugin_(std::move(plugin)),
+      index_(index),
+      properties_(std::make_shared<const DeviceProperties>(std::move(properties))) {}
+
+const std::string& Device::plugin_name() const {
+  return plugin_->name();
+}
+
+std::string Device::label() const {
+  return plugin_->name() + ":" + std::to_string(index_);
+}
+
+bool Device::operator==(const Device& other) const {
+  return plugin_ == other.plugin_ && index_ == other.index_;
+}
+
+MemoryInfo Device::memory_info() const {
+  MemoryInfo info;
+  auto slot = plugin_->require(plugin_->api().mem_info, "mem_info");
+  plugin_->check(slot(index_, &info.free_bytes, &info.total_bytes), "mem_info(device " + std::to_string(index_) + ")");
+  return info;
+}
+
+DeviceBuffer Device::allocate(size_t bytes) const {
+  if (bytes == 0) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot allocate 0 bytes");
+  void* data = nullptr;
+  plugin_->check(plugin_->api().mem_alloc(index_, bytes, &data),
+                 "mem_alloc(device " + std::to_string(index_) + ", " + std::to_string(bytes) + " bytes)");
+  return DeviceBuffer(*this, data, bytes);
+}
+
+PinnedHostBuffer Device::allocate_pinned_host(size_t bytes) const {
+  if (bytes == 0) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot allocate 0 bytes");
+  void* data = nullptr;
+  auto slot = plugin_->require(plugin_->api().host_alloc, "host_alloc");
+  plugin_->check(slot(bytes, &data), "host_alloc(" + std::to_string(bytes) + " bytes)");
+  return PinnedHostBuffer(*this, data, bytes);
+}
+
+Stream Device::create_stream() const {
+  H2_Stream* native = nullptr;
+  plugin_->check(plugin_->api().stream_create(index_, &native), "stream_create(device " + std::to_string(index_) + ")");
+  return Stream(*this, native);
+}
+
+Event Device::create_event(bool timing) const {
+  H2_Event* native = nullptr;
+  plugin_->check(plugin_->api().event_create(index_, timing ? H2_EVENT_DEFAULT : H2_EVENT_DISABLE_TIMING, &native),
+                 "event_create(device " + std::to_string(index_) + ")");
+  return Event(*this, native);
+}
+
+}  // namespace h2

@@ -1,0 +1,121 @@
+#include "h2/runtime.hpp"
+
+#include <cstdlib>
+#include <set>
+
+#include "h2/error.hpp"
+#include "h2/log.hpp"
+#include "plugin_loader.hpp"
+#include "plugin_search.hpp"
+
+namespace h2 {
+
+namespace fs = std::filesystem;
+
+std::string_view plugin_state_name(PluginState state) {
+  switch (state) {
+    case PluginState::loaded: return "loaded";
+    case PluginState::not_installed: return "not installed";
+    case PluginState::not_a_library: return "not a shared library";
+    case PluginState::load_failed: return "load failed";
+    case PluginState::no_entry_point: return "entry point missing";
+    case PluginState::abi_mismatch: return "ABI mismatch";
+    case PluginState::invalid_table: return "invalid API table";
+    case PluginState::runtime_missing: return "vendor runtime missing";
+    case PluginState::no_device: return "no device";
+    case PluginState::init_failed: return "init failed";
+    case PluginState::duplicate: return "duplicate";
+  }
+  return "unknown";
+}
+
+std::vector<fs::path> Runtime::default_search_path() {
+  std::vector<fs::path> path;
+  if (const char* env = std::getenv("H2_PLUGIN_PATH")) path = detail::split_search_path(env);
+  // The install directory exists only once H2 is installed; a build tree relies on H2_PLUGIN_PATH.
+  std::error_code ec;
+  if (fs::is_directory(H2_PLUGIN_INSTALL_DIR, ec)) path.emplace_back(H2_PLUGIN_INSTALL_DIR);
+  return path;
+}
+
+Runtime::Runtime(const RuntimeOptions& options) {
+  const std::vector<fs::path> search_path = options.search_path.value_or(default_search_path());
+
+  // Which files to load, in order.
+  std::vector<std::pair<fs::path, std::string>> candidates;  // (path, name it was asked for)
+  if (options.plugins.empty()) {
+    for (const fs::path& path : detail::discover_plugins(search_path)) candidates.emplace_back(path, "");
+  } else {
+    for (const std::string& spec : options.plugins) {
+      if (detail::looks_like_path(spec)) {
+        candidates.emplace_back(spec, "");
+      } else if (auto found = detail::find_plugin(spec, search_path)) {
+        candidates.emplace_back(*found, spec);
+      } else {
+        PluginInfo info;
+        info.name = spec;
+        info.state = PluginState::not_installed;
+        std::string detail = "no " + detail::plugin_file_name(spec) + " in the plugin search path (";
+        for (size_t i = 0; i < search_path.size(); ++i) detail += (i ? ":" : "") + search_path[i].string();
+        info.message = detail::state_message(info.state, detail + "; set H2_PLUGIN_PATH)");
+        plugins_.push_back(std::move(info));
+      }
+    }
+  }
+
+  std::set<fs::path> seen_files;
+  for (const auto& [path, asked_name] : candidates) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    if (ec) canonical = path;
+    if (!seen_files.insert(canonical).second) continue;  // the same file listed twice
+
+    detail::LoadedPlugin loaded = detail::load_plugin(path);
+    if (loaded.info.loaded()) {
+      bool duplicate = false;
+      for (const PluginInfo& other : plugins_) {
+        if (other.loaded() && other.name == loaded.info.name) {
+          loaded.info.state = PluginState::duplicate;
+          loaded.info.message = detail::state_message(
+              PluginState::duplicate, "a plugin named '" + other.name + "' was already loaded from " + other.path);
+          loaded.info.device_count = 0;
+          duplicate = true;
+          break;
+        }
+      }
+      if (!duplicate) {
+        for (size_t i = 0; i < loaded.devices.size(); ++i)
+          devices_.emplace_back(loaded.handle, static_cast<int>(i), std::move(loaded.devices[i]));
+      }
+    }
+    if (!asked_name.empty() && loaded.info.loaded() && loaded.info.name != asked_name)
+      log(LogLevel::warning, "core",
+          "plugin file " + path.string() + " calls itself '" + loaded.info.name + "', not '" + asked_name + "'");
+    plugins_.push_back(std::move(loaded.info));
+  }
+}
+
+Runtime::~Runtime() = default;
+
+std::vector<Device> Runtime::devices(std::string_view plugin) const {
+  std::vector<Device> result;
+  for (const Device& device : devices_)
+    if (device.plugin_name() == plugin) result.push_back(device);
+  return result;
+}
+
+Device Runtime::device(std::string_view plugin, int index) const {
+  for (const PluginInfo& info : plugins_) {
+    if (info.name != plugin) continue;
+    if (!info.loaded())
+      throw Error(H2_STATUS_INVALID_ARGUMENT, "plugin '" + info.name + "' is not usable: " + info.message);
+    std::vector<Device> found = devices(plugin);
+    if (index < 0 || index >= static_cast<int>(found.size()))
+      throw Error(H2_STATUS_INVALID_ARGUMENT, "plugin '" + info.name + "' has no device " + std::to_string(index) +
+                                                  " (it has " + std::to_string(found.size()) + ")");
+    return found[static_cast<size_t>(index)];
+  }
+  throw Error(H2_STATUS_INVALID_ARGUMENT, "no plugin named '" + std::string(plugin) + "' was loaded");
+}
+
+}  // namespace h2

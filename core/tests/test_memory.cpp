@@ -1,0 +1,129 @@
+// Device and pinned host memory on the cpu-reference plugin: capacity limits with clear errors,
+// reuse after free, and strict mode, where host code must not touch device memory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "h2/h2.hpp"
+#include "test_support.hpp"
+
+namespace h2 {
+namespace {
+
+using testing::HasSubstr;
+
+TEST(Memory, AllocationBeyondCapacityFailsCleanlyAndNamesWhatIsFree) {
+  test::ScopedEnv memory("H2_CPU_REFERENCE_MEMORY", "64MiB");
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  DeviceBuffer held = device.allocate(40 << 20);
+  try {
+    device.allocate(30 << 20);
+    FAIL() << "30 MiB more must not fit in 64 MiB with 40 MiB held";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_OUT_OF_MEMORY);
+    EXPECT_THAT(e.what(), HasSubstr("cpu-reference: mem_alloc(device 0"));
+    EXPECT_THAT(e.what(), HasSubstr("device 0 out of memory: requested 30.00 MiB, 24.00 MiB free of 64.00 MiB"));
+  }
+  // The failure changed nothing: what is free is still usable, and freeing makes room again.
+  EXPECT_EQ(device.memory_info().free_bytes, 24u << 20);
+  DeviceBuffer fits = device.allocate(24 << 20);
+  held.reset();
+  fits.reset();
+  DeviceBuffer whole = device.allocate(64 << 20);
+  EXPECT_EQ(device.memory_info().free_bytes, 0u);
+}
+
+TEST(Memory, FragmentationIsExplained) {
+  test::ScopedEnv memory("H2_CPU_REFERENCE_MEMORY", "4MiB");
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  std::vector<DeviceBuffer> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(device.allocate(1 << 20));
+  blocks[0].reset();
+  blocks[2].reset();
+  EXPECT_THAT([&] { device.allocate(2 << 20); },
+              testing::ThrowsMessage<Error>(HasSubstr("fragmented: the largest free block is 1.00 MiB")));
+  blocks[1].reset();  // merges with its free neighbours into 3 MiB
+  EXPECT_NO_THROW(device.allocate(3 << 20));
+}
+
+TEST(Memory, DeviceCapacitiesAreEnforcedPerDevice) {
+  test::ScopedEnv memory("H2_CPU_REFERENCE_MEMORY", "8MiB,32MiB");
+  Runtime runtime(test::cpu_reference_only());
+  EXPECT_THROW(runtime.device("cpu-reference", 0).allocate(16 << 20), Error);
+  EXPECT_NO_THROW(runtime.device("cpu-reference", 1).allocate(16 << 20));
+}
+
+TEST(Memory, FreeingWaitsForQueuedWork) {
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  std::vector<uint8_t> host(64 << 20, 5);
+  {
+    DeviceBuffer buffer = device.allocate(host.size());
+    stream.copy_from_host(buffer, host.data(), host.size());
+    stream.memset(buffer, 9);
+  }  // freed here while the work may still be queued: mem_free must wait for it
+  EXPECT_TRUE(stream.ready());
+}
+
+TEST(Memory, PinnedHostMemoryIsHostAccessibleAndCopies) {
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  PinnedHostBuffer pinned = device.allocate_pinned_host(1 << 16);
+  std::memset(pinned.data(), 0x5a, pinned.size());
+  DeviceBuffer buffer = device.allocate(pinned.size());
+  stream.copy_from_host(buffer, pinned.data(), pinned.size());
+  stream.synchronize();  // the source is borrowed until the copy completes
+  std::memset(pinned.data(), 0, pinned.size());
+  stream.copy_to_host(pinned.data(), buffer, pinned.size());
+  stream.synchronize();
+  const auto* bytes = static_cast<const uint8_t*>(pinned.data());
+  EXPECT_TRUE(std::all_of(bytes, bytes + pinned.size(), [](uint8_t v) { return v == 0x5a; }));
+}
+
+TEST(Memory, DeviceMemoryPassedAsHostMemoryIsRejected) {
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  DeviceBuffer a = device.allocate(256);
+  DeviceBuffer b = device.allocate(256);
+  EXPECT_THAT(
+      [&] { stream.copy_from_host(a, b.data(), 256); },
+      testing::ThrowsMessage<Error>(HasSubstr("source is device memory but the copy kind says it is host memory")));
+}
+
+TEST(StrictMode, DevicePointersAreNotHostAccessible) {
+  test::ScopedEnv strict("H2_CPU_REFERENCE_STRICT", "1");
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  EXPECT_FALSE(device.properties().host_accessible);
+  // Plugin calls still work through the device pointers.
+  Stream stream = device.create_stream();
+  DeviceBuffer buffer = device.allocate(4096);
+  stream.memset(buffer, 0x11);
+  std::vector<uint8_t> host(4096);
+  stream.copy_to_host(host.data(), buffer, host.size());
+  stream.synchronize();
+  EXPECT_EQ(host[4095], 0x11);
+}
+
+TEST(StrictModeDeathTest, HostDereferenceOfDeviceMemoryStopsWithAClearMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  test::ScopedEnv strict("H2_CPU_REFERENCE_STRICT", "1");
+  EXPECT_DEATH(
+      {
+        Runtime runtime(test::cpu_reference_only());
+        DeviceBuffer buffer = runtime.device("cpu-reference", 0).allocate(64);
+        volatile uint8_t* bytes = static_cast<volatile uint8_t*>(buffer.data());
+        bytes[3] = 1;  // the bug strict mode exists to catch
+      },
+      "strict mode\\): host code dereferenced device memory of device 0");
+}
+
+}  // namespace
+}  // namespace h2

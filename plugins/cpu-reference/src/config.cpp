@@ -1,0 +1,116 @@
+#include "config.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+
+#include "plugin_error.hpp"
+
+namespace h2::cpu_reference {
+
+namespace {
+
+constexpr uint64_t kDefaultMemory = 4ull << 30;
+constexpr int kMaxDevices = 64;
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  size_t e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    parts.push_back(trim(s.substr(start, pos - start)));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+[[noreturn]] void bad_variable(const char* name, const std::string& value, const std::string& why) {
+  fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + "='" + value + "': " + why);
+}
+
+bool parse_bool(const char* name, const std::string& value) {
+  std::string v;
+  for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "off" || v == "no" || v.empty()) return false;
+  bad_variable(name, value, "expected 1/0, true/false, on/off or yes/no");
+}
+
+}  // namespace
+
+uint64_t parse_size(const std::string& text) {
+  std::string s = trim(text);
+  size_t pos = 0;
+  while (pos < s.size() && (std::isdigit(static_cast<unsigned char>(s[pos])) || s[pos] == '.')) ++pos;
+  if (pos == 0) throw std::invalid_argument("expected a number followed by a unit, e.g. 2GiB");
+  double number;
+  try {
+    number = std::stod(s.substr(0, pos));
+  } catch (const std::exception&) {
+    throw std::invalid_argument("'" + s.substr(0, pos) + "' is not a number");
+  }
+  std::string unit = trim(s.substr(pos));
+  struct Unit {
+    const char* name;
+    double scale;
+  };
+  static const Unit units[] = {{"", 1},         {"B", 1},      {"KiB", 0x1p10}, {"MiB", 0x1p20}, {"GiB", 0x1p30},
+                               {"TiB", 0x1p40}, {"KB", 1e3},   {"MB", 1e6},     {"GB", 1e9},     {"TB", 1e12},
+                               {"K", 0x1p10},   {"M", 0x1p20}, {"G", 0x1p30},   {"T", 0x1p40}};
+  for (const Unit& u : units) {
+    if (unit == u.name) {
+      double bytes = std::floor(number * u.scale);
+      if (!(bytes >= 1)) throw std::invalid_argument("size must be at least 1 byte");
+      if (bytes > 0x1p62) throw std::invalid_argument("size is too large");
+      return static_cast<uint64_t>(bytes);
+    }
+  }
+  throw std::invalid_argument("unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
+}
+
+Config read_config(const EnvLookup& env) {
+  Config config;
+
+  std::vector<uint64_t> sizes;
+  if (auto memory = env("H2_CPU_REFERENCE_MEMORY")) {
+    for (const std::string& part : split(*memory, ',')) {
+      try {
+        sizes.push_back(parse_size(part));
+      } catch (const std::invalid_argument& e) {
+        bad_variable("H2_CPU_REFERENCE_MEMORY", *memory, "'" + part + "': " + e.what());
+      }
+    }
+  }
+
+  int devices = sizes.size() > 1 ? static_cast<int>(sizes.size()) : 1;
+  if (auto count = env("H2_CPU_REFERENCE_DEVICES")) {
+    size_t used = 0;
+    try {
+      devices = std::stoi(*count, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != trim(*count).size() || devices < 1 || devices > kMaxDevices)
+      bad_variable("H2_CPU_REFERENCE_DEVICES", *count,
+                   "expected a whole number from 1 to " + std::to_string(kMaxDevices));
+    if (sizes.size() > 1 && sizes.size() != static_cast<size_t>(devices))
+      bad_variable("H2_CPU_REFERENCE_MEMORY", *env("H2_CPU_REFERENCE_MEMORY"),
+                   "lists " + std::to_string(sizes.size()) + " sizes but H2_CPU_REFERENCE_DEVICES is " +
+                       std::to_string(devices));
+  }
+
+  if (sizes.empty()) sizes.push_back(kDefaultMemory);
+  if (sizes.size() == 1) sizes.assign(static_cast<size_t>(devices), sizes.front());
+  config.memory_bytes = sizes;
+
+  if (auto strict = env("H2_CPU_REFERENCE_STRICT")) config.strict = parse_bool("H2_CPU_REFERENCE_STRICT", *strict);
+  return config;
+}
+
+}  // namespace h2::cpu_reference

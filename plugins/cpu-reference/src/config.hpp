@@ -1,0 +1,34 @@
+// The cpu-reference plugin's configuration, read from the environment at initialize:
+//   H2_CPU_REFERENCE_DEVICES  number of devices (1..64, default 1, or the length of the memory list)
+//   H2_CPU_REFERENCE_MEMORY   capacity per device: one size for all ("2GiB") or one per device
+//                             ("1GiB,2GiB,4GiB"); units B, KiB, MiB, GiB, TiB (and KB, MB, GB, TB
+//                             as powers of 1000); default 4GiB
+//   H2_CPU_REFERENCE_STRICT   1/true/on: device memory is not readable by host code outside plugin
+//                             calls (default off)
+// Several devices with different capacities let one machine host an uneven cluster.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace h2::cpu_reference {
+
+struct Config {
+  std::vector<uint64_t> memory_bytes;  // one entry per device
+  bool strict = false;
+};
+
+// Looks a variable up; returns nullopt when unset. Injected so tests need not touch the process
+// environment.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// Throws PluginError(H2_STATUS_INVALID_ARGUMENT) with a message naming the variable and the value.
+Config read_config(const EnvLookup& env);
+
+// "2GiB" -> 2147483648. Throws std::invalid_argument with a reason.
+uint64_t parse_size(const std::string& text);
+
+}  // namespace h2::cpu_reference

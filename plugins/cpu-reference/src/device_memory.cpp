@@ -1,0 +1,175 @@
+#include "device_memory.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "plugin_error.hpp"
+#include "strict_fault_handler.hpp"
+
+namespace h2::cpu_reference {
+
+namespace {
+
+// Frees of at least this size give their pages back to the operating system, so a long run that
+// allocates and frees large buffers does not keep the peak resident.
+constexpr size_t kReturnPagesThreshold = 1 << 20;
+
+size_t round_up(size_t value, size_t to) {
+  return (value + to - 1) / to * to;
+}
+
+char* map_region(size_t bytes, int protection, int device) {
+  void* p = mmap(nullptr, bytes, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + ": cannot reserve " + format_bytes(bytes) +
+                                      " of address space: " + std::strerror(errno));
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
+  return text;
+}
+
+DeviceMemory::DeviceMemory(int device, uint64_t capacity, bool strict)
+    : device_(device), capacity_(capacity), strict_(strict) {
+  mapped_bytes_ = round_up(static_cast<size_t>(capacity), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  shadow_view_ = map_region(mapped_bytes_, PROT_READ | PROT_WRITE, device);
+  if (strict) {
+    try {
+      device_view_ = map_region(mapped_bytes_, PROT_NONE, device);
+      register_device_range(device_view_, mapped_bytes_, device);
+    } catch (...) {
+      munmap(shadow_view_, mapped_bytes_);
+      throw;
+    }
+  } else {
+    device_view_ = shadow_view_;
+  }
+  const size_t usable = static_cast<size_t>(capacity) / kAlignment * kAlignment;
+  if (usable > 0) free_.emplace(0, usable);
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (device_view_ != shadow_view_) {
+    unregister_device_range(device_view_);
+    munmap(device_view_, mapped_bytes_);
+  }
+  munmap(shadow_view_, mapped_bytes_);
+}
+
+void* DeviceMemory::allocate(size_t bytes) {
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+  const size_t need = round_up(bytes, kAlignment);
+  std::lock_guard lock(mutex_);
+  size_t largest = 0;
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second >= need) {
+      size_t offset = it->first;
+      size_t remaining = it->second - need;
+      free_.erase(it);
+      if (remaining > 0) free_.emplace(offset + need, remaining);
+      live_.emplace(offset, Allocation{bytes, need});
+      allocated_ += need;
+      return device_view_ + offset;
+    }
+    largest = std::max(largest, it->second);
+  }
+  const uint64_t free_total = capacity_ - allocated_;
+  std::string message = "device " + std::to_string(device_) + " out of memory: requested " + format_bytes(bytes) +
+                        ", " + format_bytes(free_total) + " free of " + format_bytes(capacity_);
+  if (free_total >= need) message += " (fragmented: the largest free block is " + format_bytes(largest) + ")";
+  fail(H2_STATUS_OUT_OF_MEMORY, message);
+}
+
+void DeviceMemory::release(void* ptr) {
+  std::lock_guard lock(mutex_);
+  if (!contains(ptr))
+    fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device_));
+  size_t offset = offset_of(ptr);
+  auto it = live_.find(offset);
+  if (it == live_.end())
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "pointer is not the start of a live allocation on device " + std::to_string(device_) + " (already freed?)");
+  size_t size = it->second.reserved;
+  live_.erase(it);
+  allocated_ -= size;
+
+  if (size >= kReturnPagesThreshold) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t begin = round_up(offset, page);
+    size_t end = (offset + size) / page * page;
+    if (end > begin) madvise(shadow_view_ + begin, end - begin, MADV_DONTNEED);
+  }
+
+  // Insert into the free list and merge with neighbours.
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && offset + size == next->first) {
+    size += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += size;
+      return;
+    }
+  }
+  free_.emplace(offset, size);
+}
+
+bool DeviceMemory::contains(const void* ptr) const {
+  const char* p = static_cast<const char*>(ptr);
+  return p >= device_view_ && p < device_view_ + capacity_;
+}
+
+size_t DeviceMemory::offset_of(const void* ptr) const {
+  return static_cast<size_t>(static_cast<const char*>(ptr) - device_view_);
+}
+
+void* DeviceMemory::resolve(const void* ptr, size_t bytes, const char* role) const {
+  std::lock_guard lock(mutex_);
+  auto where = [&] {
+    char text[64];
+    std::snprintf(text, sizeof text, "%p (+%zu bytes)", ptr, bytes);
+    return std::string(text);
+  };
+  if (!contains(ptr))
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         std::string(role) + " " + where() + " is not device memory of device " + std::to_string(device_));
+  size_t offset = offset_of(ptr);
+  auto it = live_.upper_bound(offset);
+  if (it == live_.begin())
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " " + where() + " is not inside a live allocation");
+  --it;
+  const size_t end = it->first + it->second.requested;
+  if (offset >= end && bytes > 0)
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " " + where() + " is not inside a live allocation");
+  if (offset + bytes > end)
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " " + where() + " runs " +
+                                         std::to_string(offset + bytes - end) +
+                                         " bytes past the end of its allocation");
+  return shadow_view_ + offset;
+}
+
+uint64_t DeviceMemory::free_bytes() const {
+  std::lock_guard lock(mutex_);
+  return capacity_ - allocated_;
+}
+
+}  // namespace h2::cpu_reference

@@ -1,0 +1,128 @@
+#include "stream.hpp"
+
+#include <pthread.h>
+
+#include "plugin_error.hpp"
+
+namespace h2::cpu_reference {
+
+void Marker::complete() {
+  {
+    std::lock_guard lock(mutex_);
+    completed_at_ = std::chrono::steady_clock::now();
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Marker::wait() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+bool Marker::done() {
+  std::lock_guard lock(mutex_);
+  return done_;
+}
+
+std::chrono::steady_clock::time_point Marker::completed_at() {
+  std::lock_guard lock(mutex_);
+  return completed_at_;
+}
+
+Stream::Stream(int device) : device_(device) {
+  worker_ = std::thread([this] { run(); });
+  std::string name = "h2cpu-dev" + std::to_string(device);
+  pthread_setname_np(worker_.native_handle(), name.substr(0, 15).c_str());
+}
+
+Stream::~Stream() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  worker_.join();
+}
+
+void Stream::enqueue(std::function<void()> work) {
+  push({std::move(work), false});
+}
+
+void Stream::enqueue_ordering(std::function<void()> work) {
+  push({std::move(work), true});
+}
+
+void Stream::push(Task task) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(task));
+    ++pending_;
+  }
+  work_ready_.notify_one();
+}
+
+void Stream::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left to do
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    const bool skip = error_.has_value() && !task.ordering;
+    lock.unlock();
+
+    std::optional<std::pair<H2_Status, std::string>> failure;
+    if (!skip) {
+      try {
+        task.work();
+      } catch (const PluginError& e) {
+        failure.emplace(e.status(), e.what());
+      } catch (const std::exception& e) {
+        failure.emplace(H2_STATUS_INTERNAL, e.what());
+      }
+    }
+    task.work = nullptr;  // release captured state before reporting completion
+
+    lock.lock();
+    if (failure && !error_) error_ = std::move(failure);
+    if (--pending_ == 0) idle_.notify_all();
+  }
+}
+
+void Stream::throw_if_failed() {
+  if (error_) fail(error_->first, "earlier asynchronous work on the stream failed: " + error_->second);
+}
+
+void Stream::synchronize() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return pending_ == 0; });
+  throw_if_failed();
+}
+
+void Stream::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return pending_ == 0; });
+}
+
+H2_Status Stream::query() {
+  std::lock_guard lock(mutex_);
+  throw_if_failed();
+  return pending_ == 0 ? H2_STATUS_OK : H2_STATUS_NOT_READY;
+}
+
+void Event::record(Stream& stream) {
+  auto marker = std::make_shared<Marker>();
+  {
+    std::lock_guard lock(mutex_);
+    latest_ = marker;
+  }
+  stream.enqueue_ordering([marker] { marker->complete(); });
+}
+
+std::shared_ptr<Marker> Event::latest() {
+  std::lock_guard lock(mutex_);
+  return latest_;
+}
+
+}  // namespace h2::cpu_reference

@@ -1,0 +1,170 @@
+#include "devices_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "format.hpp"
+#include "h2/h2.hpp"
+#include "h2/version.hpp"
+#include "table.hpp"
+
+namespace h2::tools {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::vector<std::string> nic_direct_kinds(const DeviceProperties& props) {
+  std::vector<std::string> kinds;
+  if (props.nic_direct_host) kinds.emplace_back("host");
+  if (props.nic_direct_cuda) kinds.emplace_back("cuda");
+  if (props.nic_direct_dmabuf) kinds.emplace_back("dmabuf");
+  return kinds;
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
+  return text;
+}
+
+std::vector<std::string> dtype_names(const std::vector<DType>& dtypes) {
+  std::vector<std::string> names;
+  for (DType dtype : dtypes) names.emplace_back(dtype_name(dtype));
+  return names;
+}
+
+json device_json(const Device& device) {
+  const DeviceProperties& p = device.properties();
+  json peak = json::object();
+  for (const auto& [dtype, flops] : p.peak_flops) peak[std::string(dtype_name(dtype))] = flops;
+  json j = {
+      {"index", device.index()},
+      {"label", device.label()},
+      {"name", p.name},
+      {"vendor", p.vendor},
+      {"kind", std::string(device_kind_name(p.kind))},
+      {"bus_id", p.bus_id},
+      {"compute_units", p.compute_units},
+      {"total_memory_bytes", p.total_memory_bytes},
+      {"memory_bandwidth_bytes_per_s", p.memory_bandwidth_bytes_per_s},
+      {"peak_flops", peak},
+      {"supported_dtypes", dtype_names(p.supported_dtypes)},
+      {"nic_direct_memory", nic_direct_kinds(p)},
+      {"host_accessible", p.host_accessible},
+  };
+  try {
+    j["free_memory_bytes"] = device.memory_info().free_bytes;
+  } catch (const Error&) {
+    j["free_memory_bytes"] = nullptr;  // mem_info is optional
+  }
+  return j;
+}
+
+json plugin_json(const PluginInfo& info, const Runtime& runtime) {
+  json j = {
+      {"name", info.name},
+      {"path", info.path},
+      {"state", std::string(plugin_state_name(info.state))},
+      {"loaded", info.loaded()},
+      {"message", info.message},
+      {"version", info.version},
+      {"abi", info.abi_major == 0 ? json(nullptr) : json{{"major", info.abi_major}, {"minor", info.abi_minor}}},
+  };
+  json devices = json::array();
+  if (info.loaded())
+    for (const Device& device : runtime.devices(info.name)) devices.push_back(device_json(device));
+  j["devices"] = devices;
+  return j;
+}
+
+std::string abi_text(const PluginInfo& info) {
+  return info.abi_major == 0 ? "-" : std::to_string(info.abi_major) + "." + std::to_string(info.abi_minor);
+}
+
+void print_human(const Runtime& runtime, const std::vector<std::filesystem::path>& search_path) {
+  std::vector<std::string> dirs;
+  for (const auto& entry : search_path) dirs.push_back(entry.string());
+  std::cout << "H2 " << H2_VERSION << ", plugin ABI " << H2_ABI_MAJOR << "." << H2_ABI_MINOR << "\n";
+  std::cout << "Plugin search path: " << join(dirs, ":") << "\n\n";
+
+  Table plugins({"PLUGIN", "ABI", "VERSION", "STATUS", "DEVICES", "FILE"});
+  for (const PluginInfo& info : runtime.plugins())
+    plugins.add_row({info.name, abi_text(info), info.version.empty() ? "-" : info.version,
+                     std::string(plugin_state_name(info.state)),
+                     info.loaded() ? std::to_string(info.device_count) : "-", info.path.empty() ? "-" : info.path});
+  std::cout << "Plugins\n";
+  if (plugins.empty()) {
+    std::cout << "  none found; build H2 or set H2_PLUGIN_PATH to the directory of libh2-plugin-*.so files\n";
+  } else {
+    plugins.print(std::cout);
+  }
+  for (const PluginInfo& info : runtime.plugins())
+    if (!info.loaded()) std::cout << "  " << info.name << ": " << info.message << "\n";
+
+  if (runtime.devices().empty()) return;
+  Table devices({"DEVICE", "NAME", "VENDOR", "KIND", "MEMORY", "FREE", "BANDWIDTH", "PEAK F32", "PEAK BF16", "DTYPES",
+                 "NIC-DIRECT", "HOST-ACCESS"});
+  for (const Device& device : runtime.devices()) {
+    const DeviceProperties& p = device.properties();
+    auto peak = [&](DType dtype) {
+      auto it = p.peak_flops.find(dtype);
+      return format_rate(it == p.peak_flops.end() ? 0 : it->second, "FLOP/s");
+    };
+    std::string free = "-";
+    try {
+      free = format_bytes(device.memory_info().free_bytes);
+    } catch (const Error&) {
+    }
+    std::vector<std::string> nic = nic_direct_kinds(p);
+    devices.add_row({device.label(), p.name, p.vendor, std::string(device_kind_name(p.kind)),
+                     format_bytes(p.total_memory_bytes), free, format_rate(p.memory_bandwidth_bytes_per_s, "B/s"),
+                     peak(DType::f32), peak(DType::bf16), join(dtype_names(p.supported_dtypes), ","),
+                     nic.empty() ? "-" : join(nic, ","), p.host_accessible ? "yes" : "no"});
+  }
+  std::cout << "\nDevices\n";
+  devices.print(std::cout);
+}
+
+}  // namespace
+
+void add_devices_command(CLI::App& app, DevicesOptions& options, int& exit_code) {
+  CLI::App* command = app.add_subcommand("devices", "List plugins, their status and their devices");
+  command->add_flag("--json", options.json, "Print JSON for programs instead of tables");
+  command->add_option("--plugin", options.plugins,
+                      "Load only this plugin: a NAME (libh2-plugin-NAME.so in the search path) or a PATH; repeatable");
+  command->callback([&options, &exit_code] { exit_code = run_devices(options); });
+}
+
+int run_devices(const DevicesOptions& options) {
+  RuntimeOptions runtime_options;
+  runtime_options.plugins = options.plugins;
+  const Runtime runtime(runtime_options);
+  const auto search_path = Runtime::default_search_path();
+
+  if (options.json) {
+    json out = {{"h2_version", H2_VERSION}, {"abi", {{"major", H2_ABI_MAJOR}, {"minor", H2_ABI_MINOR}}}};
+    json path = json::array();
+    for (const auto& entry : search_path) path.push_back(entry.string());
+    out["search_path"] = path;
+    json plugins = json::array();
+    for (const PluginInfo& info : runtime.plugins()) plugins.push_back(plugin_json(info, runtime));
+    out["plugins"] = plugins;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    print_human(runtime, search_path);
+  }
+
+  // Explicitly requested plugins must all be usable. When listing everything, a plugin that merely
+  // lacks its hardware or vendor runtime is not an error, but a broken one is.
+  bool failed = runtime.plugins().empty();
+  for (const PluginInfo& info : runtime.plugins()) {
+    if (info.loaded()) continue;
+    if (!options.plugins.empty() || !info.unavailable()) failed = true;
+  }
+  if (runtime.plugins().empty()) std::cerr << "h2 devices: no plugins found\n";
+  return failed ? 1 : 0;
+}
+
+}  // namespace h2::tools

@@ -1,0 +1,33 @@
+#include "format.hpp"
+
+#include <cstdio>
+
+namespace h2::tools {
+
+std::string format_bytes(uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 5) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
+  return text;
+}
+
+std::string format_rate(double value, const char* unit) {
+  if (value <= 0) return "unknown";
+  static const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int prefix = 0;
+  while (value >= 1000 && prefix < 6) {
+    value /= 1000;
+    ++prefix;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s%s", value, prefixes[prefix], unit);
+  return text;
+}
+
+}  // namespace h2::tools

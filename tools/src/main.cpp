@@ -1,0 +1,27 @@
+// The `h2` command line: one binary, one subcommand per task.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "devices_command.hpp"
+#include "h2/error.hpp"
+#include "h2/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"H2: train large language models on heterogeneous clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("h2 ") + H2_VERSION);
+
+  int exit_code = 0;
+  h2::tools::DevicesOptions devices;
+  h2::tools::add_devices_command(app, devices, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "h2: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}
