@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"H2: train large language models on heterogeneous clusters"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);  // checked below, so an unknown word is reported by name
   app.set_version_flag("--version", std::string("h2 ") + H2_VERSION);
 
   int exit_code = 0;
@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "h2: " << e.what() << "\n";
     return 1;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "h2: a command is required\n\n" << app.help();
+    return 2;
   }
   return exit_code;
 }

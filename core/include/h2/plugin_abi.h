@@ -94,9 +94,9 @@ typedef struct H2_InitArgs {
   size_t struct_size; /* set by the core: H2_INIT_ARGS_SIZE_1_0 or larger */
   uint32_t core_abi_major;
   uint32_t core_abi_minor;
-  H2_LogFn log;          /* never NULL */
-  void* log_user_data;   /* passed back to `log` unchanged; owned by the core */
-  uint32_t log_level;    /* an H2_LogLevel: the most verbose the core prints; skip formatting beyond it */
+  H2_LogFn log;        /* never NULL */
+  void* log_user_data; /* passed back to `log` unchanged; owned by the core */
+  uint32_t log_level;  /* an H2_LogLevel: the most verbose the core prints; skip formatting beyond it */
 } H2_InitArgs;
 #define H2_INIT_ARGS_SIZE_1_0 H2_STRUCT_SIZE(H2_InitArgs, log_level)
 
@@ -135,10 +135,10 @@ typedef enum H2_NicDirectMemory {
 } H2_NicDirectMemory;
 
 typedef struct H2_DeviceProperties {
-  size_t struct_size; /* set by the core before the call */
-  char name[128];     /* NUL-terminated model name, e.g. "cpu-reference" */
-  char vendor[64];    /* NUL-terminated vendor name */
-  char bus_id[32];    /* PCI bus id "0000:17:00.0", or "" when there is none */
+  size_t struct_size;                  /* set by the core before the call */
+  char name[128];                      /* NUL-terminated model name, e.g. "cpu-reference" */
+  char vendor[64];                     /* NUL-terminated vendor name */
+  char bus_id[32];                     /* PCI bus id "0000:17:00.0", or "" when there is none */
   uint32_t kind;                       /* an H2_DeviceKind */
   uint32_t compute_units;              /* SMs, AI cores, CPU worker threads... */
   uint64_t total_memory_bytes;         /* capacity usable through mem_alloc */

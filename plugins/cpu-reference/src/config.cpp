@@ -49,12 +49,15 @@ uint64_t parse_size(const std::string& text) {
   size_t pos = 0;
   while (pos < s.size() && (std::isdigit(static_cast<unsigned char>(s[pos])) || s[pos] == '.')) ++pos;
   if (pos == 0) throw std::invalid_argument("expected a number followed by a unit, e.g. 2GiB");
-  double number;
+  const std::string digits = s.substr(0, pos);
+  double number = 0;
+  size_t used = 0;
   try {
-    number = std::stod(s.substr(0, pos));
+    number = std::stod(digits, &used);
   } catch (const std::exception&) {
-    throw std::invalid_argument("'" + s.substr(0, pos) + "' is not a number");
+    used = 0;
   }
+  if (used != digits.size()) throw std::invalid_argument("'" + digits + "' is not a number");
   std::string unit = trim(s.substr(pos));
   struct Unit {
     const char* name;

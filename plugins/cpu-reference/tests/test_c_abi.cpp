@@ -1,0 +1,130 @@
+// The cpu-reference plugin through its C table alone, as any host of the ABI would call it: invalid
+// calls answer a status and a thread-local message, never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "h2/plugin_abi.h"
+
+extern "C" const H2_PluginApi* h2_plugin_get_api(uint32_t abi_major);
+
+namespace {
+
+using testing::HasSubstr;
+
+void ignore_log(void*, H2_LogLevel, const char*) {}
+
+class CAbi : public testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = h2_plugin_get_api(H2_ABI_MAJOR);
+    ASSERT_NE(api_, nullptr);
+    H2_InitArgs args{};
+    args.struct_size = sizeof args;
+    args.core_abi_major = H2_ABI_MAJOR;
+    args.core_abi_minor = H2_ABI_MINOR;
+    args.log = ignore_log;
+    args.log_level = H2_LOG_ERROR;
+    ASSERT_EQ(api_->initialize(&args), H2_STATUS_OK) << api_->last_error();
+  }
+  void TearDown() override { EXPECT_EQ(api_->shutdown(), H2_STATUS_OK); }
+
+  std::string error() const { return api_->last_error(); }
+
+  const H2_PluginApi* api_ = nullptr;
+};
+
+TEST_F(CAbi, TableDeclaresItsVersionAndSize) {
+  EXPECT_EQ(api_->struct_size, sizeof(H2_PluginApi));
+  EXPECT_EQ(api_->abi_major, static_cast<uint32_t>(H2_ABI_MAJOR));
+  EXPECT_EQ(api_->abi_minor, static_cast<uint32_t>(H2_ABI_MINOR));
+  EXPECT_STREQ(api_->plugin_name, "cpu-reference");
+  EXPECT_EQ(api_->op_table, nullptr);
+}
+
+TEST_F(CAbi, SecondInitializeIsRejected) {
+  H2_InitArgs args{};
+  args.struct_size = sizeof args;
+  args.log = ignore_log;
+  EXPECT_EQ(api_->initialize(&args), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("already initialized"));
+}
+
+TEST_F(CAbi, PropertiesStructTooSmallIsRejected) {
+  H2_DeviceProperties props{};
+  props.struct_size = 16;
+  EXPECT_EQ(api_->device_properties(0, &props), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("struct_size 16"));
+}
+
+TEST_F(CAbi, UnknownDeviceIsAnInvalidArgument) {
+  void* p = nullptr;
+  EXPECT_EQ(api_->mem_alloc(7, 64, &p), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("device 7 does not exist"));
+  H2_Stream* stream = nullptr;
+  EXPECT_EQ(api_->stream_create(-1, &stream), H2_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(CAbi, DestroyedHandlesAreRejected) {
+  H2_Stream* stream = nullptr;
+  ASSERT_EQ(api_->stream_create(0, &stream), H2_STATUS_OK);
+  ASSERT_EQ(api_->stream_destroy(stream), H2_STATUS_OK);
+  EXPECT_EQ(api_->stream_synchronize(stream), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("not a live stream"));
+  H2_Event* event = nullptr;
+  ASSERT_EQ(api_->event_create(0, H2_EVENT_DEFAULT, &event), H2_STATUS_OK);
+  ASSERT_EQ(api_->event_destroy(event), H2_STATUS_OK);
+  EXPECT_EQ(api_->event_query(event), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("not a live event"));
+}
+
+TEST_F(CAbi, DoubleFreeIsRejected) {
+  void* p = nullptr;
+  ASSERT_EQ(api_->mem_alloc(0, 1024, &p), H2_STATUS_OK);
+  ASSERT_EQ(api_->mem_free(0, p), H2_STATUS_OK);
+  EXPECT_EQ(api_->mem_free(0, p), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("not inside a live allocation"));
+  void* host = nullptr;
+  ASSERT_EQ(api_->host_alloc(100, &host), H2_STATUS_OK);
+  ASSERT_EQ(api_->host_free(host), H2_STATUS_OK);
+  EXPECT_EQ(api_->host_free(host), H2_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(CAbi, CopiesOutsideAllocationsAreRejectedBeforeTheyRun) {
+  void* p = nullptr;
+  ASSERT_EQ(api_->mem_alloc(0, 100, &p), H2_STATUS_OK);
+  H2_Stream* stream = nullptr;
+  ASSERT_EQ(api_->stream_create(0, &stream), H2_STATUS_OK);
+  char host[256] = {};
+  EXPECT_EQ(api_->memcpy_async(stream, p, host, 101, H2_MEMCPY_HOST_TO_DEVICE), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("past the end of its allocation"));
+  EXPECT_EQ(api_->memcpy_async(stream, host, p, 10, H2_MEMCPY_HOST_TO_DEVICE), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->memcpy_async(stream, p, host, 10, static_cast<H2_MemcpyKind>(42)), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("unknown copy kind 42"));
+  EXPECT_EQ(api_->memset_async(stream, host, 0, 1), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("not device memory"));
+  // Rejected calls enqueued nothing and left the stream healthy.
+  EXPECT_EQ(api_->stream_synchronize(stream), H2_STATUS_OK);
+  EXPECT_EQ(api_->stream_destroy(stream), H2_STATUS_OK);
+  EXPECT_EQ(api_->mem_free(0, p), H2_STATUS_OK);
+}
+
+TEST_F(CAbi, LastErrorBelongsToTheCallingThread) {
+  void* p = nullptr;
+  EXPECT_EQ(api_->mem_alloc(9, 64, &p), H2_STATUS_INVALID_ARGUMENT);
+  std::string other;
+  std::thread([&] { other = api_->last_error(); }).join();
+  EXPECT_EQ(other, "");
+  EXPECT_THAT(error(), HasSubstr("device 9"));
+}
+
+TEST_F(CAbi, NullOutputPointersAreRejected) {
+  EXPECT_EQ(api_->device_count(nullptr), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("count is NULL"));
+  EXPECT_EQ(api_->mem_alloc(0, 64, nullptr), H2_STATUS_INVALID_ARGUMENT);
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// `h2 devices` as a user runs it: the listing, the JSON, and for each broken plugin its own message
+// and a non-zero exit, never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using testing::HasSubstr;
+using testing::Not;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw std::runtime_error(std::string(name) + " is not set; run through meson test");
+  return value;
+}
+
+// Runs `h2 ARGS` with extra environment assignments ("NAME=value ...") in front.
+Result h2(const std::string& args, const std::string& environment = "") {
+  const std::string command = environment + " " + env("H2_TOOL") + " " + args + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("popen failed");
+  std::array<char, 4096> chunk;
+  size_t n;
+  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) result.output.append(chunk.data(), n);
+  const int status = pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status)) << "h2 " << args << " did not exit normally (crashed?):\n" << result.output;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string fake(const std::string& name) {
+  return (fs::path(env("H2_TEST_FAKE_PLUGIN_DIR")) / ("libh2-plugin-" + name + ".so")).string();
+}
+
+TEST(H2Devices, ListsTheConfiguredCpuReferenceDevicesAndCapacities) {
+  Result r = h2("devices", "H2_CPU_REFERENCE_MEMORY=1GiB,512MiB,256MiB");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.0"));
+  EXPECT_THAT(r.output, HasSubstr("loaded"));
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference:2"));
+  EXPECT_THAT(r.output, Not(HasSubstr("cpu-reference:3")));
+  EXPECT_THAT(r.output, HasSubstr("1.00 GiB"));
+  EXPECT_THAT(r.output, HasSubstr("512.00 MiB"));
+  EXPECT_THAT(r.output, HasSubstr("256.00 MiB"));
+}
+
+TEST(H2Devices, JsonHasEveryDeviceWithItsProperties) {
+  Result r = h2("devices --json", "H2_CPU_REFERENCE_DEVICES=2 H2_CPU_REFERENCE_MEMORY=64MiB");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["abi"]["major"], 1);
+  ASSERT_EQ(j["plugins"].size(), 1u);
+  const auto& plugin = j["plugins"][0];
+  EXPECT_EQ(plugin["name"], "cpu-reference");
+  EXPECT_EQ(plugin["state"], "loaded");
+  ASSERT_EQ(plugin["devices"].size(), 2u);
+  for (const auto& device : plugin["devices"]) {
+    EXPECT_EQ(device["total_memory_bytes"], 64u << 20);
+    EXPECT_EQ(device["kind"], "cpu");
+    EXPECT_THAT(device["supported_dtypes"].get<std::vector<std::string>>(), testing::Contains("bf16"));
+  }
+}
+
+struct BrokenCase {
+  const char* plugin;
+  const char* message;
+};
+
+class BrokenPlugin : public testing::TestWithParam<BrokenCase> {};
+
+TEST_P(BrokenPlugin, PrintsItsOwnMessageAndExitsNonZero) {
+  const BrokenCase& c = GetParam();
+  const std::string path = std::string(c.plugin).starts_with("/") ? c.plugin : fake(c.plugin);
+  for (const char* format : {"", "--json"}) {
+    Result r = h2(std::string("devices ") + format + " --plugin " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachFailure, BrokenPlugin,
+    testing::Values(
+        BrokenCase{"/nonexistent/libh2-plugin-gone.so", "not installed: no file at /nonexistent/libh2-plugin-gone.so"},
+        BrokenCase{"/etc/hostname", "not a shared library: /etc/hostname has no ELF header"},
+        BrokenCase{"no-entry", "entry point missing: the library does not export h2_plugin_get_api"},
+        BrokenCase{"undefined-symbol", "load failed: the dynamic loader refused it"},
+        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.0)"},
+        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.0)"},
+        BrokenCase{"small-table", "invalid API table: API table struct_size 64 is smaller"},
+        BrokenCase{"null-slot", "invalid API table: required slot 'memset_async' is NULL"},
+        BrokenCase{"init-fails", "init failed (device error): simulated driver failure"},
+        BrokenCase{"runtime-missing", "vendor runtime missing: cannot load libh2-absent-vendor-runtime.so.1"}),
+    [](const testing::TestParamInfo<BrokenCase>& info) {
+      std::string name = fs::path(info.param.plugin).stem().string();
+      for (char& c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return name;
+    });
+
+TEST(H2Devices, UnknownPluginNameSaysWhereItLooked) {
+  Result r = h2("devices --plugin nosuch");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("not installed: no libh2-plugin-nosuch.so in the plugin search path"));
+}
+
+TEST(H2Devices, AnOlderMinorPluginLoads) {
+  Result r = h2("devices --plugin " + fake("old-minor"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("old-minor:1"));
+}
+
+TEST(H2Devices, DiscoveryFailsWhenAPluginInThePathIsBroken) {
+  Result r = h2("devices", "H2_PLUGIN_PATH=" + env("H2_PLUGIN_PATH") + ":" + env("H2_TEST_FAKE_PLUGIN_DIR"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
+  EXPECT_THAT(r.output, HasSubstr("abi-major: ABI mismatch"));
+}
+
+TEST(H2Devices, DiscoverySucceedsWhenAPluginOnlyLacksItsVendorRuntime) {
+  // A machine without a vendor's runtime is not broken: listing everything still exits 0.
+  Result r = h2("devices", "H2_PLUGIN_PATH=" + env("H2_PLUGIN_PATH") + ":" + fake("runtime-missing"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("runtime-missing: vendor runtime missing"));
+}
+
+TEST(H2Devices, BadPluginConfigurationIsReportedNotCrashed) {
+  Result r = h2("devices", "H2_CPU_REFERENCE_DEVICES=lots");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("H2_CPU_REFERENCE_DEVICES='lots'"));
+}
+
+TEST(H2Devices, WrongFlagsAreUsageErrors) {
+  Result bad_flag = h2("devices --bogus");
+  EXPECT_NE(bad_flag.exit_code, 0);
+  EXPECT_THAT(bad_flag.output, HasSubstr("--bogus"));
+  Result no_command = h2("");
+  EXPECT_NE(no_command.exit_code, 0);
+  EXPECT_THAT(no_command.output, HasSubstr("a command is required"));
+  Result unknown = h2("frobnicate");
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_THAT(unknown.output, HasSubstr("frobnicate"));
+}
+
+TEST(H2Devices, EmptySearchPathSaysNoPluginsWereFound) {
+  if (fs::exists(H2_INSTALLED_PLUGIN_DIR)) GTEST_SKIP() << "H2 is installed on this machine; its plugins are found";
+  fs::path empty = fs::temp_directory_path() / "h2-empty-plugin-dir";
+  fs::create_directories(empty);
+  Result r = h2("devices", "H2_PLUGIN_PATH=" + empty.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("no plugins found"));
+}
+
+}  // namespace
