@@ -28,23 +28,49 @@ void require_same_device(const Device& stream_device, const DeviceBuffer& buffer
 
 }  // namespace
 
-Stream::~Stream() {
+namespace detail {
+
+namespace {
+const char* destroy_name(H2_Stream*) {
+  return "stream_destroy";
+}
+const char* destroy_name(H2_Event*) {
+  return "event_destroy";
+}
+H2_Status destroy(const H2_PluginApi& api, H2_Stream* stream) {
+  return api.stream_destroy(stream);
+}
+H2_Status destroy(const H2_PluginApi& api, H2_Event* event) {
+  return api.event_destroy(event);
+}
+}  // namespace
+
+template <typename Native>
+OwnedHandle<Native>::~OwnedHandle() {
   if (native_ == nullptr) return;
   const auto& plugin = device_.plugin();
-  if (plugin->api().stream_destroy(native_) != H2_STATUS_OK)
-    log(LogLevel::error, plugin->name(), std::string("stream_destroy failed: ") + plugin->api().last_error());
+  if (destroy(plugin->api(), native_) != H2_STATUS_OK)
+    log(LogLevel::error, plugin->name(), std::string(destroy_name(native_)) + " failed: " + plugin->api().last_error());
 }
 
-Stream::Stream(Stream&& other) noexcept : device_(other.device_), native_(std::exchange(other.native_, nullptr)) {}
+template <typename Native>
+OwnedHandle<Native>::OwnedHandle(OwnedHandle&& other) noexcept
+    : device_(other.device_), native_(std::exchange(other.native_, nullptr)) {}
 
-Stream& Stream::operator=(Stream&& other) noexcept {
+template <typename Native>
+OwnedHandle<Native>& OwnedHandle<Native>::operator=(OwnedHandle&& other) noexcept {
   if (this != &other) {
-    Stream old(std::move(*this));
+    OwnedHandle old(std::move(*this));  // destroys what this held
     device_ = other.device_;
     native_ = std::exchange(other.native_, nullptr);
   }
   return *this;
 }
+
+template class OwnedHandle<H2_Stream>;
+template class OwnedHandle<H2_Event>;
+
+}  // namespace detail
 
 void Stream::memset(DeviceBuffer& dst, uint8_t value, size_t offset, size_t bytes) {
   if (bytes == kToEnd) bytes = offset <= dst.size() ? dst.size() - offset : 0;
@@ -103,24 +129,6 @@ bool Stream::ready() {
   if (status == H2_STATUS_NOT_READY) return false;
   device_.plugin()->check(status, "stream_query");
   return true;
-}
-
-Event::~Event() {
-  if (native_ == nullptr) return;
-  const auto& plugin = device_.plugin();
-  if (plugin->api().event_destroy(native_) != H2_STATUS_OK)
-    log(LogLevel::error, plugin->name(), std::string("event_destroy failed: ") + plugin->api().last_error());
-}
-
-Event::Event(Event&& other) noexcept : device_(other.device_), native_(std::exchange(other.native_, nullptr)) {}
-
-Event& Event::operator=(Event&& other) noexcept {
-  if (this != &other) {
-    Event old(std::move(*this));
-    device_ = other.device_;
-    native_ = std::exchange(other.native_, nullptr);
-  }
-  return *this;
 }
 
 void Event::record(Stream& stream) {

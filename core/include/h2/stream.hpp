@@ -16,17 +16,36 @@ namespace h2 {
 
 class Event;
 
-class Stream {
+namespace detail {
+
+// Move-only owner of a plugin's stream or event handle; destroys it through the plugin's table.
+template <typename Native>
+class OwnedHandle {
  public:
-  Stream(Device device, H2_Stream* native) : device_(std::move(device)), native_(native) {}
-  ~Stream();  // waits for the stream's pending work
-  Stream(Stream&& other) noexcept;
-  Stream& operator=(Stream&& other) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
+  OwnedHandle(Device device, Native* native) : device_(std::move(device)), native_(native) {}
+  ~OwnedHandle();
+  OwnedHandle(OwnedHandle&& other) noexcept;
+  OwnedHandle& operator=(OwnedHandle&& other) noexcept;
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
 
   const Device& device() const { return device_; }
-  H2_Stream* native() const { return native_; }
+  Native* native() const { return native_; }
+
+ protected:
+  Device device_;
+  Native* native_;
+};
+
+extern template class OwnedHandle<H2_Stream>;
+extern template class OwnedHandle<H2_Event>;
+
+}  // namespace detail
+
+// Destroying a Stream waits for its pending work.
+class Stream : public detail::OwnedHandle<H2_Stream> {
+ public:
+  using OwnedHandle::OwnedHandle;
 
   // Sets `bytes` bytes (default: to the end) starting at `offset` of `dst` to `value`.
   void memset(DeviceBuffer& dst, uint8_t value, size_t offset = 0, size_t bytes = kToEnd);
@@ -45,23 +64,11 @@ class Stream {
   bool ready();
 
   static constexpr size_t kToEnd = static_cast<size_t>(-1);
-
- private:
-  Device device_;
-  H2_Stream* native_;
 };
 
-class Event {
+class Event : public detail::OwnedHandle<H2_Event> {
  public:
-  Event(Device device, H2_Event* native) : device_(std::move(device)), native_(native) {}
-  ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  const Device& device() const { return device_; }
-  H2_Event* native() const { return native_; }
+  using OwnedHandle::OwnedHandle;
 
   // Captures the work enqueued on `stream` so far.
   void record(Stream& stream);
@@ -69,10 +76,6 @@ class Event {
   void synchronize();
   // Milliseconds between the completion of `start` and `end`; both must have completed.
   static float elapsed_ms(const Event& start, const Event& end);
-
- private:
-  Device device_;
-  H2_Event* native_;
 };
 
 }  // namespace h2
