@@ -1,11 +1,40 @@
 #include "plugin_handle.hpp"
 
+#include <cstring>
+
 #include "h2/log.hpp"
 
 namespace h2::detail {
 
-PluginHandle::PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, std::string name)
-    : library_(std::move(library)), api_(api), name_(std::move(name)) {}
+PluginHandle::PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, const H2_OpTable& ops,
+                           std::string name)
+    : library_(std::move(library)), api_(api), ops_(ops), name_(std::move(name)) {}
+
+void PluginHandle::query_capabilities(int device_count) {
+  capabilities_.assign(static_cast<size_t>(device_count), {});
+  for (int device = 0; device < device_count; ++device) {
+    for (uint32_t op = 1; op <= H2_OP_COUNT_1_1; ++op) {
+      H2_OpCapability capability;
+      std::memset(&capability, 0, sizeof capability);
+      capability.struct_size = sizeof capability;
+      H2_Status status = ops_.capability(device, op, &capability);
+      if (status == H2_STATUS_UNSUPPORTED) {
+        capability.struct_size = 0;
+      } else {
+        check(status, "capability(device " + std::to_string(device) + ", op " + std::to_string(op) + ")");
+      }
+      capabilities_[static_cast<size_t>(device)][op] = capability;
+    }
+  }
+}
+
+const H2_OpCapability& PluginHandle::capability(int device, H2_Op op) const {
+  static const H2_OpCapability none{};
+  const auto index = static_cast<size_t>(op);
+  if (device < 0 || static_cast<size_t>(device) >= capabilities_.size() || index == 0 || index > H2_OP_COUNT_1_1)
+    return none;
+  return capabilities_[static_cast<size_t>(device)][index];
+}
 
 PluginHandle::~PluginHandle() {
   if (!initialized_) return;

@@ -1,10 +1,13 @@
-// A loaded, initialized plugin: the library, a core-owned copy of its API table, and the calls the
-// C++ API makes through it. Shared by every Device, buffer, stream and event of the plugin; the
-// plugin is shut down and unloaded when the last of them goes away.
+// A loaded, initialized plugin: the library, core-owned copies of its API and operator tables, the
+// operators' capabilities per device, and the checks the C++ API makes on every call through it.
+// Shared by every Device, buffer, stream, event and tensor of the plugin; the plugin is shut down and
+// unloaded when the last of them goes away.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "h2/error.hpp"
 #include "h2/plugin_abi.h"
@@ -14,16 +17,23 @@ namespace h2::detail {
 class PluginHandle {
  public:
   // `library` keeps the shared object loaded (an opaque owner: only plugin_loader.cpp knows its type).
-  PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, std::string name);
+  // `ops` is all NULL when the plugin has no operator table.
+  PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, const H2_OpTable& ops, std::string name);
   ~PluginHandle();  // shutdown, then unload
   PluginHandle(const PluginHandle&) = delete;
   PluginHandle& operator=(const PluginHandle&) = delete;
 
   const std::string& name() const { return name_; }
-  // The table with every slot the plugin's struct_size does not cover set to NULL.
+  // The tables with every slot the plugin's struct_size does not cover set to NULL.
   const H2_PluginApi& api() const { return api_; }
+  const H2_OpTable& ops() const { return ops_; }
 
-  // Throws h2::Error "NAME: what: <plugin message>" unless `status` is H2_STATUS_OK.
+  // Asks the plugin for every operator's capability on each device (once, at load).
+  void query_capabilities(int device_count);
+  // The capability of `op` on `device`; struct_size 0 when the plugin does not provide it.
+  const H2_OpCapability& capability(int device, H2_Op op) const;
+
+  // Throws h2::Error "NAME: what: <status>: <plugin message>" unless `status` is H2_STATUS_OK.
   void check(H2_Status status, const std::string& what) const;
   // Throws h2::Error(H2_STATUS_UNSUPPORTED) when an optional slot is NULL.
   template <typename Slot>
@@ -40,8 +50,11 @@ class PluginHandle {
 
   std::shared_ptr<void> library_;
   H2_PluginApi api_;
+  H2_OpTable ops_;
   std::string name_;
   bool initialized_ = false;
+  // capabilities_[device][op]; index 0 unused.
+  std::vector<std::array<H2_OpCapability, H2_OP_COUNT_1_1 + 1>> capabilities_;
 };
 
 // The logger callback passed to every plugin at initialize; `user_data` is the PluginHandle.

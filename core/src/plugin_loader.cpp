@@ -179,9 +179,21 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
     return failure(info, PluginState::invalid_table, "host_alloc and host_free must both be set or both be NULL");
   if (api.op_table != nullptr && table->abi_minor == 0)
     return failure(info, PluginState::invalid_table, "op_table must be NULL in ABI 1.0");
+  // The same rule for the operator table: read what its struct_size covers, the rest is NULL.
+  H2_OpTable ops;
+  std::memset(&ops, 0, sizeof ops);
+  if (api.op_table != nullptr) {
+    if (api.op_table->struct_size < H2_OP_TABLE_SIZE_1_1)
+      return failure(info, PluginState::invalid_table,
+                     "op_table struct_size " + std::to_string(api.op_table->struct_size) + " is smaller than the " +
+                         std::to_string(H2_OP_TABLE_SIZE_1_1) + " bytes ABI 1.1 requires");
+    std::memcpy(&ops, api.op_table, std::min(sizeof ops, api.op_table->struct_size));
+    if (ops.capability == nullptr)
+      return failure(info, PluginState::invalid_table, "op_table's required slot 'capability' is NULL");
+  }
 
   // ---- Initialize ----
-  auto handle = std::make_shared<PluginHandle>(library, api, info.name);
+  auto handle = std::make_shared<PluginHandle>(library, api, ops, info.name);
   H2_InitArgs args;
   std::memset(&args, 0, sizeof args);
   args.struct_size = sizeof args;
@@ -214,6 +226,13 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
       return failure(info, PluginState::init_failed,
                      "device_properties(" + std::to_string(i) + ") failed: " + plugin_message(api));
     loaded.devices.push_back(to_device_properties(props));
+  }
+  if (api.op_table != nullptr) {
+    try {
+      handle->query_capabilities(count);
+    } catch (const Error& e) {
+      return failure(info, PluginState::init_failed, e.what());
+    }
   }
   loaded.info.device_count = count;
   loaded.info.state = PluginState::loaded;

@@ -159,8 +159,8 @@ TEST(PluginLoading, NewerMinorIsAnAbiMismatch) {
 TEST(PluginLoading, TooSmallTableIsRejected) {
   PluginInfo info = load_one(fake_plugin("small-table").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
-  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_0) +
-                                      " bytes ABI 1.0 requires"));
+  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_1) +
+                                      " bytes ABI 1.1 requires"));
 }
 
 TEST(PluginLoading, NullRequiredSlotIsRejected) {

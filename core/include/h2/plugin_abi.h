@@ -10,7 +10,7 @@
  *
  * ---- Reading order ----
  *   1. Versioning and struct sizes    4. Devices             7. Events
- *   2. Status codes and errors        5. Memory              8. Operators (reserved slot)
+ *   2. Status codes and errors        5. Memory              8. Operators (ABI 1.1)
  *   3. Lifecycle and logging          6. Streams and copies  9. The table and the entry point
  *
  * ---- Conventions that hold for every call ----
@@ -61,7 +61,7 @@ extern "C" {
  * each minor's size stays fixed forever even after later minors append.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 0
+#define H2_ABI_MINOR 1
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 
@@ -168,10 +168,543 @@ typedef enum H2_EventFlags {
 } H2_EventFlags;
 
 /* ------------------------------------------------------------------------------------------------
- * 8. Operators
- * The operator table is defined by a later minor of this ABI. In ABI 1.0 the slot must be NULL.
+ * 8. Operators (ABI 1.1)
+ *
+ * The table `H2_PluginApi.op_table` points to, since ABI 1.1. Each operator has one argument struct
+ * and one slot `H2_Status (*op)(H2_Stream* stream, const H2_<Op>Args* args)` that enqueues the work
+ * on `stream` (CUDA's ordering) and returns without waiting for it. For every operator slot:
+ * - `args` and the descriptor arrays it points to are borrowed for the call only: a plugin that
+ *   defers the work copies what it needs before returning. The memory the tensors describe must stay
+ *   valid until the work has completed.
+ * - The core has already validated the call: shapes agree as each operator below says, every dtype
+ *   is one the plugin's capability declares for that operator, all tensors lie in live allocations of
+ *   the stream's device, no output overlaps an input (except where an operator allows an output to
+ *   be exactly an input: "in place"), and no output has overlapping elements. A plugin need not
+ *   check these again, and must not fail differently when they hold.
+ * - Errors that depend on data (an index out of range) are reported asynchronously: the stream's
+ *   sticky error (stream_synchronize) carries the message. A plugin never writes outside outputs.
+ * - Reductions over fp16/bf16 inputs accumulate in at least fp32; results are rounded to the output
+ *   dtype to nearest even. The cpu-reference plugin accumulates in fp64: it defines the right answer.
+ * - A NULL slot means the plugin does not provide the operator; the core reports that, naming both.
  * ---------------------------------------------------------------------------------------------- */
-struct H2_OpTable;
+#define H2_MAX_RANK 8
+
+/* A strided view of device memory. A value type with a frozen layout: it is embedded by value in
+ * argument structs and arrays, so it has no struct_size, and changing it needs a major bump.
+ * Optional tensors are passed with data == NULL. */
+typedef struct H2_Tensor {
+  void* data;                   /* device pointer to the element at index (0, ..., 0) */
+  uint32_t dtype;               /* an H2_DType */
+  uint32_t rank;                /* 0 (one element) to H2_MAX_RANK */
+  int64_t shape[H2_MAX_RANK];   /* sizes, >= 0; entries from `rank` on are 0 */
+  int64_t strides[H2_MAX_RANK]; /* in elements, >= 0; 0 repeats one element along a dimension */
+} H2_Tensor;
+
+/* Operator ids, for the capability query. */
+typedef enum H2_Op {
+  H2_OP_GEMM = 1,
+  H2_OP_SOFTMAX = 2,
+  H2_OP_SOFTMAX_BACKWARD = 3,
+  H2_OP_LAYER_NORM = 4,
+  H2_OP_LAYER_NORM_BACKWARD = 5,
+  H2_OP_RMS_NORM = 6,
+  H2_OP_RMS_NORM_BACKWARD = 7,
+  H2_OP_GELU = 8,
+  H2_OP_GELU_BACKWARD = 9,
+  H2_OP_SILU = 10,
+  H2_OP_SILU_BACKWARD = 11,
+  H2_OP_SWIGLU = 12,
+  H2_OP_SWIGLU_BACKWARD = 13,
+  H2_OP_EMBEDDING = 14,
+  H2_OP_EMBEDDING_BACKWARD = 15,
+  H2_OP_ROTARY = 16,
+  H2_OP_CROSS_ENTROPY = 17,
+  H2_OP_CROSS_ENTROPY_BACKWARD = 18,
+  H2_OP_ATTENTION = 19,
+  H2_OP_ATTENTION_BACKWARD = 20,
+  H2_OP_DROPOUT = 21,
+  H2_OP_UNIFORM = 22,
+  H2_OP_NORMAL = 23,
+  H2_OP_ADAMW = 24,
+  H2_OP_GRAD_NORM = 25,
+  H2_OP_CLIP_BY_NORM = 26,
+  H2_OP_UNSCALE = 27,
+  H2_OP_BINARY = 28,
+  H2_OP_BINARY_SCALAR = 29,
+  H2_OP_UNARY = 30,
+  H2_OP_REDUCE = 31,
+  H2_OP_COPY = 32,
+  H2_OP_FILL = 33,
+  H2_OP_ARANGE = 34,
+  H2_OP_WHERE = 35,
+  H2_OP_MASKED_FILL = 36,
+  H2_OP_INDEX_SELECT = 37,
+  H2_OP_GATHER = 38,
+  H2_OP_SCATTER_ADD = 39
+} H2_Op;
+#define H2_OP_COUNT_1_1 39 /* ids run from 1 to this in ABI 1.1 */
+
+typedef struct H2_OpCapability {
+  size_t struct_size;       /* set by the core */
+  uint64_t dtypes;          /* bitmask of 1 << H2_DType: the dtypes of the operator's float tensors */
+  uint32_t strided_tensors; /* 1: tensors may have any strides; 0: they must be contiguous */
+  uint32_t deterministic;   /* 1: the same inputs give bit-identical outputs on every run */
+} H2_OpCapability;
+#define H2_OP_CAPABILITY_SIZE_1_1 H2_STRUCT_SIZE(H2_OpCapability, deterministic)
+
+/* ---- Linear algebra ---- */
+
+/* C = alpha * op(A) @ op(B) + beta * C + bias, where op(X) is X or, with transpose_x, X with its last
+ * two dimensions swapped. Rank 2: op(A) [m, k], op(B) [k, n], C [m, n]. Rank 3 (batched): C [batch,
+ * m, n] and A, B [batch or 1, ...]; a batch of 1 is used for every batch. A and B share a dtype; C and
+ * bias have A's dtype or F32. With beta == 0, C is not read (NaN in it does not propagate). bias [n]
+ * is optional and added to every row. */
+typedef struct H2_GemmArgs {
+  size_t struct_size;
+  H2_Tensor a, b, c, bias;
+  uint32_t transpose_a, transpose_b;
+  double alpha, beta;
+} H2_GemmArgs;
+
+/* ---- Normalisation and activations ---- */
+
+/* y = softmax(scale * x) over the last dimension; x and y [..., rows, cols] of one dtype. With causal,
+ * element (i, j) of each [rows, cols] matrix is masked when j > i + cols - rows (query i of the last
+ * `rows` positions sees keys up to its own); a row with every element masked becomes 0. In place. */
+typedef struct H2_SoftmaxArgs {
+  size_t struct_size;
+  H2_Tensor x, y;
+  double scale;
+  uint32_t causal;
+} H2_SoftmaxArgs;
+
+/* dx = scale * y * (dy - sum(dy * y)) over the last dimension; y, dy, dx of one shape and dtype.
+ * dx may be dy (in place). */
+typedef struct H2_SoftmaxBackwardArgs {
+  size_t struct_size;
+  H2_Tensor y, dy, dx;
+  double scale;
+} H2_SoftmaxBackwardArgs;
+
+/* Over the last dimension (n): y = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(var + eps)
+ * with the biased variance. mean and rstd are F32 of x's shape without the last dimension, written
+ * for the backward. weight and bias [n] (x's dtype or F32) are optional (1 and 0). */
+typedef struct H2_LayerNormArgs {
+  size_t struct_size;
+  H2_Tensor x, weight, bias, y, mean, rstd;
+  double eps;
+} H2_LayerNormArgs;
+
+/* From the forward's mean and rstd: dx; and when given, dweight = sum over rows of dy * xhat and
+ * dbias = sum over rows of dy (overwritten, not accumulated). */
+typedef struct H2_LayerNormBackwardArgs {
+  size_t struct_size;
+  H2_Tensor x, weight, mean, rstd, dy, dx, dweight, dbias;
+} H2_LayerNormBackwardArgs;
+
+/* y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps) over the last dimension; rstd F32 as in
+ * layer norm; weight optional. */
+typedef struct H2_RmsNormArgs {
+  size_t struct_size;
+  H2_Tensor x, weight, y, rstd;
+  double eps;
+} H2_RmsNormArgs;
+
+typedef struct H2_RmsNormBackwardArgs {
+  size_t struct_size;
+  H2_Tensor x, weight, rstd, dy, dx, dweight;
+} H2_RmsNormBackwardArgs;
+
+/* y = x * Phi(x) with the normal CDF (approximate == 0), or
+ * y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (approximate == 1). In place. */
+typedef struct H2_GeluArgs {
+  size_t struct_size;
+  H2_Tensor x, y;
+  uint32_t approximate;
+} H2_GeluArgs;
+
+/* dx = dy * gelu'(x); dx may be dy. */
+typedef struct H2_GeluBackwardArgs {
+  size_t struct_size;
+  H2_Tensor x, dy, dx;
+  uint32_t approximate;
+} H2_GeluBackwardArgs;
+
+/* y = x * sigmoid(x). In place. */
+typedef struct H2_SiluArgs {
+  size_t struct_size;
+  H2_Tensor x, y;
+} H2_SiluArgs;
+
+/* dx = dy * silu'(x); dx may be dy. */
+typedef struct H2_SiluBackwardArgs {
+  size_t struct_size;
+  H2_Tensor x, dy, dx;
+} H2_SiluBackwardArgs;
+
+/* y = silu(gate) * up; gate, up and y of one shape (gate and up may be two halves of one tensor). */
+typedef struct H2_SwigluArgs {
+  size_t struct_size;
+  H2_Tensor gate, up, y;
+} H2_SwigluArgs;
+
+typedef struct H2_SwigluBackwardArgs {
+  size_t struct_size;
+  H2_Tensor gate, up, dy, dgate, dup;
+} H2_SwigluBackwardArgs;
+
+/* ---- Embeddings ---- */
+
+/* y[p, :] = weight[indices[p], :] with weight [vocab, dim], indices I32 or I64 of any shape and y of
+ * the indices' shape plus [dim]. An index outside [0, vocab) is an asynchronous error. */
+typedef struct H2_EmbeddingArgs {
+  size_t struct_size;
+  H2_Tensor weight, indices, y;
+} H2_EmbeddingArgs;
+
+/* dweight[v, :] = the sum of dy[p, :] over the positions p with indices[p] == v (overwritten; rows
+ * never indexed become 0). The capability's `deterministic` says whether the sum order is fixed. */
+typedef struct H2_EmbeddingBackwardArgs {
+  size_t struct_size;
+  H2_Tensor indices, dy, dweight;
+} H2_EmbeddingBackwardArgs;
+
+/* Rotary position embedding of x [..., seq, heads, head_dim] (head_dim even) into y of the same shape.
+ * For position p = position_offset + the index along the seq dimension and pair i < head_dim / 2, with
+ * angle = p * base^(-2i / head_dim), the pair (x_a, x_b) becomes (x_a cos - x_b sin, x_a sin + x_b cos)
+ * where (a, b) = (i, i + head_dim / 2), the "rotate half" layout of GPT-NeoX and LLaMA, or (2i, 2i + 1)
+ * with interleaved. With inverse the rotation is by -angle, which is the backward (y = dx from
+ * x = dy). In place. */
+typedef struct H2_RotaryArgs {
+  size_t struct_size;
+  H2_Tensor x, y;
+  double base;
+  int64_t position_offset;
+  uint32_t interleaved;
+  uint32_t inverse;
+} H2_RotaryArgs;
+
+/* ---- Loss ---- */
+
+/* For each row r of logits [n, vocab] with target t = targets[r] (I32 or I64) and s = label_smoothing:
+ * lse[r] = log(sum_j exp(logits[r, j])) and loss[r] = lse[r] - (1 - s) logits[r, t] - s mean_j logits[r, j],
+ * both F32 [n]. A row with t == ignore_index gets loss 0; any other t outside [0, vocab) is an
+ * asynchronous error. */
+typedef struct H2_CrossEntropyArgs {
+  size_t struct_size;
+  H2_Tensor logits, targets, loss, lse;
+  int64_t ignore_index;
+  double label_smoothing;
+} H2_CrossEntropyArgs;
+
+/* dlogits[r, j] = dloss[r] * (exp(logits[r, j] - lse[r]) - (1 - s) [j == t] - s / vocab), 0 on ignored
+ * rows; dloss F32 [n]. */
+typedef struct H2_CrossEntropyBackwardArgs {
+  size_t struct_size;
+  H2_Tensor logits, targets, lse, dloss, dlogits;
+  int64_t ignore_index;
+  double label_smoothing;
+} H2_CrossEntropyBackwardArgs;
+
+/* ---- Attention ---- */
+
+/* o = softmax(scale * q k^T, causal mask as in softmax) v for each batch and head, with grouped-query
+ * heads: q and o [batch, heads, seq_q, dim], k and v [batch, kv_heads, seq_k, dim], heads a multiple of
+ * kv_heads, query head h reading kv head h / (heads / kv_heads). Any strides, so [batch, seq, heads,
+ * dim] memory is passed as a permuted view. lse F32 [batch, heads, seq_q] receives the log-sum-exp of
+ * the scaled, masked scores; a fully masked row gives o = 0 and lse = -inf. */
+typedef struct H2_AttentionArgs {
+  size_t struct_size;
+  H2_Tensor q, k, v, o, lse;
+  double scale;
+  uint32_t causal;
+} H2_AttentionArgs;
+
+/* dq, dk, dv from dout with the forward's o and lse; dk and dv sum over the query heads sharing a kv
+ * head (overwritten). */
+typedef struct H2_AttentionBackwardArgs {
+  size_t struct_size;
+  H2_Tensor q, k, v, o, lse, dout, dq, dk, dv;
+  double scale;
+  uint32_t causal;
+} H2_AttentionBackwardArgs;
+
+/* ---- Random numbers ----
+ * Every random operator draws from Philox-4x32-10 (Salmon et al., SC'11) keyed by (seed & 0xffffffff,
+ * seed >> 32). The element of row-major logical index e uses output word e % 4 of the block at
+ * counter (c & 0xffffffff, c >> 32, 0, 0), c = offset + e / 4. A call consumes ceil(numel / 4)
+ * counters, so a caller drawing again passes offset + ceil(numel / 4). A uniform number is
+ * u = (word >> 8) * 2^-24, exact in F32. Dropout masks and uniform values are bit-identical on every
+ * device for the same seed and offset. */
+
+/* y = keep ? x / (1 - p) : 0 with keep = (word >> 8) >= floor(p * 2^24), p in [0, 1). mask (optional,
+ * U8 or BOOL of x's shape) receives keep. The backward is this operator on dy with the same seed and
+ * offset. In place. */
+typedef struct H2_DropoutArgs {
+  size_t struct_size;
+  H2_Tensor x, y, mask;
+  double p;
+  uint64_t seed;
+  uint64_t offset;
+} H2_DropoutArgs;
+
+/* y = fmaf(u, (float)(high - low), (float)low) in F32, then rounded to y's dtype. */
+typedef struct H2_UniformArgs {
+  size_t struct_size;
+  H2_Tensor y;
+  double low, high;
+  uint64_t seed;
+  uint64_t offset;
+} H2_UniformArgs;
+
+/* y = mean + std * z with Box-Muller on the word pairs (0, 1) and (2, 3) of each block: for the pair
+ * (w_a, w_b), u1 = ((w_a >> 8) + 1) * 2^-24, u2 = (w_b >> 8) * 2^-24, r = sqrt(-2 ln u1), element a gets
+ * r cos(2 pi u2) and element b gets r sin(2 pi u2). Computed in at least F32 (values agree with the
+ * reference to the accuracy of the device's log, sqrt, sin and cos). */
+typedef struct H2_NormalArgs {
+  size_t struct_size;
+  H2_Tensor y;
+  double mean, std;
+  uint64_t seed;
+  uint64_t offset;
+} H2_NormalArgs;
+
+/* ---- Optimizer and gradient utilities (tensor lists of `count` descriptors) ---- */
+
+/* One AdamW step, as torch.optim.AdamW, over `count` parameters:
+ *   g = grad * grad_scale;  param *= 1 - lr * weight_decay
+ *   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+ *   param -= lr * (m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + eps)
+ * params, exp_avgs and exp_avg_sqs are F32 (master weights and state); grads F32, F16 or BF16 of the
+ * same shapes. model_params (optional array; entries with NULL data are skipped) are F16 or BF16
+ * copies that receive the updated parameters rounded. If found_inf (optional F32 scalar) holds a
+ * non-zero value when the work runs, nothing changes (a loss-scaled step that overflowed). step >= 1. */
+typedef struct H2_AdamWArgs {
+  size_t struct_size;
+  uint32_t count;
+  const H2_Tensor* params;
+  const H2_Tensor* grads;
+  const H2_Tensor* exp_avgs;
+  const H2_Tensor* exp_avg_sqs;
+  const H2_Tensor* model_params;
+  H2_Tensor found_inf;
+  double lr, beta1, beta2, eps, weight_decay, grad_scale;
+  int64_t step;
+} H2_AdamWArgs;
+
+/* out (F32, one element) = (sum over every element x of every tensor of |x|^norm_type)^(1 / norm_type),
+ * or the largest |x| when norm_type is +infinity. NaN anywhere gives NaN. */
+typedef struct H2_GradNormArgs {
+  size_t struct_size;
+  uint32_t count;
+  const H2_Tensor* tensors;
+  H2_Tensor out;
+  double norm_type;
+} H2_GradNormArgs;
+
+/* Gradient clipping in place: every tensor *= min(1, max_norm / (norm + eps)), with norm an F32
+ * one-element tensor on the device (grad_norm's out), so no host round trip is needed. A NaN norm
+ * makes every element NaN (as torch.nn.utils.clip_grad_norm_). */
+typedef struct H2_ClipByNormArgs {
+  size_t struct_size;
+  uint32_t count;
+  const H2_Tensor* tensors;
+  H2_Tensor norm;
+  double max_norm;
+  double eps;
+} H2_ClipByNormArgs;
+
+/* Loss scaling: every tensor *= inv_scale in place, and found_inf (F32, one element) is set to 1 if any
+ * element was NaN or infinite (it is never reset here, so several calls accumulate). */
+typedef struct H2_UnscaleArgs {
+  size_t struct_size;
+  uint32_t count;
+  const H2_Tensor* tensors;
+  H2_Tensor found_inf;
+  double inv_scale;
+} H2_UnscaleArgs;
+
+/* ---- Elementwise ---- */
+
+typedef enum H2_BinaryOp {
+  H2_BINARY_ADD = 1,
+  H2_BINARY_SUB = 2,
+  H2_BINARY_MUL = 3,
+  H2_BINARY_DIV = 4,
+  H2_BINARY_POW = 5,
+  H2_BINARY_MAXIMUM = 6, /* NaN if either is NaN */
+  H2_BINARY_MINIMUM = 7
+} H2_BinaryOp;
+
+/* y = a (op) b; a, b and y have y's shape and one dtype (the core turns broadcasting into stride-0
+ * views). In place (y may be a or b). */
+typedef struct H2_BinaryArgs {
+  size_t struct_size;
+  uint32_t op; /* an H2_BinaryOp */
+  H2_Tensor a, b, y;
+} H2_BinaryArgs;
+
+/* y = x (op) scalar, or scalar (op) x with scalar_first. In place. */
+typedef struct H2_BinaryScalarArgs {
+  size_t struct_size;
+  uint32_t op; /* an H2_BinaryOp */
+  H2_Tensor x, y;
+  double scalar;
+  uint32_t scalar_first;
+} H2_BinaryScalarArgs;
+
+typedef enum H2_UnaryOp {
+  H2_UNARY_EXP = 1,
+  H2_UNARY_LOG = 2,
+  H2_UNARY_SQRT = 3,
+  H2_UNARY_RSQRT = 4,
+  H2_UNARY_NEG = 5,
+  H2_UNARY_RECIPROCAL = 6
+} H2_UnaryOp;
+
+/* y = op(x), one shape and dtype. In place. */
+typedef struct H2_UnaryArgs {
+  size_t struct_size;
+  uint32_t op; /* an H2_UnaryOp */
+  H2_Tensor x, y;
+} H2_UnaryArgs;
+
+/* y = cond ? a : b; cond BOOL or U8, all of y's shape (broadcast by the core). In place (y may be a or b). */
+typedef struct H2_WhereArgs {
+  size_t struct_size;
+  H2_Tensor cond, a, b, y;
+} H2_WhereArgs;
+
+/* y = mask ? value : x; mask BOOL or U8 of x's shape. In place. */
+typedef struct H2_MaskedFillArgs {
+  size_t struct_size;
+  H2_Tensor x, mask, y;
+  double value;
+} H2_MaskedFillArgs;
+
+/* ---- Reductions ---- */
+
+typedef enum H2_ReduceOp {
+  H2_REDUCE_SUM = 1,
+  H2_REDUCE_MEAN = 2,
+  H2_REDUCE_MAX = 3, /* NaN propagates; `indices` may receive the first position of the maximum */
+  H2_REDUCE_AMAX = 4 /* the largest |x| (the scale statistic of low-precision training) */
+} H2_ReduceOp;
+
+/* Reduces x over the dimensions whose bits are set in dims_mask (bit d: dimension d). y has x's shape
+ * with those dimensions removed, or kept with size 1 when keepdim; y's dtype is x's or F32. For MAX
+ * over exactly one dimension, indices (optional, I64 of y's shape) receives the index of the first
+ * maximum. The sum of no elements is 0, their mean NaN; MAX and AMAX need at least one. */
+typedef struct H2_ReduceArgs {
+  size_t struct_size;
+  uint32_t op; /* an H2_ReduceOp */
+  H2_Tensor x, y, indices;
+  uint32_t dims_mask;
+  uint32_t keepdim;
+} H2_ReduceArgs;
+
+/* ---- Data movement and factories ---- */
+
+/* y = x converted to y's dtype, for any strides of either (so it also makes tensors contiguous and,
+ * through views, serves transpose, cat and split). Float to float and integer to float round to
+ * nearest even; float to integer truncates toward zero, saturates at the integer's range and maps NaN
+ * to 0; BOOL is 0 or 1. x may repeat elements (stride 0); y may not. */
+typedef struct H2_CopyArgs {
+  size_t struct_size;
+  H2_Tensor x, y;
+} H2_CopyArgs;
+
+/* Every element of y = value rounded to y's dtype. */
+typedef struct H2_FillArgs {
+  size_t struct_size;
+  H2_Tensor y;
+  double value;
+} H2_FillArgs;
+
+/* y[i] = start + i * step for the rank-1 y, computed in F64 and rounded to y's dtype. */
+typedef struct H2_ArangeArgs {
+  size_t struct_size;
+  H2_Tensor y;
+  double start, step;
+} H2_ArangeArgs;
+
+/* y = x with dimension `dim` replaced by the rows indices[0..n) (rank 1, I32 or I64): y's shape is x's
+ * with shape[dim] = n. Indices outside [0, x.shape[dim]) are an asynchronous error. */
+typedef struct H2_IndexSelectArgs {
+  size_t struct_size;
+  H2_Tensor x, indices, y;
+  int32_t dim;
+} H2_IndexSelectArgs;
+
+/* y[p] = x[p with its coordinate along `dim` replaced by indices[p]]; indices and y of one shape, of
+ * x's rank, every other dimension no larger than x's. (torch.gather) */
+typedef struct H2_GatherArgs {
+  size_t struct_size;
+  H2_Tensor x, indices, y;
+  int32_t dim;
+} H2_GatherArgs;
+
+/* y[p with its coordinate along `dim` replaced by indices[p]] += src[p] for every p of the shape that
+ * indices and src share (of y's rank, every dimension but `dim` no larger than y's); y is read and
+ * written (torch.scatter_add_). Backward of gather, and of index_select with an index broadcast along
+ * the other dimensions. */
+typedef struct H2_ScatterAddArgs {
+  size_t struct_size;
+  H2_Tensor y, indices, src;
+  int32_t dim;
+} H2_ScatterAddArgs;
+
+/* ---- The operator table ----
+ * Every slot enqueues on `stream` and is non-blocking (see the top of this section). Only
+ * `capability` is required; a NULL operator slot means the plugin does not provide it. */
+typedef struct H2_OpTable {
+  size_t struct_size; /* sizeof the table as the plugin was built */
+
+  /* Fills `*capability` for operator `op` (an H2_Op) on `device`; the core zeroes it and sets its
+   * struct_size first. Returns H2_STATUS_UNSUPPORTED for an operator the plugin lacks. Non-blocking. */
+  H2_Status (*capability)(int32_t device, uint32_t op, H2_OpCapability* capability);
+
+  H2_Status (*gemm)(H2_Stream* stream, const H2_GemmArgs* args);
+  H2_Status (*softmax)(H2_Stream* stream, const H2_SoftmaxArgs* args);
+  H2_Status (*softmax_backward)(H2_Stream* stream, const H2_SoftmaxBackwardArgs* args);
+  H2_Status (*layer_norm)(H2_Stream* stream, const H2_LayerNormArgs* args);
+  H2_Status (*layer_norm_backward)(H2_Stream* stream, const H2_LayerNormBackwardArgs* args);
+  H2_Status (*rms_norm)(H2_Stream* stream, const H2_RmsNormArgs* args);
+  H2_Status (*rms_norm_backward)(H2_Stream* stream, const H2_RmsNormBackwardArgs* args);
+  H2_Status (*gelu)(H2_Stream* stream, const H2_GeluArgs* args);
+  H2_Status (*gelu_backward)(H2_Stream* stream, const H2_GeluBackwardArgs* args);
+  H2_Status (*silu)(H2_Stream* stream, const H2_SiluArgs* args);
+  H2_Status (*silu_backward)(H2_Stream* stream, const H2_SiluBackwardArgs* args);
+  H2_Status (*swiglu)(H2_Stream* stream, const H2_SwigluArgs* args);
+  H2_Status (*swiglu_backward)(H2_Stream* stream, const H2_SwigluBackwardArgs* args);
+  H2_Status (*embedding)(H2_Stream* stream, const H2_EmbeddingArgs* args);
+  H2_Status (*embedding_backward)(H2_Stream* stream, const H2_EmbeddingBackwardArgs* args);
+  H2_Status (*rotary)(H2_Stream* stream, const H2_RotaryArgs* args);
+  H2_Status (*cross_entropy)(H2_Stream* stream, const H2_CrossEntropyArgs* args);
+  H2_Status (*cross_entropy_backward)(H2_Stream* stream, const H2_CrossEntropyBackwardArgs* args);
+  H2_Status (*attention)(H2_Stream* stream, const H2_AttentionArgs* args);
+  H2_Status (*attention_backward)(H2_Stream* stream, const H2_AttentionBackwardArgs* args);
+  H2_Status (*dropout)(H2_Stream* stream, const H2_DropoutArgs* args);
+  H2_Status (*uniform)(H2_Stream* stream, const H2_UniformArgs* args);
+  H2_Status (*normal)(H2_Stream* stream, const H2_NormalArgs* args);
+  H2_Status (*adamw)(H2_Stream* stream, const H2_AdamWArgs* args);
+  H2_Status (*grad_norm)(H2_Stream* stream, const H2_GradNormArgs* args);
+  H2_Status (*clip_by_norm)(H2_Stream* stream, const H2_ClipByNormArgs* args);
+  H2_Status (*unscale)(H2_Stream* stream, const H2_UnscaleArgs* args);
+  H2_Status (*binary)(H2_Stream* stream, const H2_BinaryArgs* args);
+  H2_Status (*binary_scalar)(H2_Stream* stream, const H2_BinaryScalarArgs* args);
+  H2_Status (*unary)(H2_Stream* stream, const H2_UnaryArgs* args);
+  H2_Status (*reduce)(H2_Stream* stream, const H2_ReduceArgs* args);
+  H2_Status (*copy)(H2_Stream* stream, const H2_CopyArgs* args);
+  H2_Status (*fill)(H2_Stream* stream, const H2_FillArgs* args);
+  H2_Status (*arange)(H2_Stream* stream, const H2_ArangeArgs* args);
+  H2_Status (*where)(H2_Stream* stream, const H2_WhereArgs* args);
+  H2_Status (*masked_fill)(H2_Stream* stream, const H2_MaskedFillArgs* args);
+  H2_Status (*index_select)(H2_Stream* stream, const H2_IndexSelectArgs* args);
+  H2_Status (*gather)(H2_Stream* stream, const H2_GatherArgs* args);
+  H2_Status (*scatter_add)(H2_Stream* stream, const H2_ScatterAddArgs* args);
+} H2_OpTable;
+#define H2_OP_TABLE_SIZE_1_1 H2_STRUCT_SIZE(H2_OpTable, scatter_add)
 
 /* ------------------------------------------------------------------------------------------------
  * 9. The table
@@ -299,11 +832,13 @@ typedef struct H2_PluginApi {
 
   /* ---- Operators ---- */
 
-  /* Reserved for the operator table of a later minor. Must be NULL in ABI 1.0. */
-  const struct H2_OpTable* op_table;
+  /* The operators (section 8), since ABI 1.1; NULL when the plugin provides none (and always NULL
+   * for a plugin built against ABI 1.0). Static: lives as long as the library stays loaded. */
+  const H2_OpTable* op_table;
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
+#define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -334,6 +869,48 @@ H2_STATIC_ASSERT(H2_INIT_ARGS_SIZE_1_0 == 36, "H2_InitArgs 1.0 layout changed");
 H2_STATIC_ASSERT(H2_DEVICE_PROPERTIES_SIZE_1_0 == 400, "H2_DeviceProperties 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_IDENTITY_SIZE == 32, "H2_PluginApi identity prefix changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed");
+H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
+H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GemmArgs, beta) == 608, "H2_GemmArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SoftmaxArgs, causal) == 308, "H2_SoftmaxArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SoftmaxBackwardArgs, scale) == 448, "H2_SoftmaxBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_LayerNormArgs, eps) == 880, "H2_LayerNormArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_LayerNormBackwardArgs, dbias) == 1160, "H2_LayerNormBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RmsNormArgs, eps) == 592, "H2_RmsNormArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RmsNormBackwardArgs, dweight) == 872, "H2_RmsNormBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GeluArgs, approximate) == 300, "H2_GeluArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GeluBackwardArgs, approximate) == 444, "H2_GeluBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SiluArgs, y) == 296, "H2_SiluArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SiluBackwardArgs, dx) == 440, "H2_SiluBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SwigluArgs, y) == 440, "H2_SwigluArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SwigluBackwardArgs, dup) == 728, "H2_SwigluBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_EmbeddingArgs, y) == 440, "H2_EmbeddingArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_EmbeddingBackwardArgs, dweight) == 440, "H2_EmbeddingBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RotaryArgs, inverse) == 320, "H2_RotaryArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CrossEntropyArgs, label_smoothing) == 600, "H2_CrossEntropyArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CrossEntropyBackwardArgs, label_smoothing) == 744, "H2_CrossEntropyBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AttentionArgs, causal) == 740, "H2_AttentionArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AttentionBackwardArgs, causal) == 1316, "H2_AttentionBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_DropoutArgs, offset) == 464, "H2_DropoutArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_UniformArgs, offset) == 184, "H2_UniformArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_NormalArgs, offset) == 184, "H2_NormalArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AdamWArgs, step) == 256, "H2_AdamWArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GradNormArgs, norm_type) == 176, "H2_GradNormArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_ClipByNormArgs, eps) == 184, "H2_ClipByNormArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_UnscaleArgs, inv_scale) == 176, "H2_UnscaleArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_BinaryArgs, y) == 448, "H2_BinaryArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_BinaryScalarArgs, scalar_first) == 316, "H2_BinaryScalarArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_UnaryArgs, y) == 304, "H2_UnaryArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_WhereArgs, y) == 584, "H2_WhereArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_MaskedFillArgs, value) == 448, "H2_MaskedFillArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_ReduceArgs, keepdim) == 456, "H2_ReduceArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CopyArgs, y) == 296, "H2_CopyArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_FillArgs, value) == 160, "H2_FillArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_ArangeArgs, step) == 168, "H2_ArangeArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_IndexSelectArgs, dim) == 444, "H2_IndexSelectArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GatherArgs, dim) == 444, "H2_GatherArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_ScatterAddArgs, dim) == 444, "H2_ScatterAddArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_OpTable, scatter_add) == 328, "H2_OpTable 1.1 layout changed");
 #endif
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "plugin_error.hpp"
 
@@ -40,6 +41,19 @@ bool parse_bool(const char* name, const std::string& value) {
   if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
   if (v == "0" || v == "false" || v == "off" || v == "no" || v.empty()) return false;
   bad_variable(name, value, "expected 1/0, true/false, on/off or yes/no");
+}
+
+int parse_count(const char* name, const std::string& value, int max) {
+  size_t used = 0;
+  int count = 0;
+  try {
+    count = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != trim(value).size() || count < 1 || count > max)
+    bad_variable(name, value, "expected a whole number from 1 to " + std::to_string(max));
+  return count;
 }
 
 }  // namespace
@@ -93,15 +107,7 @@ Config read_config(const EnvLookup& env) {
 
   int devices = sizes.size() > 1 ? static_cast<int>(sizes.size()) : 1;
   if (auto count = env("H2_CPU_REFERENCE_DEVICES")) {
-    size_t used = 0;
-    try {
-      devices = std::stoi(*count, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != trim(*count).size() || devices < 1 || devices > kMaxDevices)
-      bad_variable("H2_CPU_REFERENCE_DEVICES", *count,
-                   "expected a whole number from 1 to " + std::to_string(kMaxDevices));
+    devices = parse_count("H2_CPU_REFERENCE_DEVICES", *count, kMaxDevices);
     if (sizes.size() > 1 && sizes.size() != static_cast<size_t>(devices))
       bad_variable("H2_CPU_REFERENCE_MEMORY", *env("H2_CPU_REFERENCE_MEMORY"),
                    "lists " + std::to_string(sizes.size()) + " sizes but H2_CPU_REFERENCE_DEVICES is " +
@@ -113,6 +119,10 @@ Config read_config(const EnvLookup& env) {
   config.memory_bytes = sizes;
 
   if (auto strict = env("H2_CPU_REFERENCE_STRICT")) config.strict = parse_bool("H2_CPU_REFERENCE_STRICT", *strict);
+
+  config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (auto threads = env("H2_CPU_REFERENCE_THREADS"))
+    config.threads = parse_count("H2_CPU_REFERENCE_THREADS", *threads, 256);
   return config;
 }
 

@@ -5,6 +5,8 @@
 //                             as powers of 1000); default 4GiB
 //   H2_CPU_REFERENCE_STRICT   1/true/on: device memory is not readable by host code outside plugin
 //                             calls (default off)
+//   H2_CPU_REFERENCE_THREADS  threads each operator may use (1..256, default: the machine's cores);
+//                             results are bit-identical for any value
 // Several devices with different capacities let one machine host an uneven cluster.
 #pragma once
 
@@ -19,6 +21,7 @@ namespace h2::cpu_reference {
 struct Config {
   std::vector<uint64_t> memory_bytes;  // one entry per device
   bool strict = false;
+  int threads = 1;
 };
 
 // Looks a variable up; returns nullopt when unset. Injected so tests need not touch the process

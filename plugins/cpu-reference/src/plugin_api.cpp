@@ -8,17 +8,12 @@
 #include "config.hpp"
 #include "h2/plugin_abi.h"
 #include "plugin_error.hpp"
+#include "ops/op_table.hpp"
+#include "plugin_state.hpp"
 #include "runtime.hpp"
 
 namespace h2::cpu_reference {
 namespace {
-
-std::unique_ptr<Runtime> g_runtime;
-
-Runtime& runtime() {
-  if (!g_runtime) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is not initialized");
-  return *g_runtime;
-}
 
 template <typename T>
 void require(T* pointer, const char* name) {
@@ -30,17 +25,17 @@ H2_Status initialize(const H2_InitArgs* args) {
     require(args, "args");
     if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
       fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
-    if (g_runtime) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
+    if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
     Config config = read_config([](const char* name) -> std::optional<std::string> {
       const char* value = std::getenv(name);
       return value ? std::optional<std::string>(value) : std::nullopt;
     });
-    g_runtime = std::make_unique<Runtime>(config, *args);
+    runtime_slot() = std::make_unique<Runtime>(config, *args);
   });
 }
 
 H2_Status shutdown() {
-  return guarded("shutdown", [&] { g_runtime.reset(); });
+  return guarded("shutdown", [&] { runtime_slot().reset(); });
 }
 
 const char* get_last_error() {
@@ -258,7 +253,7 @@ const H2_PluginApi kApi = {
     .event_query = event_query,
     .event_synchronize = event_synchronize,
     .event_elapsed_ms = event_elapsed_ms,
-    .op_table = nullptr,
+    .op_table = &kOpTable,
 };
 
 }  // namespace

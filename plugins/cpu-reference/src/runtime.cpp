@@ -20,12 +20,17 @@ constexpr size_t kHostAlignment = 4096;
 }  // namespace
 
 Runtime::Runtime(const Config& config, const H2_InitArgs& args)
-    : config_(config), log_fn_(args.log), log_user_data_(args.log_user_data), log_level_(args.log_level) {
+    : config_(config),
+      log_fn_(args.log),
+      log_user_data_(args.log_user_data),
+      log_level_(args.log_level),
+      pool_(config.threads) {
   for (size_t i = 0; i < config.memory_bytes.size(); ++i)
     memory_.push_back(std::make_unique<DeviceMemory>(static_cast<int>(i), config.memory_bytes[i], config.strict));
 
   std::string summary = std::to_string(memory_.size()) + " device(s):";
   for (size_t i = 0; i < memory_.size(); ++i) summary += (i ? ", " : " ") + format_bytes(config.memory_bytes[i]);
+  summary += "; " + std::to_string(config.threads) + " compute thread(s)";
   summary += config.strict ? "; strict mode on (device memory not host-accessible)" : "";
   log(H2_LOG_INFO, summary);
 }

@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "device_memory.hpp"
 #include "h2/plugin_abi.h"
+#include "ops/parallel.hpp"
 #include "stream.hpp"
 
 namespace h2::cpu_reference {
@@ -45,6 +46,9 @@ class Runtime {
 
   void log(H2_LogLevel level, const std::string& message) const;
 
+  // The threads operators compute with.
+  ThreadPool& pool() { return pool_; }
+
  private:
   void check_device(int device) const;
 
@@ -53,6 +57,7 @@ class Runtime {
   void* log_user_data_;
   uint32_t log_level_;
   std::vector<std::unique_ptr<DeviceMemory>> memory_;
+  ThreadPool pool_;
 
   mutable std::mutex mutex_;
   std::map<H2_Stream*, std::shared_ptr<Stream>> streams_;

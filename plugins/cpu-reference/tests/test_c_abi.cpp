@@ -42,7 +42,8 @@ TEST_F(CAbi, TableDeclaresItsVersionAndSize) {
   EXPECT_EQ(api_->abi_major, static_cast<uint32_t>(H2_ABI_MAJOR));
   EXPECT_EQ(api_->abi_minor, static_cast<uint32_t>(H2_ABI_MINOR));
   EXPECT_STREQ(api_->plugin_name, "cpu-reference");
-  EXPECT_EQ(api_->op_table, nullptr);
+  ASSERT_NE(api_->op_table, nullptr);
+  EXPECT_EQ(api_->op_table->struct_size, sizeof(H2_OpTable));
 }
 
 TEST_F(CAbi, SecondInitializeIsRejected) {

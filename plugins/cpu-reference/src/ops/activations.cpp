@@ -1,0 +1,111 @@
+// gelu, silu and swiglu with their backwards, elementwise in fp64.
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "op_support.hpp"
+#include "op_table.hpp"
+
+namespace h2::cpu_reference {
+
+namespace {
+
+constexpr double kTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kTanhCubic = 0.044715;
+
+double gelu(double x, bool approximate) {
+  if (approximate) return 0.5 * x * (1 + std::tanh(kTanhScale * (x + kTanhCubic * x * x * x)));
+  return 0.5 * x * (1 + std::erf(x * std::numbers::sqrt2 / 2));
+}
+
+double gelu_derivative(double x, bool approximate) {
+  if (approximate) {
+    const double t = std::tanh(kTanhScale * (x + kTanhCubic * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kTanhScale * (1 + 3 * kTanhCubic * x * x);
+  }
+  const double cdf = 0.5 * (1 + std::erf(x * std::numbers::sqrt2 / 2));
+  const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+  return cdf + x * pdf;
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double silu(double x) { return x * sigmoid(x); }
+double silu_derivative(double x) {
+  const double s = sigmoid(x);
+  return s * (1 + x * (1 - s));
+}
+
+// out[i] = f(inputs...[i]) over whole tensors of one shape.
+template <typename F>
+std::vector<double> map(const std::vector<double>& a, F&& f) {
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = f(a[i]);
+  return out;
+}
+template <typename F>
+std::vector<double> map(const std::vector<double>& a, const std::vector<double>& b, F&& f) {
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = f(a[i], b[i]);
+  return out;
+}
+
+}  // namespace
+
+H2_Status op_gelu(H2_Stream* stream, const H2_GeluArgs* args) {
+  return run_op("gelu", stream, args, [&](OpCall& call) {
+    TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
+    const bool approximate = args->approximate != 0;
+    call.enqueue([=] { store(y, map(load(x), [&](double v) { return gelu(v, approximate); })); });
+  });
+}
+
+H2_Status op_gelu_backward(H2_Stream* stream, const H2_GeluBackwardArgs* args) {
+  return run_op("gelu_backward", stream, args, [&](OpCall& call) {
+    TensorRef x = call.tensor(args->x, "x"), dy = call.tensor(args->dy, "dy"), dx = call.tensor(args->dx, "dx");
+    const bool approximate = args->approximate != 0;
+    call.enqueue([=] {
+      store(dx, map(load(x), load(dy), [&](double v, double g) { return g * gelu_derivative(v, approximate); }));
+    });
+  });
+}
+
+H2_Status op_silu(H2_Stream* stream, const H2_SiluArgs* args) {
+  return run_op("silu", stream, args, [&](OpCall& call) {
+    TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
+    call.enqueue([=] { store(y, map(load(x), silu)); });
+  });
+}
+
+H2_Status op_silu_backward(H2_Stream* stream, const H2_SiluBackwardArgs* args) {
+  return run_op("silu_backward", stream, args, [&](OpCall& call) {
+    TensorRef x = call.tensor(args->x, "x"), dy = call.tensor(args->dy, "dy"), dx = call.tensor(args->dx, "dx");
+    call.enqueue([=] { store(dx, map(load(x), load(dy), [](double v, double g) { return g * silu_derivative(v); })); });
+  });
+}
+
+H2_Status op_swiglu(H2_Stream* stream, const H2_SwigluArgs* args) {
+  return run_op("swiglu", stream, args, [&](OpCall& call) {
+    TensorRef gate = call.tensor(args->gate, "gate"), up = call.tensor(args->up, "up"), y = call.tensor(args->y, "y");
+    call.enqueue([=] { store(y, map(load(gate), load(up), [](double g, double u) { return silu(g) * u; })); });
+  });
+}
+
+H2_Status op_swiglu_backward(H2_Stream* stream, const H2_SwigluBackwardArgs* args) {
+  return run_op("swiglu_backward", stream, args, [&](OpCall& call) {
+    TensorRef gate = call.tensor(args->gate, "gate"), up = call.tensor(args->up, "up");
+    TensorRef dy = call.tensor(args->dy, "dy"), dgate = call.tensor(args->dgate, "dgate");
+    TensorRef dup = call.tensor(args->dup, "dup");
+    call.enqueue([=] {
+      const std::vector<double> g = load(gate), u = load(up), d = load(dy);
+      std::vector<double> dg(g.size()), du(g.size());
+      for (size_t i = 0; i < g.size(); ++i) {
+        dg[i] = d[i] * u[i] * silu_derivative(g[i]);
+        du[i] = d[i] * silu(g[i]);
+      }
+      store(dgate, dg);
+      store(dup, du);
+    });
+  });
+}
+
+}  // namespace h2::cpu_reference

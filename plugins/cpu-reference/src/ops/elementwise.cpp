@@ -1,0 +1,116 @@
+// binary (tensor-tensor and tensor-scalar), unary, where and masked_fill: elementwise in fp64.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "op_support.hpp"
+#include "op_table.hpp"
+
+namespace h2::cpu_reference {
+
+namespace {
+
+double apply_binary(uint32_t op, double a, double b) {
+  switch (op) {
+    case H2_BINARY_ADD: return a + b;
+    case H2_BINARY_SUB: return a - b;
+    case H2_BINARY_MUL: return a * b;
+    case H2_BINARY_DIV: return a / b;
+    case H2_BINARY_POW: return std::pow(a, b);
+    case H2_BINARY_MAXIMUM:
+      return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+    case H2_BINARY_MINIMUM:
+      return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::min(a, b);
+    default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown binary op " + std::to_string(op));
+  }
+}
+
+double apply_unary(uint32_t op, double x) {
+  switch (op) {
+    case H2_UNARY_EXP: return std::exp(x);
+    case H2_UNARY_LOG: return std::log(x);
+    case H2_UNARY_SQRT: return std::sqrt(x);
+    case H2_UNARY_RSQRT: return 1 / std::sqrt(x);
+    case H2_UNARY_NEG: return -x;
+    case H2_UNARY_RECIPROCAL: return 1 / x;
+    default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown unary op " + std::to_string(op));
+  }
+}
+
+void check_op(bool known, const char* kind, uint32_t op) {
+  if (!known) fail(H2_STATUS_INVALID_ARGUMENT, std::string("unknown ") + kind + " op " + std::to_string(op));
+}
+
+}  // namespace
+
+H2_Status op_binary(H2_Stream* stream, const H2_BinaryArgs* args) {
+  return run_op("binary", stream, args, [&](OpCall& call) {
+    const uint32_t op = args->op;
+    check_op(op >= H2_BINARY_ADD && op <= H2_BINARY_MINIMUM, "binary", op);
+    TensorRef a = call.tensor(args->a, "a"), b = call.tensor(args->b, "b"), y = call.tensor(args->y, "y");
+    call.enqueue([=] {
+      const std::vector<double> va = load(a), vb = load(b);
+      std::vector<double> out(va.size());
+      for (size_t i = 0; i < va.size(); ++i) out[i] = apply_binary(op, va[i], vb[i]);
+      store(y, out);
+    });
+  });
+}
+
+H2_Status op_binary_scalar(H2_Stream* stream, const H2_BinaryScalarArgs* args) {
+  return run_op("binary_scalar", stream, args, [&](OpCall& call) {
+    const uint32_t op = args->op;
+    check_op(op >= H2_BINARY_ADD && op <= H2_BINARY_MINIMUM, "binary", op);
+    TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
+    const double scalar = args->scalar;
+    const bool scalar_first = args->scalar_first != 0;
+    call.enqueue([=] {
+      std::vector<double> values = load(x);
+      for (double& v : values) v = scalar_first ? apply_binary(op, scalar, v) : apply_binary(op, v, scalar);
+      store(y, values);
+    });
+  });
+}
+
+H2_Status op_unary(H2_Stream* stream, const H2_UnaryArgs* args) {
+  return run_op("unary", stream, args, [&](OpCall& call) {
+    const uint32_t op = args->op;
+    check_op(op >= H2_UNARY_EXP && op <= H2_UNARY_RECIPROCAL, "unary", op);
+    TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
+    call.enqueue([=] {
+      std::vector<double> values = load(x);
+      for (double& v : values) v = apply_unary(op, v);
+      store(y, values);
+    });
+  });
+}
+
+H2_Status op_where(H2_Stream* stream, const H2_WhereArgs* args) {
+  return run_op("where", stream, args, [&](OpCall& call) {
+    TensorRef cond = call.tensor(args->cond, "cond"), a = call.tensor(args->a, "a"), b = call.tensor(args->b, "b");
+    TensorRef y = call.tensor(args->y, "y");
+    call.enqueue([=] {
+      const std::vector<int64_t> c = load_indices(cond);
+      const std::vector<double> va = load(a), vb = load(b);
+      std::vector<double> out(va.size());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = c[i] != 0 ? va[i] : vb[i];
+      store(y, out);
+    });
+  });
+}
+
+H2_Status op_masked_fill(H2_Stream* stream, const H2_MaskedFillArgs* args) {
+  return run_op("masked_fill", stream, args, [&](OpCall& call) {
+    TensorRef x = call.tensor(args->x, "x"), mask = call.tensor(args->mask, "mask"), y = call.tensor(args->y, "y");
+    const double value = args->value;
+    call.enqueue([=] {
+      const std::vector<int64_t> m = load_indices(mask);
+      std::vector<double> values = load(x);
+      for (size_t i = 0; i < values.size(); ++i)
+        if (m[i] != 0) values[i] = value;
+      store(y, values);
+    });
+  });
+}
+
+}  // namespace h2::cpu_reference
