@@ -207,13 +207,47 @@ TEST(PluginLoading, FailedCallNamesPluginCallAndReason) {
   options.plugins = {fake_plugin("fake").string()};
   Runtime runtime(options);
   try {
-    runtime.devices()[0].allocate(100);
-    FAIL() << "the fake plugin cannot allocate";
+    runtime.devices()[0].allocate(size_t{3} << 30);
+    FAIL() << "the fake device has 1 GiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_OUT_OF_MEMORY);
+    EXPECT_THAT(e.what(), HasSubstr("fake: mem_alloc(device 0, 3221225472 bytes): out of memory: the fake device is "
+                                    "smaller than that"));
+  }
+}
+
+TEST(PluginLoading, OperatorTableRules) {
+  PluginInfo partial = load_one(fake_plugin("ops-partial").string());
+  EXPECT_TRUE(partial.loaded()) << partial.message;
+  PluginInfo no_capability = load_one(fake_plugin("ops-no-capability").string());
+  EXPECT_EQ(no_capability.state, PluginState::invalid_table);
+  EXPECT_THAT(no_capability.message, HasSubstr("op_table's required slot 'capability' is NULL"));
+  PluginInfo small = load_one(fake_plugin("ops-small-table").string());
+  EXPECT_EQ(small.state, PluginState::invalid_table);
+  EXPECT_THAT(small.message, HasSubstr("op_table struct_size 16 is smaller than the"));
+}
+
+TEST(PluginLoading, AnOperatorThePluginLacksIsAnErrorNamingPluginAndOperator) {
+  RuntimeOptions options;
+  options.plugins = {fake_plugin("ops-partial").string()};
+  Runtime runtime(options);
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+  Tensor y = Tensor::empty(device, {3}, DType::f32);
+  ops::fill(stream, y, 2.5);  // the one operator it has
+  EXPECT_EQ(y.to_host(stream), (std::vector<double>{2.5, 2.5, 2.5}));
+  try {
+    ops::softmax(stream, y, y);
+    FAIL() << "softmax is not provided; there must be no fallback";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), H2_STATUS_UNSUPPORTED);
-    EXPECT_THAT(e.what(),
-                HasSubstr("fake: mem_alloc(device 0, 100 bytes): unsupported: the fake plugin has no memory"));
+    EXPECT_THAT(e.what(), HasSubstr("softmax: plugin ops-partial does not provide this operator"));
   }
+  // Its capability declares f32 only, and contiguous tensors only.
+  EXPECT_THAT([&] { ops::fill(stream, Tensor::empty(device, {3}, DType::bf16), 1.0); },
+              testing::ThrowsMessage<Error>(HasSubstr("fill: y is bf16[3] but plugin ops-partial supports f32")));
+  EXPECT_THAT([&] { ops::fill(stream, Tensor::empty(device, {2, 2}, DType::f32).transpose(0, 1), 1.0); },
+              testing::ThrowsMessage<Error>(HasSubstr("fill: y is not contiguous and plugin ops-partial needs contiguous")));
 }
 
 TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState) {
@@ -228,8 +262,9 @@ TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState)
   EXPECT_EQ(states["init-fails"], PluginState::init_failed);
   EXPECT_EQ(states["runtime-missing"], PluginState::runtime_missing);
   EXPECT_EQ(states["no-entry"], PluginState::no_entry_point);
-  // Only loaded plugins contribute devices: fake and old-minor, two each.
-  EXPECT_EQ(runtime.devices().size(), 4u);
+  EXPECT_EQ(states["ops-partial"], PluginState::loaded);
+  // Only loaded plugins contribute devices: fake, old-minor and ops-partial, two each.
+  EXPECT_EQ(runtime.devices().size(), 6u);
 }
 
 TEST(PluginLoading, TwoRuntimesShareOneInitializedPlugin) {

@@ -21,7 +21,7 @@ void require_attention_shapes(const OpCheck& check, const Tensor& q, const Tenso
                 OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": query heads must be a multiple of kv heads");
   check.require_shape(o, "o", q.shape(), "the shape of q");
   check.require_shape(lse, "lse", {q.size(0), q.size(1), q.size(2)}, "[batch, heads, seq_q]");
-  check.require(lse.dtype() == DType::f32, OpCheck::is("lse", lse) + " but must be f32");
+  check.require_statistic(lse, "lse");
   check.require_same_dtype(q, "q", k, "k");
   check.require_same_dtype(q, "q", v, "v");
   check.require_same_dtype(q, "q", o, "o");

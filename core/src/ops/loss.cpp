@@ -16,7 +16,7 @@ void require_rows(const OpCheck& check, const Tensor& logits, const Tensor& targ
   check.require_shape(targets, "targets", {logits.size(0)}, "one target per row of logits");
   for (auto [t, name] : per_row) {
     check.require_shape(*t, name, {logits.size(0)}, "one value per row of logits");
-    check.require(t->dtype() == DType::f32, OpCheck::is(name, *t) + " but must be f32");
+    check.require_statistic(*t, name);
   }
 }
 

@@ -69,7 +69,7 @@ void layer_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Ten
   require_row_vector(check, bias, "bias", x);
   for (auto [t, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
     check.require_shape(*t, name, rows_of(x), "one statistic per row of x " + shape_string(x.shape()));
-    check.require(t->dtype() == DType::f32, OpCheck::is(name, *t) + " but statistics are f32");
+    check.require_statistic(*t, name);
   }
   check.require(eps >= 0, "eps is " + std::to_string(eps) + " but must not be negative");
   auto args = make_args<H2_LayerNormArgs>();
@@ -125,7 +125,7 @@ void rms_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Tenso
   check.require_same_dtype(x, "x", y, "y");
   require_row_vector(check, weight, "weight", x);
   check.require_shape(rstd, "rstd", rows_of(x), "one statistic per row of x " + shape_string(x.shape()));
-  check.require(rstd.dtype() == DType::f32, OpCheck::is("rstd", rstd) + " but statistics are f32");
+  check.require_statistic(rstd, "rstd");
   check.require(eps >= 0, "eps is " + std::to_string(eps) + " but must not be negative");
   auto args = make_args<H2_RmsNormArgs>();
   args.x = x.descriptor();

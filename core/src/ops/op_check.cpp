@@ -120,6 +120,10 @@ void OpCheck::require_rank_at_least(const Tensor& t, const char* name, int rank)
   if (t.rank() < rank) fail(is(name, t) + " but needs at least " + std::to_string(rank) + " dimensions");
 }
 
+void OpCheck::require_statistic(const Tensor& t, const char* name) const {
+  if (t.dtype() != DType::f32 && t.dtype() != DType::f64) fail(is(name, t) + " but statistics are f32 (or f64)");
+}
+
 void OpCheck::check_overlap(const Declared& out, const Declared& other) const {
   const Tensor& a = *out.tensor;
   const Tensor& b = *other.tensor;

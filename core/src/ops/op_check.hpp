@@ -52,6 +52,8 @@ class OpCheck {
   void require_same_dtype(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) const;
   void require_rank(const Tensor& t, const char* name, int rank) const;
   void require_rank_at_least(const Tensor& t, const char* name, int rank) const;
+  // Saved statistics and losses (lse, mean, rstd, loss): f32, or f64 for full-precision checks.
+  void require_statistic(const Tensor& t, const char* name) const;
 
   // Runs the common checks on every declared tensor.
   void validate() const;

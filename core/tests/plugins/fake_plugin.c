@@ -1,9 +1,11 @@
 /* A minimal plugin for the loader's tests, compiled once per variant with macros that break it in
  * one specific way. It is written in C against plugin_abi.h alone, as a vendor's plugin would be.
- * Every runtime call beyond device discovery answers H2_STATUS_UNSUPPORTED: the loader tests need a
- * plugin that loads (or fails to), not one that computes. */
+ * Its "device" is host memory and its streams run every call at once (synchronously), which is a
+ * legal implementation of the stream contract. With FAKE_OP_TABLE it provides one operator, fill,
+ * so the core's handling of a partial operator table can be tested. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "h2/plugin_abi.h"
@@ -20,9 +22,10 @@
 #ifndef FAKE_STRUCT_SIZE
 #define FAKE_STRUCT_SIZE sizeof(H2_PluginApi)
 #endif
-#ifndef FAKE_DEVICES
-#define FAKE_DEVICES 2
+#ifndef FAKE_OP_TABLE_SIZE
+#define FAKE_OP_TABLE_SIZE sizeof(H2_OpTable)
 #endif
+#define FAKE_DEVICES 2
 
 static _Thread_local char last_error_text[256];
 
@@ -30,6 +33,8 @@ static H2_Status fail(H2_Status status, const char* message) {
   snprintf(last_error_text, sizeof last_error_text, "%s", message);
   return status;
 }
+
+/* ---- Lifecycle ---- */
 
 #ifdef FAKE_UNDEFINED_SYMBOL
 /* Stands for a vendor symbol the plugin links against that this machine's libraries lack. */
@@ -46,13 +51,13 @@ static H2_Status initialize(const H2_InitArgs* args) {
 #elif defined(FAKE_VENDOR_RUNTIME)
   /* Vendor plugins load their runtime at run time, so a machine without it can still list the plugin. */
   void* runtime = dlopen(FAKE_VENDOR_RUNTIME, RTLD_NOW | RTLD_LOCAL);
+  (void)args;
   if (runtime == NULL) {
     char message[256];
     snprintf(message, sizeof message, "cannot load %s: %s", FAKE_VENDOR_RUNTIME, dlerror());
     return fail(H2_STATUS_RUNTIME_MISSING, message);
   }
   dlclose(runtime);
-  (void)args;
   return H2_STATUS_OK;
 #else
   args->log(args->log_user_data, H2_LOG_INFO, "fake plugin initialized");
@@ -60,87 +65,119 @@ static H2_Status initialize(const H2_InitArgs* args) {
 #endif
 }
 
-static H2_Status shutdown(void) {
-  return H2_STATUS_OK;
-}
-static const char* last_error(void) {
-  return last_error_text;
-}
+static H2_Status shutdown(void) { return H2_STATUS_OK; }
+static const char* last_error(void) { return last_error_text; }
+
+/* ---- Devices ---- */
 
 static H2_Status device_count(int32_t* count) {
   *count = FAKE_DEVICES;
   return H2_STATUS_OK;
 }
 
+static uint64_t capacity(int32_t device) { return (uint64_t)(device + 1) << 30; }
+
 static H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
   if (device < 0 || device >= FAKE_DEVICES) return fail(H2_STATUS_INVALID_ARGUMENT, "no such device");
   snprintf(props->name, sizeof props->name, "fake device %d", (int)device);
   snprintf(props->vendor, sizeof props->vendor, "H2 tests");
   props->kind = H2_DEVICE_KIND_NPU;
-  props->total_memory_bytes = (uint64_t)(device + 1) << 30;
+  props->total_memory_bytes = capacity(device);
   props->peak_flops[H2_DTYPE_BF16] = 1e12;
   props->supported_dtypes = 1u << H2_DTYPE_BF16;
+  props->host_accessible = 1;
   return H2_STATUS_OK;
 }
 
-#define UNSUPPORTED return fail(H2_STATUS_UNSUPPORTED, "the fake plugin has no memory or streams")
-static H2_Status mem_alloc(int32_t d, size_t b, void** p) {
-  (void)d;
-  (void)b;
-  (void)p;
-  UNSUPPORTED;
+/* ---- Memory: host memory; streams: run each call at once ---- */
+
+static H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
+  if (bytes > capacity(device)) return fail(H2_STATUS_OUT_OF_MEMORY, "the fake device is smaller than that");
+  *ptr = malloc(bytes);
+  return *ptr ? H2_STATUS_OK : fail(H2_STATUS_OUT_OF_MEMORY, "malloc failed");
 }
-static H2_Status mem_free(int32_t d, void* p) {
-  (void)d;
-  (void)p;
-  UNSUPPORTED;
+static H2_Status mem_free(int32_t device, void* ptr) {
+  (void)device;
+  free(ptr);
+  return H2_STATUS_OK;
 }
-static H2_Status stream_create(int32_t d, H2_Stream** s) {
-  (void)d;
-  (void)s;
-  UNSUPPORTED;
+
+static int the_stream;
+static H2_Status stream_create(int32_t device, H2_Stream** stream) {
+  (void)device;
+  *stream = (H2_Stream*)&the_stream;
+  return H2_STATUS_OK;
 }
-static H2_Status stream_one(H2_Stream* s) {
-  (void)s;
-  UNSUPPORTED;
+static H2_Status stream_done(H2_Stream* stream) {
+  (void)stream;
+  return H2_STATUS_OK; /* everything already ran */
 }
-static H2_Status stream_wait_event(H2_Stream* s, H2_Event* e) {
-  (void)s;
-  (void)e;
-  UNSUPPORTED;
+static H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
+  (void)stream;
+  (void)event;
+  return H2_STATUS_OK;
 }
 #ifndef FAKE_NULL_MEMSET
-static H2_Status memset_async(H2_Stream* s, void* d, uint8_t v, size_t b) {
-  (void)s;
-  (void)d;
-  (void)v;
-  (void)b;
-  UNSUPPORTED;
+static H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes) {
+  (void)stream;
+  memset(dst, value, bytes);
+  return H2_STATUS_OK;
 }
 #endif
-static H2_Status memcpy_async(H2_Stream* s, void* d, const void* f, size_t b, H2_MemcpyKind k) {
-  (void)s;
-  (void)d;
-  (void)f;
-  (void)b;
-  (void)k;
-  UNSUPPORTED;
+static H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t bytes, H2_MemcpyKind kind) {
+  (void)stream;
+  (void)kind;
+  memcpy(dst, src, bytes);
+  return H2_STATUS_OK;
 }
-static H2_Status event_create(int32_t d, uint32_t f, H2_Event** e) {
-  (void)d;
-  (void)f;
-  (void)e;
-  UNSUPPORTED;
+
+static int the_event;
+static H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
+  (void)device;
+  (void)flags;
+  *event = (H2_Event*)&the_event;
+  return H2_STATUS_OK;
 }
-static H2_Status event_one(H2_Event* e) {
-  (void)e;
-  UNSUPPORTED;
+static H2_Status event_done(H2_Event* event) {
+  (void)event;
+  return H2_STATUS_OK;
 }
-static H2_Status event_record(H2_Event* e, H2_Stream* s) {
-  (void)e;
-  (void)s;
-  UNSUPPORTED;
+static H2_Status event_record(H2_Event* event, H2_Stream* stream) {
+  (void)event;
+  (void)stream;
+  return H2_STATUS_OK;
 }
+
+/* ---- Operators: fill on contiguous f32 only ---- */
+
+#ifdef FAKE_OP_TABLE
+#ifndef FAKE_NULL_CAPABILITY
+static H2_Status capability(int32_t device, uint32_t op, H2_OpCapability* cap) {
+  (void)device;
+  if (op != H2_OP_FILL) return fail(H2_STATUS_UNSUPPORTED, "only fill");
+  cap->dtypes = 1u << H2_DTYPE_F32;
+  cap->strided_tensors = 0;
+  cap->deterministic = 1;
+  return H2_STATUS_OK;
+}
+#endif
+
+static H2_Status fill(H2_Stream* stream, const H2_FillArgs* args) {
+  (void)stream;
+  int64_t n = 1;
+  for (uint32_t d = 0; d < args->y.rank; ++d) n *= args->y.shape[d];
+  for (int64_t i = 0; i < n; ++i) ((float*)args->y.data)[i] = (float)args->value;
+  return H2_STATUS_OK;
+}
+
+static const H2_OpTable op_table = {
+    .struct_size = FAKE_OP_TABLE_SIZE,
+#ifndef FAKE_NULL_CAPABILITY
+    .capability = capability,
+#endif
+    .fill = fill,
+};
+#endif
 
 static const H2_PluginApi api = {
     .struct_size = FAKE_STRUCT_SIZE,
@@ -156,19 +193,22 @@ static const H2_PluginApi api = {
     .mem_alloc = mem_alloc,
     .mem_free = mem_free,
     .stream_create = stream_create,
-    .stream_destroy = stream_one,
-    .stream_synchronize = stream_one,
-    .stream_query = stream_one,
+    .stream_destroy = stream_done,
+    .stream_synchronize = stream_done,
+    .stream_query = stream_done,
     .stream_wait_event = stream_wait_event,
 #ifndef FAKE_NULL_MEMSET
     .memset_async = memset_async,
 #endif
     .memcpy_async = memcpy_async,
     .event_create = event_create,
-    .event_destroy = event_one,
+    .event_destroy = event_done,
     .event_record = event_record,
-    .event_query = event_one,
-    .event_synchronize = event_one,
+    .event_query = event_done,
+    .event_synchronize = event_done,
+#ifdef FAKE_OP_TABLE
+    .op_table = &op_table,
+#endif
 };
 
 #ifdef FAKE_NO_ENTRY_POINT
