@@ -185,7 +185,8 @@ typedef enum H2_EventFlags {
  *   sticky error (stream_synchronize) carries the message. A plugin never writes outside outputs.
  * - Reductions over fp16/bf16 inputs accumulate in at least fp32; results are rounded to the output
  *   dtype to nearest even. The cpu-reference plugin accumulates in fp64: it defines the right answer.
- * - Saved statistics and per-row losses (lse, mean, rstd, loss) are F32; a plugin whose capability
+ * - Saved statistics, per-row losses and norms (lse, mean, rstd, loss, grad_norm's out and
+ *   clip_by_norm's norm) are F32; a plugin whose capability
  *   includes F64 also accepts F64 ones, which the full-precision gradient checks use.
  * - A NULL slot means the plugin does not provide the operator; the core reports that, naming both.
  * ---------------------------------------------------------------------------------------------- */

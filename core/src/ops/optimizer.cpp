@@ -100,7 +100,8 @@ void grad_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tensor&
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.input(tensors[i], names("tensors", i));
   check.output(out, "out");
-  require_one_element_f32(check, out, "out");
+  check.require(out.numel() == 1, OpCheck::is("out", out) + " but must have one element");
+  check.require_statistic(out, "out");
   check.require(norm_type > 0, "norm_type is " + std::to_string(norm_type) + " but must be positive (or infinity)");
   const std::vector<H2_Tensor> list = descriptors(tensors);
   auto args = make_args<H2_GradNormArgs>();
@@ -117,7 +118,8 @@ void clip_by_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tens
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.inout(tensors[i], names("tensors", i));
   check.input(norm, "norm");
-  require_one_element_f32(check, norm, "norm");
+  check.require(norm.numel() == 1, OpCheck::is("norm", norm) + " but must have one element");
+  check.require_statistic(norm, "norm");
   check.require(max_norm > 0, "max_norm is " + std::to_string(max_norm) + " but must be positive");
   const std::vector<H2_Tensor> list = descriptors(tensors);
   auto args = make_args<H2_ClipByNormArgs>();

@@ -99,7 +99,7 @@ TEST_F(Validation, TensorListsMustMatch) {
                "adamw: grads[0] is f32[3] but the shape of params[0] needs [2]");
   expect_error([&] { ops::adamw(stream_, {empty({2}, DType::bf16)}, {empty({2}, DType::bf16)}, {m}, {v}, {}, {}); },
                "adamw: params[0] is bf16[2] but master weights are f32");
-  expect_error([&] { ops::grad_norm(stream_, {p}, empty({2}, DType::f32)); }, "grad_norm: out is f32[2] but must be f32 with one element");
+  expect_error([&] { ops::grad_norm(stream_, {p}, empty({2}, DType::f32)); }, "grad_norm: out is f32[2] but must have one element");
 }
 
 TEST_F(Validation, OutputsMayNotOverlapInputsUnlessInPlace) {
