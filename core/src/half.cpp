@@ -15,13 +15,15 @@ uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-float bf16_to_f32(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bf16_to_f32(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 uint16_t f32_to_f16(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
   const int exponent = static_cast<int>(magnitude >> 23) - 127;
   if (exponent >= -14) {  // normal in fp16: drop 13 mantissa bits with round to nearest even

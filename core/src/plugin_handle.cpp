@@ -42,10 +42,9 @@ PluginHandle::~PluginHandle() {
   if (status != H2_STATUS_OK) log(LogLevel::warning, name_, std::string("shutdown failed: ") + api_.last_error());
 }
 
-void PluginHandle::check(H2_Status status, const std::string& what) const {
-  if (status == H2_STATUS_OK) return;
+void PluginHandle::fail(H2_Status status, std::string_view what) const {
   const char* message = api_.last_error();
-  std::string text = name_ + ": " + what + ": " + status_name(status);
+  std::string text = name_ + ": " + std::string(what) + ": " + status_name(status);
   if (message != nullptr && *message != '\0') text += ": " + std::string(message);
   throw Error(status, text);
 }

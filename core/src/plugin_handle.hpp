@@ -7,6 +7,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "h2/error.hpp"
@@ -34,7 +35,10 @@ class PluginHandle {
   const H2_OpCapability& capability(int device, H2_Op op) const;
 
   // Throws h2::Error "NAME: what: <status>: <plugin message>" unless `status` is H2_STATUS_OK.
-  void check(H2_Status status, const std::string& what) const;
+  // Inline, so the success path of every call costs one comparison.
+  void check(H2_Status status, std::string_view what) const {
+    if (status != H2_STATUS_OK) fail(status, what);
+  }
   // Throws h2::Error(H2_STATUS_UNSUPPORTED) when an optional slot is NULL.
   template <typename Slot>
   Slot require(Slot slot, const char* call) const {
@@ -46,6 +50,7 @@ class PluginHandle {
   void set_initialized() { initialized_ = true; }
 
  private:
+  [[noreturn]] void fail(H2_Status status, std::string_view what) const;
   [[noreturn]] void unsupported(const char* call) const;
 
   std::shared_ptr<void> library_;

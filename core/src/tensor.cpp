@@ -13,7 +13,9 @@ namespace h2 {
 
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(H2_STATUS_INVALID_ARGUMENT, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(H2_STATUS_INVALID_ARGUMENT, message);
+}
 
 // One host value as the bytes of `dtype`.
 void encode(double value, DType dtype, void* out) {
@@ -103,9 +105,14 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Tensor::Tensor(std::shared_ptr<DeviceBuffer> storage, int64_t offset, DType dtype, Shape shape, Shape strides)
-    : storage_(std::move(storage)), offset_(offset), dtype_(dtype), shape_(std::move(shape)), strides_(std::move(strides)) {
+    : storage_(std::move(storage)),
+      offset_(offset),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)) {
   if (shape_.size() > H2_MAX_RANK)
-    invalid("a tensor has at most " + std::to_string(H2_MAX_RANK) + " dimensions, not " + std::to_string(shape_.size()));
+    invalid("a tensor has at most " + std::to_string(H2_MAX_RANK) + " dimensions, not " +
+            std::to_string(shape_.size()));
 }
 
 Tensor Tensor::empty(const Device& device, Shape shape, DType dtype) {
@@ -136,7 +143,9 @@ int Tensor::normalize_dim(int dim, int rank, const char* what) const {
   return normalized;
 }
 
-int64_t Tensor::size(int dim) const { return shape_[static_cast<size_t>(normalize_dim(dim, rank(), "size"))]; }
+int64_t Tensor::size(int dim) const {
+  return shape_[static_cast<size_t>(normalize_dim(dim, rank(), "size"))];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -166,8 +175,7 @@ std::vector<double> Tensor::to_host(Stream& stream) const {
   }
   const size_t element = dtype_size(dtype_);
   std::vector<unsigned char> bytes(static_cast<size_t>(numel()) * element);
-  stream.copy_to_host(bytes.data(), *dense.storage_, bytes.size(),
-                      static_cast<size_t>(dense.offset_) * element);
+  stream.copy_to_host(bytes.data(), *dense.storage_, bytes.size(), static_cast<size_t>(dense.offset_) * element);
   stream.synchronize();
   std::vector<double> values(static_cast<size_t>(numel()));
   for (size_t i = 0; i < values.size(); ++i) values[i] = decode(&bytes[i * element], dtype_);
@@ -189,8 +197,8 @@ void Tensor::copy_from_host(Stream& stream, std::span<const double> values) cons
 Tensor Tensor::view(Shape shape) const {
   if (!is_contiguous()) invalid("view: " + describe() + " is not contiguous; copy it first");
   if (shape_numel(shape) != numel())
-    invalid("view: " + describe() + " has " + std::to_string(numel()) + " elements, " + shape_string(shape) +
-            " has " + std::to_string(shape_numel(shape)));
+    invalid("view: " + describe() + " has " + std::to_string(numel()) + " elements, " + shape_string(shape) + " has " +
+            std::to_string(shape_numel(shape)));
   Shape strides = contiguous_strides(shape);
   return Tensor(storage_, offset_, dtype_, std::move(shape), std::move(strides));
 }
@@ -272,16 +280,13 @@ Tensor Tensor::expand(const Shape& shape) const {
 }
 
 H2_Tensor Tensor::descriptor() const {
-  H2_Tensor t;
-  std::memset(&t, 0, sizeof t);
+  H2_Tensor t{};  // value-initialised: unused dimensions are 0, as the ABI asks
   if (!storage_) return t;
-  t.data = data();
+  t.data = static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(dtype_size(dtype_));
   t.dtype = static_cast<uint32_t>(dtype_);
   t.rank = static_cast<uint32_t>(shape_.size());
-  for (size_t i = 0; i < shape_.size(); ++i) {
-    t.shape[i] = shape_[i];
-    t.strides[i] = strides_[i];
-  }
+  std::copy(shape_.begin(), shape_.end(), t.shape);
+  std::copy(strides_.begin(), strides_.end(), t.strides);
   return t;
 }
 

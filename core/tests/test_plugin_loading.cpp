@@ -246,8 +246,11 @@ TEST(PluginLoading, AnOperatorThePluginLacksIsAnErrorNamingPluginAndOperator) {
   // Its capability declares f32 only, and contiguous tensors only.
   EXPECT_THAT([&] { ops::fill(stream, Tensor::empty(device, {3}, DType::bf16), 1.0); },
               testing::ThrowsMessage<Error>(HasSubstr("fill: y is bf16[3] but plugin ops-partial supports f32")));
-  EXPECT_THAT([&] { ops::fill(stream, Tensor::empty(device, {2, 2}, DType::f32).transpose(0, 1), 1.0); },
-              testing::ThrowsMessage<Error>(HasSubstr("fill: y is not contiguous and plugin ops-partial needs contiguous")));
+  EXPECT_THAT(
+      [&] {
+        ops::fill(stream, Tensor::empty(device, {2, 2}, DType::f32).transpose(0, 1), 1.0);
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("fill: y is not contiguous and plugin ops-partial needs contiguous")));
 }
 
 TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState) {

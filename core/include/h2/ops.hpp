@@ -131,10 +131,18 @@ enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum };
 void binary(Stream& stream, BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& y);
 void binary(Stream& stream, BinaryOp op, const Tensor& x, double scalar, const Tensor& y);
 void binary(Stream& stream, BinaryOp op, double scalar, const Tensor& x, const Tensor& y);
-inline void add(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) { binary(s, BinaryOp::add, a, b, y); }
-inline void sub(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) { binary(s, BinaryOp::sub, a, b, y); }
-inline void mul(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) { binary(s, BinaryOp::mul, a, b, y); }
-inline void div(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) { binary(s, BinaryOp::div, a, b, y); }
+inline void add(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) {
+  binary(s, BinaryOp::add, a, b, y);
+}
+inline void sub(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) {
+  binary(s, BinaryOp::sub, a, b, y);
+}
+inline void mul(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) {
+  binary(s, BinaryOp::mul, a, b, y);
+}
+inline void div(Stream& s, const Tensor& a, const Tensor& b, const Tensor& y) {
+  binary(s, BinaryOp::div, a, b, y);
+}
 
 enum class UnaryOp { exp, log, sqrt, rsqrt, neg, reciprocal };
 void unary(Stream& stream, UnaryOp op, const Tensor& x, const Tensor& y);

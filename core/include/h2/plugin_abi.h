@@ -878,7 +878,8 @@ H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GemmArgs, beta) == 608, "H2_GemmArgs 1.1 layo
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SoftmaxArgs, causal) == 308, "H2_SoftmaxArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SoftmaxBackwardArgs, scale) == 448, "H2_SoftmaxBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_LayerNormArgs, eps) == 880, "H2_LayerNormArgs 1.1 layout changed");
-H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_LayerNormBackwardArgs, dbias) == 1160, "H2_LayerNormBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_LayerNormBackwardArgs, dbias) == 1160,
+                 "H2_LayerNormBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RmsNormArgs, eps) == 592, "H2_RmsNormArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RmsNormBackwardArgs, dweight) == 872, "H2_RmsNormBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GeluArgs, approximate) == 300, "H2_GeluArgs 1.1 layout changed");
@@ -888,12 +889,15 @@ H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SiluBackwardArgs, dx) == 440, "H2_SiluBackwar
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SwigluArgs, y) == 440, "H2_SwigluArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_SwigluBackwardArgs, dup) == 728, "H2_SwigluBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_EmbeddingArgs, y) == 440, "H2_EmbeddingArgs 1.1 layout changed");
-H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_EmbeddingBackwardArgs, dweight) == 440, "H2_EmbeddingBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_EmbeddingBackwardArgs, dweight) == 440,
+                 "H2_EmbeddingBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_RotaryArgs, inverse) == 320, "H2_RotaryArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CrossEntropyArgs, label_smoothing) == 600, "H2_CrossEntropyArgs 1.1 layout changed");
-H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CrossEntropyBackwardArgs, label_smoothing) == 744, "H2_CrossEntropyBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_CrossEntropyBackwardArgs, label_smoothing) == 744,
+                 "H2_CrossEntropyBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AttentionArgs, causal) == 740, "H2_AttentionArgs 1.1 layout changed");
-H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AttentionBackwardArgs, causal) == 1316, "H2_AttentionBackwardArgs 1.1 layout changed");
+H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_AttentionBackwardArgs, causal) == 1316,
+                 "H2_AttentionBackwardArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_DropoutArgs, offset) == 464, "H2_DropoutArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_UniformArgs, offset) == 184, "H2_UniformArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_NormalArgs, offset) == 184, "H2_NormalArgs 1.1 layout changed");

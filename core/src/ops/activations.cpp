@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -14,7 +14,7 @@ namespace {
 void require_like(const OpCheck& check, const Tensor& x, const char* x_name,
                   std::initializer_list<std::pair<const Tensor*, const char*>> others) {
   for (auto [t, name] : others) {
-    check.require_shape(*t, name, x.shape(), std::string("the shape of ") + x_name);
+    check.require_same_shape(*t, name, x, x_name);
     check.require_same_dtype(x, x_name, *t, name);
   }
 }

@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 
 namespace {
 
@@ -14,12 +14,12 @@ void require_attention_shapes(const OpCheck& check, const Tensor& q, const Tenso
                               const Tensor& lse) {
   check.require_rank(q, "q", 4);
   check.require_rank(k, "k", 4);
-  check.require_shape(v, "v", k.shape(), "the shape of k");
-  check.require(k.size(0) == q.size(0), OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": batches differ");
-  check.require(k.size(3) == q.size(3), OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": head dims differ");
-  check.require(k.size(1) > 0 && q.size(1) % k.size(1) == 0,
-                OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": query heads must be a multiple of kv heads");
-  check.require_shape(o, "o", q.shape(), "the shape of q");
+  check.require_same_shape(v, "v", k, "k");
+  if (!(k.size(0) == q.size(0))) check.fail(OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": batches differ");
+  if (!(k.size(3) == q.size(3))) check.fail(OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": head dims differ");
+  if (!(k.size(1) > 0 && q.size(1) % k.size(1) == 0))
+    check.fail(OpCheck::is("q", q) + " but " + OpCheck::is("k", k) + ": query heads must be a multiple of kv heads");
+  check.require_same_shape(o, "o", q, "q");
   check.require_shape(lse, "lse", {q.size(0), q.size(1), q.size(2)}, "[batch, heads, seq_q]");
   check.require_statistic(lse, "lse");
   check.require_same_dtype(q, "q", k, "k");
@@ -63,10 +63,10 @@ void attention_backward(Stream& stream, const Tensor& q, const Tensor& k, const 
   check.output(dk, "dk");
   check.output(dv, "dv");
   require_attention_shapes(check, q, k, v, o, lse);
-  check.require_shape(dout, "dout", q.shape(), "the shape of q");
-  check.require_shape(dq, "dq", q.shape(), "the shape of q");
-  check.require_shape(dk, "dk", k.shape(), "the shape of k");
-  check.require_shape(dv, "dv", v.shape(), "the shape of v");
+  check.require_same_shape(dout, "dout", q, "q");
+  check.require_same_shape(dq, "dq", q, "q");
+  check.require_same_shape(dk, "dk", k, "k");
+  check.require_same_shape(dv, "dv", v, "v");
   auto args = make_args<H2_AttentionBackwardArgs>();
   args.q = q.descriptor();
   args.k = k.descriptor();

@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -91,7 +91,7 @@ void unary(Stream& stream, UnaryOp op, const Tensor& x, const Tensor& y) {
   OpCheck check(stream, H2_OP_UNARY, "unary");
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
   auto args = make_args<H2_UnaryArgs>();
   args.op = abi_op(op);
@@ -123,7 +123,7 @@ void masked_fill(Stream& stream, const Tensor& x, const Tensor& mask, double val
   check.input(x, "x");
   check.input(mask, "mask", TensorKind::mask);
   check.output(y, "y", TensorKind::floating, false, {"x"});
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
   const Tensor mb = broadcast_to(check, mask, "mask", x.shape());
   auto args = make_args<H2_MaskedFillArgs>();

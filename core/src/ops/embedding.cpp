@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -21,11 +21,11 @@ void rotate(Stream& stream, const Tensor& x, const Tensor& y, const RotaryOption
   check.input(x, inverse ? "dy" : "x");
   check.output(y, inverse ? "dx" : "y", TensorKind::floating, false, {inverse ? "dy" : "x"});
   check.require_rank_at_least(x, inverse ? "dy" : "x", 3);
-  check.require(x.size(-1) % 2 == 0,
-                OpCheck::is(inverse ? "dy" : "x", x) + " but [..., seq, heads, head_dim] needs an even head_dim");
+  if (!(x.size(-1) % 2 == 0))
+    check.fail(OpCheck::is(inverse ? "dy" : "x", x) + " but [..., seq, heads, head_dim] needs an even head_dim");
   check.require_shape(y, inverse ? "dx" : "y", x.shape(), "the input's shape");
   check.require_same_dtype(x, inverse ? "dy" : "x", y, inverse ? "dx" : "y");
-  check.require(options.base > 0, "base is " + std::to_string(options.base) + " but must be positive");
+  if (!(options.base > 0)) check.fail("base is " + std::to_string(options.base) + " but must be positive");
   auto args = make_args<H2_RotaryArgs>();
   args.x = x.descriptor();
   args.y = y.descriptor();

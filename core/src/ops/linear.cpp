@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 
 void gemm(Stream& stream, const Tensor& a, const Tensor& b, const Tensor& c, const GemmOptions& options,
           const Tensor& bias) {
@@ -19,13 +19,14 @@ void gemm(Stream& stream, const Tensor& a, const Tensor& b, const Tensor& c, con
   }
   check.input(bias, "bias", detail::TensorKind::floating, true);
 
-  check.require(c.rank() == 2 || c.rank() == 3, OpCheck::is("C", c) + " but must be [m, n] or [batch, m, n]");
+  if (!(c.rank() == 2 || c.rank() == 3)) check.fail(OpCheck::is("C", c) + " but must be [m, n] or [batch, m, n]");
   for (auto [t, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
-    check.require((t->rank() == 2 || t->rank() == c.rank()) && t->rank() >= 2,
-                  OpCheck::is(name, *t) + " but C is " + c.describe() + ": ranks must match (or be 2 to share one matrix)");
+    if (!((t->rank() == 2 || t->rank() == c.rank()) && t->rank() >= 2))
+      check.fail(OpCheck::is(name, *t) + " but C is " + c.describe() +
+                 ": ranks must match (or be 2 to share one matrix)");
   check.require_same_dtype(a, "A", b, "B");
-  check.require(c.dtype() == a.dtype() || c.dtype() == DType::f32,
-                OpCheck::is("C", c) + " but must have A's dtype (" + std::string(dtype_name(a.dtype())) + ") or f32");
+  if (!(c.dtype() == a.dtype() || c.dtype() == DType::f32))
+    check.fail(OpCheck::is("C", c) + " but must have A's dtype (" + std::string(dtype_name(a.dtype())) + ") or f32");
 
   const int64_t m = options.transpose_a ? a.size(-1) : a.size(-2);
   const int64_t k = options.transpose_a ? a.size(-2) : a.size(-1);
@@ -39,12 +40,12 @@ void gemm(Stream& stream, const Tensor& a, const Tensor& b, const Tensor& c, con
                std::to_string(n) + "]");
   if (c.rank() == 3) {
     for (auto [t, name] : {std::pair{&a, "A"}, std::pair{&b, "B"}})
-      check.require(t->rank() == 2 || t->size(0) == c.size(0) || t->size(0) == 1,
-                    OpCheck::is(name, *t) + " but C has batch " + std::to_string(c.size(0)) + ": batches differ");
+      if (!(t->rank() == 2 || t->size(0) == c.size(0) || t->size(0) == 1))
+        check.fail(OpCheck::is(name, *t) + " but C has batch " + std::to_string(c.size(0)) + ": batches differ");
   }
   if (bias.defined()) {
     check.require_shape(bias, "bias", {n}, "a bias added to each row of C");
-    check.require(bias.dtype() == c.dtype(), OpCheck::is("bias", bias) + " but must have C's dtype");
+    if (!(bias.dtype() == c.dtype())) check.fail(OpCheck::is("bias", bias) + " but must have C's dtype");
   }
 
   auto args = make_args<H2_GemmArgs>();

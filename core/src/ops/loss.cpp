@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -21,8 +21,8 @@ void require_rows(const OpCheck& check, const Tensor& logits, const Tensor& targ
 }
 
 void require_smoothing(const OpCheck& check, const CrossEntropyOptions& options) {
-  check.require(options.label_smoothing >= 0 && options.label_smoothing <= 1,
-                "label_smoothing is " + std::to_string(options.label_smoothing) + " but must be in [0, 1]");
+  if (!(options.label_smoothing >= 0 && options.label_smoothing <= 1))
+    check.fail("label_smoothing is " + std::to_string(options.label_smoothing) + " but must be in [0, 1]");
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ void cross_entropy_backward(Stream& stream, const Tensor& logits, const Tensor& 
   check.input(dloss, "dloss");
   check.output(dlogits, "dlogits");
   require_rows(check, logits, targets, {{&lse, "lse"}, {&dloss, "dloss"}});
-  check.require_shape(dlogits, "dlogits", logits.shape(), "the shape of logits");
+  check.require_same_shape(dlogits, "dlogits", logits, "logits");
   check.require_same_dtype(logits, "logits", dlogits, "dlogits");
   require_smoothing(check, options);
   auto args = make_args<H2_CrossEntropyBackwardArgs>();

@@ -4,8 +4,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -21,19 +21,20 @@ TensorKind kind_of(DType dtype) {
 
 int normalize(const OpCheck& check, int dim, const Tensor& t, const char* name) {
   const int d = dim < 0 ? dim + t.rank() : dim;
-  check.require(d >= 0 && d < t.rank(), "dim " + std::to_string(dim) + " is out of range for " + OpCheck::is(name, t));
+  if (!(d >= 0 && d < t.rank()))
+    check.fail("dim " + std::to_string(dim) + " is out of range for " + OpCheck::is(name, t));
   return d;
 }
 
 // gather and scatter_add: `indices` has the rank of `data`, no dimension but `dim` larger.
 void require_index_layout(const OpCheck& check, const Tensor& data, const char* data_name, const Tensor& indices,
                           int dim) {
-  check.require(indices.rank() == data.rank(),
-                OpCheck::is("indices", indices) + " but must have the rank of " + OpCheck::is(data_name, data));
+  if (!(indices.rank() == data.rank()))
+    check.fail(OpCheck::is("indices", indices) + " but must have the rank of " + OpCheck::is(data_name, data));
   for (int d = 0; d < data.rank(); ++d)
-    check.require(d == dim || indices.size(d) <= data.size(d),
-                  OpCheck::is("indices", indices) + " is larger than " + OpCheck::is(data_name, data) +
-                      " in dimension " + std::to_string(d));
+    if (!(d == dim || indices.size(d) <= data.size(d)))
+      check.fail(OpCheck::is("indices", indices) + " is larger than " + OpCheck::is(data_name, data) +
+                 " in dimension " + std::to_string(d));
 }
 
 }  // namespace
@@ -85,7 +86,7 @@ void index_select(Stream& stream, const Tensor& x, int dim, const Tensor& indice
   check.require_rank(indices, "indices", 1);
   Shape expected = x.shape();
   expected[static_cast<size_t>(d)] = indices.size(0);
-  check.require_shape(y, "y", expected, "x with dimension " + std::to_string(d) + " replaced by the indices");
+  check.require_shape(y, "y", expected, "x with dimension `dim` replaced by the indices");
   check.require_same_dtype(x, "x", y, "y");
   auto args = make_args<H2_IndexSelectArgs>();
   args.x = x.descriptor();
@@ -102,7 +103,7 @@ void gather(Stream& stream, const Tensor& x, int dim, const Tensor& indices, con
   check.output(y, "y");
   const int d = normalize(check, dim, x, "x");
   require_index_layout(check, x, "x", indices, d);
-  check.require_shape(y, "y", indices.shape(), "the shape of indices");
+  check.require_same_shape(y, "y", indices, "indices");
   check.require_same_dtype(x, "x", y, "y");
   auto args = make_args<H2_GatherArgs>();
   args.x = x.descriptor();
@@ -119,7 +120,7 @@ void scatter_add(Stream& stream, const Tensor& y, int dim, const Tensor& indices
   check.input(src, "src");
   const int d = normalize(check, dim, y, "y");
   require_index_layout(check, y, "y", indices, d);
-  check.require_shape(src, "src", indices.shape(), "the shape of indices");
+  check.require_same_shape(src, "src", indices, "indices");
   check.require_same_dtype(y, "y", src, "src");
   auto args = make_args<H2_ScatterAddArgs>();
   args.y = y.descriptor();

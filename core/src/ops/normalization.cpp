@@ -4,18 +4,20 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
 
 // x's shape without its last dimension: the shape of per-row statistics.
-Shape rows_of(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+Shape rows_of(const Tensor& x) {
+  return Shape(x.shape().begin(), x.shape().end() - 1);
+}
 
 void require_row_vector(const OpCheck& check, const Tensor& v, const char* name, const Tensor& x) {
   if (!v.defined()) return;
-  check.require_shape(v, name, {x.size(-1)}, "one value per column of x " + shape_string(x.shape()));
+  check.require_shape(v, name, {x.size(-1)}, "one value per column of x");
 }
 
 }  // namespace
@@ -25,7 +27,7 @@ void softmax(Stream& stream, const Tensor& x, const Tensor& y, double scale, boo
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   check.require_rank_at_least(x, "x", causal ? 2 : 1);
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
   auto args = make_args<H2_SoftmaxArgs>();
   args.x = x.descriptor();
@@ -41,8 +43,8 @@ void softmax_backward(Stream& stream, const Tensor& y, const Tensor& dy, const T
   check.input(dy, "dy");
   check.output(dx, "dx", TensorKind::floating, false, {"dy"});
   check.require_rank_at_least(y, "y", 1);
-  check.require_shape(dy, "dy", y.shape(), "the shape of y");
-  check.require_shape(dx, "dx", y.shape(), "the shape of y");
+  check.require_same_shape(dy, "dy", y, "y");
+  check.require_same_shape(dx, "dx", y, "y");
   check.require_same_dtype(y, "y", dy, "dy");
   check.require_same_dtype(y, "y", dx, "dx");
   auto args = make_args<H2_SoftmaxBackwardArgs>();
@@ -63,15 +65,15 @@ void layer_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Ten
   check.output(mean, "mean");
   check.output(rstd, "rstd");
   check.require_rank_at_least(x, "x", 1);
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
   require_row_vector(check, weight, "weight", x);
   require_row_vector(check, bias, "bias", x);
   for (auto [t, name] : {std::pair{&mean, "mean"}, std::pair{&rstd, "rstd"}}) {
-    check.require_shape(*t, name, rows_of(x), "one statistic per row of x " + shape_string(x.shape()));
+    check.require_shape(*t, name, rows_of(x), "one statistic per row of x");
     check.require_statistic(*t, name);
   }
-  check.require(eps >= 0, "eps is " + std::to_string(eps) + " but must not be negative");
+  if (!(eps >= 0)) check.fail("eps is " + std::to_string(eps) + " but must not be negative");
   auto args = make_args<H2_LayerNormArgs>();
   args.x = x.descriptor();
   args.weight = weight.descriptor();
@@ -95,8 +97,8 @@ void layer_norm_backward(Stream& stream, const Tensor& x, const Tensor& weight, 
   check.output(dweight, "dweight", TensorKind::floating, true);
   check.output(dbias, "dbias", TensorKind::floating, true);
   check.require_rank_at_least(x, "x", 1);
-  check.require_shape(dy, "dy", x.shape(), "the shape of x");
-  check.require_shape(dx, "dx", x.shape(), "the shape of x");
+  check.require_same_shape(dy, "dy", x, "x");
+  check.require_same_shape(dx, "dx", x, "x");
   check.require_shape(mean, "mean", rows_of(x), "one statistic per row of x");
   check.require_shape(rstd, "rstd", rows_of(x), "one statistic per row of x");
   require_row_vector(check, weight, "weight", x);
@@ -121,12 +123,12 @@ void rms_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Tenso
   check.output(y, "y");
   check.output(rstd, "rstd");
   check.require_rank_at_least(x, "x", 1);
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
   require_row_vector(check, weight, "weight", x);
-  check.require_shape(rstd, "rstd", rows_of(x), "one statistic per row of x " + shape_string(x.shape()));
+  check.require_shape(rstd, "rstd", rows_of(x), "one statistic per row of x");
   check.require_statistic(rstd, "rstd");
-  check.require(eps >= 0, "eps is " + std::to_string(eps) + " but must not be negative");
+  if (!(eps >= 0)) check.fail("eps is " + std::to_string(eps) + " but must not be negative");
   auto args = make_args<H2_RmsNormArgs>();
   args.x = x.descriptor();
   args.weight = weight.descriptor();
@@ -146,8 +148,8 @@ void rms_norm_backward(Stream& stream, const Tensor& x, const Tensor& weight, co
   check.output(dx, "dx");
   check.output(dweight, "dweight", TensorKind::floating, true);
   check.require_rank_at_least(x, "x", 1);
-  check.require_shape(dy, "dy", x.shape(), "the shape of x");
-  check.require_shape(dx, "dx", x.shape(), "the shape of x");
+  check.require_same_shape(dy, "dy", x, "x");
+  check.require_same_shape(dx, "dx", x, "x");
   check.require_shape(rstd, "rstd", rows_of(x), "one statistic per row of x");
   require_row_vector(check, weight, "weight", x);
   require_row_vector(check, dweight, "dweight", x);

@@ -22,13 +22,15 @@ struct Range {
 Range byte_range(const Tensor& t) {
   const auto element = static_cast<int64_t>(dtype_size(t.dtype()));
   int64_t extent = 0;
-  for (int d = 0; d < t.rank(); ++d) extent += (t.shape()[static_cast<size_t>(d)] - 1) * t.strides()[static_cast<size_t>(d)];
+  for (int d = 0; d < t.rank(); ++d)
+    extent += (t.shape()[static_cast<size_t>(d)] - 1) * t.strides()[static_cast<size_t>(d)];
   return {t.offset() * element, (t.offset() + extent) * element + element - 1};
 }
 
 // Dimensions of size > 1 ordered by stride, for the overlap tests.
-std::vector<std::pair<int64_t, int64_t>> sorted_dims(const Tensor& t) {  // (stride, size)
-  std::vector<std::pair<int64_t, int64_t>> dims;
+using Dims = boost::container::small_vector<std::pair<int64_t, int64_t>, H2_MAX_RANK>;  // (stride, size)
+Dims sorted_dims(const Tensor& t) {
+  Dims dims;
   for (int d = 0; d < t.rank(); ++d)
     if (t.shape()[static_cast<size_t>(d)] > 1)
       dims.emplace_back(t.strides()[static_cast<size_t>(d)], t.shape()[static_cast<size_t>(d)]);
@@ -51,7 +53,7 @@ bool non_overlapping(const Tensor& t) {
 // element? Their offsets differ by delta; they share one iff delta = sum c_d * stride_d with
 // |c_d| < size_d. The strides nest (each exceeds what the smaller ones span), so at each dimension,
 // largest first, c_d is floor(delta / stride) or one more; try both.
-bool representable(int64_t delta, const std::vector<std::pair<int64_t, int64_t>>& dims, size_t count) {
+bool representable(int64_t delta, const Dims& dims, size_t count) {
   if (count == 0) return delta == 0;
   const auto [stride, size] = dims[count - 1];
   const int64_t low = delta >= 0 ? delta / stride : -((-delta + stride - 1) / stride);  // floor
@@ -81,15 +83,20 @@ OpCheck::OpCheck(Stream& stream, H2_Op op, const char* name) : stream_(stream), 
                 std::string(name) + ": plugin " + stream.device().plugin_name() + " does not provide this operator");
 }
 
-void OpCheck::fail(const std::string& message) const { throw Error(H2_STATUS_INVALID_ARGUMENT, std::string(name_) + ": " + message); }
+void OpCheck::fail(const std::string& message) const {
+  throw Error(H2_STATUS_INVALID_ARGUMENT, std::string(name_) + ": " + message);
+}
 
-void OpCheck::declare(const Tensor& t, const char* name, TensorKind kind, bool optional, bool is_output,
-                      bool is_input, std::initializer_list<const char*> in_place) {
+void OpCheck::declare(const Tensor& t, const char* name, TensorKind kind, bool optional, bool is_output, bool is_input,
+                      std::initializer_list<const char*> in_place) {
   if (!t.defined()) {
     if (!optional) fail(std::string(name) + " is required but undefined");
     return;
   }
-  tensors_.push_back({&t, name, kind, is_output, is_input, in_place});
+  Declared declared{&t, name, kind, is_output, is_input, {nullptr, nullptr}};
+  if (in_place.size() > 2) throw Error(H2_STATUS_INTERNAL, std::string(name_) + ": more than two in-place inputs");
+  std::copy(in_place.begin(), in_place.end(), declared.in_place);
+  tensors_.push_back(declared);
 }
 
 void OpCheck::input(const Tensor& t, const char* name, TensorKind kind, bool optional) {
@@ -101,11 +108,17 @@ void OpCheck::output(const Tensor& t, const char* name, TensorKind kind, bool op
   declare(t, name, kind, optional, true, false, in_place);
 }
 
-void OpCheck::inout(const Tensor& t, const char* name, TensorKind kind) { declare(t, name, kind, false, true, true, {}); }
+void OpCheck::inout(const Tensor& t, const char* name, TensorKind kind) {
+  declare(t, name, kind, false, true, true, {});
+}
 
-void OpCheck::require_shape(const Tensor& t, const char* name, const Shape& expected, const std::string& why) const {
-  if (t.shape() != expected)
-    fail(is(name, t) + " but " + why + " needs " + shape_string(expected));
+void OpCheck::require_shape(const Tensor& t, const char* name, const Shape& expected, const char* why) const {
+  if (t.shape() != expected) fail(is(name, t) + " but " + why + " needs " + shape_string(expected));
+}
+
+void OpCheck::require_same_shape(const Tensor& t, const char* name, const Tensor& like, const char* like_name) const {
+  if (t.shape() != like.shape())
+    fail(is(name, t) + " but the shape of " + like_name + " needs " + shape_string(like.shape()));
 }
 
 void OpCheck::require_same_dtype(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) const {
@@ -131,14 +144,14 @@ void OpCheck::check_overlap(const Declared& out, const Declared& other) const {
   const Range ra = byte_range(a), rb = byte_range(b);
   if (ra.last < rb.first || rb.last < ra.first) return;  // disjoint ranges
   if (a.same_view(b)) {
-    const bool allowed = std::any_of(out.in_place.begin(), out.in_place.end(),
-                                     [&](const char* n) { return std::string(n) == other.name; });
+    const bool allowed = std::any_of(std::begin(out.in_place), std::end(out.in_place),
+                                     [&](const char* n) { return n != nullptr && std::strcmp(n, other.name) == 0; });
     if (allowed && !other.output) return;
     fail(std::string(out.name) + " is the same memory as " + other.name +
          (allowed ? "" : "; this operator cannot write it in place"));
   }
-  const bool decidable = a.strides() == b.strides() && a.shape() == b.shape() && a.dtype() == b.dtype() &&
-                         non_overlapping(a);
+  const bool decidable =
+      a.strides() == b.strides() && a.shape() == b.shape() && a.dtype() == b.dtype() && non_overlapping(a);
   if (decidable && !same_layout_views_intersect(a, b)) return;  // interleaved but disjoint, e.g. column halves
   if (decidable || (non_overlapping(a) && non_overlapping(b) &&
                     ra.last - ra.first + 1 == a.numel() * static_cast<int64_t>(dtype_size(a.dtype())) &&
@@ -170,8 +183,9 @@ void OpCheck::validate() const {
     if (!capability_.strided_tensors && !t.is_contiguous())
       fail(std::string(d.name) + " is not contiguous and plugin " + device.plugin_name() +
            " needs contiguous tensors for this operator; make it contiguous with ops::copy");
-    if (d.output && t.numel() > 0 && !non_overlapping(t))
-      fail(std::string(d.name) + " has overlapping elements (a stride of 0 or strides that overlap); write into a "
+    if (d.output && !t.is_contiguous() && t.numel() > 0 && !non_overlapping(t))
+      fail(std::string(d.name) +
+           " has overlapping elements (a stride of 0 or strides that overlap); write into a "
            "tensor of its own");
   }
   for (size_t i = 0; i < tensors_.size(); ++i) {

@@ -6,6 +6,7 @@
 // overlaps another tensor or itself.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -41,14 +42,14 @@ class OpCheck {
   // A tensor that is read and written (optimizer state, scatter_add's y): may overlap nothing.
   void inout(const Tensor& t, const char* name, TensorKind kind = TensorKind::floating);
 
-  // Throws h2::Error(INVALID_ARGUMENT) "NAME: message".
+  // Throws h2::Error(INVALID_ARGUMENT) "NAME: message". Callers test first (`if (!ok) fail(...)`), so
+  // no message is built on the success path, which every call takes.
   [[noreturn]] void fail(const std::string& message) const;
-  void require(bool condition, const std::string& message) const {
-    if (!condition) fail(message);
-  }
   // "x is f32[4, 8]"
   static std::string is(const char* name, const Tensor& t) { return std::string(name) + " is " + t.describe(); }
-  void require_shape(const Tensor& t, const char* name, const Shape& expected, const std::string& why) const;
+  void require_shape(const Tensor& t, const char* name, const Shape& expected, const char* why) const;
+  // "t is f32[2, 5] but the shape of x needs [2, 4]"
+  void require_same_shape(const Tensor& t, const char* name, const Tensor& like, const char* like_name) const;
   void require_same_dtype(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name) const;
   void require_rank(const Tensor& t, const char* name, int rank) const;
   void require_rank_at_least(const Tensor& t, const char* name, int rank) const;
@@ -72,7 +73,7 @@ class OpCheck {
     TensorKind kind;
     bool output;
     bool input;
-    std::vector<const char*> in_place;
+    const char* in_place[2];  // inputs this output may be exactly (no operator allows more than two)
   };
   void declare(const Tensor& t, const char* name, TensorKind kind, bool optional, bool is_output, bool is_input,
                std::initializer_list<const char*> in_place);
@@ -81,7 +82,8 @@ class OpCheck {
   Stream& stream_;
   const char* name_;
   H2_OpCapability capability_;
-  std::vector<Declared> tensors_;
+  // Most operators declare a handful of tensors: keep them off the heap (the checks run on every call).
+  boost::container::small_vector<Declared, 12> tensors_;
 };
 
 // The slot of the stream's plugin, or an error naming plugin and operator when it has none.

@@ -9,8 +9,8 @@ namespace h2::ops {
 
 using detail::descriptors;
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 namespace {
@@ -26,11 +26,12 @@ struct ListNames {
 };
 
 void require_one_element_f32(const OpCheck& check, const Tensor& t, const char* name) {
-  check.require(t.numel() == 1 && t.dtype() == DType::f32, OpCheck::is(name, t) + " but must be f32 with one element");
+  if (!(t.numel() == 1 && t.dtype() == DType::f32))
+    check.fail(OpCheck::is(name, t) + " but must be f32 with one element");
 }
 
 void require_count(const OpCheck& check, size_t count) {
-  check.require(count <= 0xffffffffu, "a tensor list holds at most 2^32 - 1 tensors");
+  if (!(count <= 0xffffffffu)) check.fail("a tensor list holds at most 2^32 - 1 tensors");
 }
 
 }  // namespace
@@ -41,17 +42,17 @@ void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<
   OpCheck check(stream, H2_OP_ADAMW, "adamw");
   const size_t n = params.size();
   require_count(check, n);
-  check.require(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n,
-                std::to_string(n) + " params but " + std::to_string(grads.size()) + " grads, " +
-                    std::to_string(exp_avgs.size()) + " exp_avgs and " + std::to_string(exp_avg_sqs.size()) +
-                    " exp_avg_sqs");
-  check.require(model_params.empty() || model_params.size() == n,
-                std::to_string(n) + " params but " + std::to_string(model_params.size()) + " model_params");
-  check.require(options.step >= 1, "step is " + std::to_string(options.step) + " but the first step is 1");
-  check.require(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
-                "beta1 and beta2 must be in [0, 1)");
-  check.require(options.lr >= 0 && options.eps >= 0 && options.weight_decay >= 0,
-                "lr, eps and weight_decay must not be negative");
+  if (!(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n))
+    check.fail(std::to_string(n) + " params but " + std::to_string(grads.size()) + " grads, " +
+               std::to_string(exp_avgs.size()) + " exp_avgs and " + std::to_string(exp_avg_sqs.size()) +
+               " exp_avg_sqs");
+  if (!(model_params.empty() || model_params.size() == n))
+    check.fail(std::to_string(n) + " params but " + std::to_string(model_params.size()) + " model_params");
+  if (!(options.step >= 1)) check.fail("step is " + std::to_string(options.step) + " but the first step is 1");
+  if (!(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1))
+    check.fail("beta1 and beta2 must be in [0, 1)");
+  if (!(options.lr >= 0 && options.eps >= 0 && options.weight_decay >= 0))
+    check.fail("lr, eps and weight_decay must not be negative");
   ListNames names;
   for (size_t i = 0; i < n; ++i) {
     const char* p = names("params", i);
@@ -59,16 +60,16 @@ void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<
     check.input(grads[i], names("grads", i));
     check.inout(exp_avgs[i], names("exp_avgs", i));
     check.inout(exp_avg_sqs[i], names("exp_avg_sqs", i));
-    check.require(params[i].dtype() == DType::f32, OpCheck::is(p, params[i]) + " but master weights are f32");
+    if (!(params[i].dtype() == DType::f32)) check.fail(OpCheck::is(p, params[i]) + " but master weights are f32");
     for (auto [t, list] : {std::pair{&grads[i], "grads"}, std::pair{&exp_avgs[i], "exp_avgs"},
                            std::pair{&exp_avg_sqs[i], "exp_avg_sqs"}})
-      check.require_shape(*t, names(list, i), params[i].shape(), std::string("the shape of ") + p);
-    check.require(exp_avgs[i].dtype() == DType::f32 && exp_avg_sqs[i].dtype() == DType::f32,
-                  std::string("optimizer state for ") + p + " must be f32");
+      check.require_same_shape(*t, names(list, i), params[i], p);
+    if (!(exp_avgs[i].dtype() == DType::f32 && exp_avg_sqs[i].dtype() == DType::f32))
+      check.fail(std::string("optimizer state for ") + p + " must be f32");
     if (!model_params.empty() && model_params[i].defined()) {
       const char* m = names("model_params", i);
       check.output(model_params[i], m);
-      check.require_shape(model_params[i], m, params[i].shape(), std::string("the shape of ") + p);
+      check.require_same_shape(model_params[i], m, params[i], p);
     }
   }
   check.input(found_inf, "found_inf", TensorKind::floating, true);
@@ -100,9 +101,9 @@ void grad_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tensor&
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.input(tensors[i], names("tensors", i));
   check.output(out, "out");
-  check.require(out.numel() == 1, OpCheck::is("out", out) + " but must have one element");
+  if (!(out.numel() == 1)) check.fail(OpCheck::is("out", out) + " but must have one element");
   check.require_statistic(out, "out");
-  check.require(norm_type > 0, "norm_type is " + std::to_string(norm_type) + " but must be positive (or infinity)");
+  if (!(norm_type > 0)) check.fail("norm_type is " + std::to_string(norm_type) + " but must be positive (or infinity)");
   const std::vector<H2_Tensor> list = descriptors(tensors);
   auto args = make_args<H2_GradNormArgs>();
   args.count = static_cast<uint32_t>(tensors.size());
@@ -118,9 +119,9 @@ void clip_by_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tens
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.inout(tensors[i], names("tensors", i));
   check.input(norm, "norm");
-  check.require(norm.numel() == 1, OpCheck::is("norm", norm) + " but must have one element");
+  if (!(norm.numel() == 1)) check.fail(OpCheck::is("norm", norm) + " but must have one element");
   check.require_statistic(norm, "norm");
-  check.require(max_norm > 0, "max_norm is " + std::to_string(max_norm) + " but must be positive");
+  if (!(max_norm > 0)) check.fail("max_norm is " + std::to_string(max_norm) + " but must be positive");
   const std::vector<H2_Tensor> list = descriptors(tensors);
   auto args = make_args<H2_ClipByNormArgs>();
   args.count = static_cast<uint32_t>(tensors.size());

@@ -4,21 +4,23 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
-uint64_t philox_counters(int64_t numel) { return static_cast<uint64_t>((numel + 3) / 4); }
+uint64_t philox_counters(int64_t numel) {
+  return static_cast<uint64_t>((numel + 3) / 4);
+}
 
 void dropout(Stream& stream, const Tensor& x, const Tensor& y, double p, const Philox& rng, const Tensor& mask) {
   OpCheck check(stream, H2_OP_DROPOUT, "dropout");
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   check.output(mask, "mask", TensorKind::mask, true);
-  check.require(p >= 0 && p < 1, "p is " + std::to_string(p) + " but must be in [0, 1)");
-  check.require_shape(y, "y", x.shape(), "the shape of x");
+  if (!(p >= 0 && p < 1)) check.fail("p is " + std::to_string(p) + " but must be in [0, 1)");
+  check.require_same_shape(y, "y", x, "x");
   check.require_same_dtype(x, "x", y, "y");
-  if (mask.defined()) check.require_shape(mask, "mask", x.shape(), "the shape of x");
+  if (mask.defined()) check.require_same_shape(mask, "mask", x, "x");
   auto args = make_args<H2_DropoutArgs>();
   args.x = x.descriptor();
   args.y = y.descriptor();
@@ -32,7 +34,7 @@ void dropout(Stream& stream, const Tensor& x, const Tensor& y, double p, const P
 void uniform(Stream& stream, const Tensor& y, double low, double high, const Philox& rng) {
   OpCheck check(stream, H2_OP_UNIFORM, "uniform");
   check.output(y, "y");
-  check.require(low <= high, "low " + std::to_string(low) + " is above high " + std::to_string(high));
+  if (!(low <= high)) check.fail("low " + std::to_string(low) + " is above high " + std::to_string(high));
   auto args = make_args<H2_UniformArgs>();
   args.y = y.descriptor();
   args.low = low;
@@ -45,7 +47,7 @@ void uniform(Stream& stream, const Tensor& y, double low, double high, const Phi
 void normal(Stream& stream, const Tensor& y, double mean, double std, const Philox& rng) {
   OpCheck check(stream, H2_OP_NORMAL, "normal");
   check.output(y, "y");
-  check.require(std >= 0, "std is " + std::to_string(std) + " but must not be negative");
+  if (!(std >= 0)) check.fail("std is " + std::to_string(std) + " but must not be negative");
   auto args = make_args<H2_NormalArgs>();
   args.y = y.descriptor();
   args.mean = mean;

@@ -6,8 +6,8 @@
 namespace h2::ops {
 
 using detail::make_args;
-using detail::OpCheck;
 using detail::op_slot;
+using detail::OpCheck;
 using detail::TensorKind;
 
 void reduce(Stream& stream, ReduceOp op, const Tensor& x, const std::vector<int>& dims, const Tensor& y, bool keepdim,
@@ -20,8 +20,9 @@ void reduce(Stream& stream, ReduceOp op, const Tensor& x, const std::vector<int>
   uint32_t mask = 0;
   for (int dim : dims) {
     const int d = dim < 0 ? dim + x.rank() : dim;
-    check.require(d >= 0 && d < x.rank(), "dimension " + std::to_string(dim) + " is out of range for " + x.describe());
-    check.require(!(mask & (1u << d)), "dimension " + std::to_string(dim) + " is listed twice");
+    if (!(d >= 0 && d < x.rank()))
+      check.fail("dimension " + std::to_string(dim) + " is out of range for " + x.describe());
+    if (!(!(mask & (1u << d)))) check.fail("dimension " + std::to_string(dim) + " is listed twice");
     mask |= 1u << d;
   }
   Shape expected;
@@ -32,19 +33,19 @@ void reduce(Stream& stream, ReduceOp op, const Tensor& x, const std::vector<int>
       expected.push_back(1);
     }
   }
-  check.require_shape(y, "y", expected, std::string("reducing ") + x.describe() + " over the given dimensions");
-  check.require(y.dtype() == x.dtype() || y.dtype() == DType::f32,
-                OpCheck::is("y", y) + " but must have x's dtype or be f32");
+  check.require_shape(y, "y", expected, "reducing x over the given dimensions");
+  if (!(y.dtype() == x.dtype() || y.dtype() == DType::f32))
+    check.fail(OpCheck::is("y", y) + " but must have x's dtype or be f32");
   if (op == ReduceOp::max || op == ReduceOp::amax) {
     for (int d = 0; d < x.rank(); ++d)
-      check.require(!(mask & (1u << d)) || x.shape()[static_cast<size_t>(d)] > 0,
-                    "the maximum of no elements is undefined (dimension " + std::to_string(d) + " of " + x.describe() +
-                        " is empty)");
+      if (!(!(mask & (1u << d)) || x.shape()[static_cast<size_t>(d)] > 0))
+        check.fail("the maximum of no elements is undefined (dimension " + std::to_string(d) + " of " + x.describe() +
+                   " is empty)");
   }
   if (indices.defined()) {
-    check.require(op == ReduceOp::max && dims.size() == 1, "indices are given only for max over one dimension");
+    if (!(op == ReduceOp::max && dims.size() == 1)) check.fail("indices are given only for max over one dimension");
     check.require_shape(indices, "indices", expected, "the shape of y");
-    check.require(indices.dtype() == DType::i64, OpCheck::is("indices", indices) + " but must be i64");
+    if (!(indices.dtype() == DType::i64)) check.fail(OpCheck::is("indices", indices) + " but must be i64");
   }
 
   auto args = make_args<H2_ReduceArgs>();

@@ -20,7 +20,10 @@ using Values = std::vector<double>;
 
 class OpsTest : public testing::Test {
  protected:
-  OpsTest() : runtime_(cpu_reference_only()), device_(runtime_.device("cpu-reference", 0)), stream_(device_.create_stream()) {}
+  OpsTest()
+      : runtime_(cpu_reference_only()),
+        device_(runtime_.device("cpu-reference", 0)),
+        stream_(device_.create_stream()) {}
 
   Tensor T(const Values& values, Shape shape, DType dtype = DType::f64) {
     return Tensor::from_host(stream_, values, std::move(shape), dtype);

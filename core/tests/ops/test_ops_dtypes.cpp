@@ -23,15 +23,16 @@ class Dtypes : public OpsTest {
 
 TEST_F(Dtypes, Bf16RoundsToNearestEven) {
   const double u = std::ldexp(1.0, -8);  // half the bf16 spacing at 1
-  EXPECT_TRUE(near(rounded({1 + u, 1 + 3 * u, 1 + 1.5 * u, -(1 + u)}, DType::bf16),
-                   {1, 1 + 4 * u, 1 + 2 * u, -1}, 0, 0));
+  EXPECT_TRUE(
+      near(rounded({1 + u, 1 + 3 * u, 1 + 1.5 * u, -(1 + u)}, DType::bf16), {1, 1 + 4 * u, 1 + 2 * u, -1}, 0, 0));
 }
 
 TEST_F(Dtypes, F16RoundsToNearestEvenIncludingSubnormalsAndOverflow) {
   const double tiny = std::ldexp(1.0, -24);  // the smallest f16 subnormal
-  EXPECT_TRUE(near(rounded({1 + std::ldexp(1.0, -11), 65504, 65519, 65520, tiny, tiny / 2, 1.5 * tiny, 3 * tiny / 2 + tiny},
-                           DType::f16),
-                   {1, 65504, 65504, kInf, tiny, 0, 2 * tiny, 2 * tiny}, 0, 0));
+  EXPECT_TRUE(
+      near(rounded({1 + std::ldexp(1.0, -11), 65504, 65519, 65520, tiny, tiny / 2, 1.5 * tiny, 3 * tiny / 2 + tiny},
+                   DType::f16),
+           {1, 65504, 65504, kInf, tiny, 0, 2 * tiny, 2 * tiny}, 0, 0));
 }
 
 TEST_F(Dtypes, SpecialValuesSurviveEveryDtype) {
@@ -73,7 +74,8 @@ TEST_F(Dtypes, StridedInputsGiveTheSameResultsAsContiguousCopies) {
   ops::gelu(stream_, dense, y2);
   EXPECT_EQ(host(y1), host(y2));
 
-  Tensor m1 = empty({4}, DType::f32), r1 = empty({4}, DType::f32), m2 = empty({4}, DType::f32), r2 = empty({4}, DType::f32);
+  Tensor m1 = empty({4}, DType::f32), r1 = empty({4}, DType::f32), m2 = empty({4}, DType::f32),
+         r2 = empty({4}, DType::f32);
   ops::layer_norm(stream_, view, Tensor(), Tensor(), y1, m1, r1);
   ops::layer_norm(stream_, dense, Tensor(), Tensor(), y2, m2, r2);
   EXPECT_EQ(host(y1), host(y2));
@@ -124,7 +126,8 @@ Values run_sequence(int threads) {
     ops::normal(stream, t, 0, 1, {.seed = seed});
     return t;
   };
-  Tensor q = make({2, 4, 33, 16}, 1), k = make({2, 2, 33, 16}, 2), v = make({2, 2, 33, 16}, 3), g = make({2, 4, 33, 16}, 4);
+  Tensor q = make({2, 4, 33, 16}, 1), k = make({2, 2, 33, 16}, 2), v = make({2, 2, 33, 16}, 3),
+         g = make({2, 4, 33, 16}, 4);
   Tensor o = Tensor::empty(device, {2, 4, 33, 16}, DType::f32), lse = Tensor::empty(device, {2, 4, 33}, DType::f32);
   Tensor dq = Tensor::empty(device, q.shape(), DType::f32), dk = Tensor::empty(device, k.shape(), DType::f32),
          dv = Tensor::empty(device, v.shape(), DType::f32);

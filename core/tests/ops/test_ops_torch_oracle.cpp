@@ -22,9 +22,11 @@ class TorchOracle : public OpsTest {
     return T(v, Shape(c.sizes().begin(), c.sizes().end()), dtype);
   }
   at::Tensor rand(Shape shape, uint32_t seed) {
-    return torch::from_blob(random(static_cast<size_t>(shape_numel(shape)), seed).data(), shape, torch::kDouble).clone();
+    return torch::from_blob(random(static_cast<size_t>(shape_numel(shape)), seed).data(), shape, torch::kDouble)
+        .clone();
   }
-  testing::AssertionResult agrees(const Tensor& ours, const at::Tensor& theirs, double rtol = kRtol, double atol = kAtol) {
+  testing::AssertionResult agrees(const Tensor& ours, const at::Tensor& theirs, double rtol = kRtol,
+                                  double atol = kAtol) {
     at::Tensor c = theirs.detach().to(torch::kDouble).contiguous();
     const Values expected(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
     return near(host(ours), expected, rtol, atol);
@@ -85,8 +87,8 @@ TEST_F(TorchOracle, RmsNormAgainstAutogradOfItsDefinition) {
 TEST_F(TorchOracle, GeluSiluSwiglu) {
   at::Tensor x = 3 * rand({50}, 16), g = rand({50}, 17), up = rand({50}, 18);
   Tensor y = empty({50}), dx = empty({50});
-  for (auto [approximation, name] : {std::pair{ops::GeluApproximation::none, "none"},
-                                     std::pair{ops::GeluApproximation::tanh, "tanh"}}) {
+  for (auto [approximation, name] :
+       {std::pair{ops::GeluApproximation::none, "none"}, std::pair{ops::GeluApproximation::tanh, "tanh"}}) {
     ops::gelu(stream_, from_torch(x), y, approximation);
     EXPECT_TRUE(agrees(y, at::gelu(x, name))) << name;
     ops::gelu_backward(stream_, from_torch(x), from_torch(g), dx, approximation);
@@ -173,9 +175,11 @@ TEST_F(TorchOracle, GroupedQueryCausalAttentionAndBackward) {
 }
 
 TEST_F(TorchOracle, AdamWAgainstTorchOptim) {
-  at::Tensor p0 = rand({7}, 28).to(torch::kFloat), g1 = rand({7}, 29).to(torch::kFloat), g2 = rand({7}, 30).to(torch::kFloat);
+  at::Tensor p0 = rand({7}, 28).to(torch::kFloat), g1 = rand({7}, 29).to(torch::kFloat),
+             g2 = rand({7}, 30).to(torch::kFloat);
   at::Tensor param = p0.clone().requires_grad_();
-  torch::optim::AdamW optimizer({param}, torch::optim::AdamWOptions(0.05).betas({0.8, 0.95}).eps(1e-6).weight_decay(0.1));
+  torch::optim::AdamW optimizer({param},
+                                torch::optim::AdamWOptions(0.05).betas({0.8, 0.95}).eps(1e-6).weight_decay(0.1));
   Tensor p = from_torch(p0, DType::f32), m = T(Values(7, 0.0), {7}, DType::f32), v = T(Values(7, 0.0), {7}, DType::f32);
   int64_t step = 0;
   for (const at::Tensor& grad : {g1, g2}) {
@@ -203,10 +207,12 @@ TEST_F(TorchOracle, GradientNormAndClippingAgainstClipGradNorm) {
 TEST_F(TorchOracle, ElementwiseWithBroadcasting) {
   at::Tensor a = rand({3, 1, 4}, 35), b = rand({5, 1}, 36), pa = a.abs() + 0.5;
   Tensor y = empty({3, 5, 4});
-  const std::pair<ops::BinaryOp, at::Tensor> cases[] = {
-      {ops::BinaryOp::add, a + b}, {ops::BinaryOp::sub, a - b},
-      {ops::BinaryOp::mul, a * b}, {ops::BinaryOp::div, a / b},
-      {ops::BinaryOp::maximum, at::maximum(a, b)}, {ops::BinaryOp::minimum, at::minimum(a, b)}};
+  const std::pair<ops::BinaryOp, at::Tensor> cases[] = {{ops::BinaryOp::add, a + b},
+                                                        {ops::BinaryOp::sub, a - b},
+                                                        {ops::BinaryOp::mul, a * b},
+                                                        {ops::BinaryOp::div, a / b},
+                                                        {ops::BinaryOp::maximum, at::maximum(a, b)},
+                                                        {ops::BinaryOp::minimum, at::minimum(a, b)}};
   for (const auto& [op, expected] : cases) {
     ops::binary(stream_, op, from_torch(a), from_torch(b), y);
     EXPECT_TRUE(agrees(y, expected)) << static_cast<int>(op);
@@ -215,8 +221,8 @@ TEST_F(TorchOracle, ElementwiseWithBroadcasting) {
   EXPECT_TRUE(agrees(y, at::pow(pa, b)));
   Tensor u = empty({3, 1, 4});
   const std::pair<ops::UnaryOp, at::Tensor> unary_cases[] = {
-      {ops::UnaryOp::exp, a.exp()},         {ops::UnaryOp::log, pa.log()},   {ops::UnaryOp::sqrt, pa.sqrt()},
-      {ops::UnaryOp::rsqrt, pa.rsqrt()},    {ops::UnaryOp::neg, -a},         {ops::UnaryOp::reciprocal, pa.reciprocal()}};
+      {ops::UnaryOp::exp, a.exp()},      {ops::UnaryOp::log, pa.log()}, {ops::UnaryOp::sqrt, pa.sqrt()},
+      {ops::UnaryOp::rsqrt, pa.rsqrt()}, {ops::UnaryOp::neg, -a},       {ops::UnaryOp::reciprocal, pa.reciprocal()}};
   for (const auto& [op, expected] : unary_cases) {
     const bool positive = op != ops::UnaryOp::exp && op != ops::UnaryOp::neg;
     ops::unary(stream_, op, from_torch(positive ? pa : a), u);
@@ -246,7 +252,8 @@ TEST_F(TorchOracle, Reductions) {
 
 TEST_F(TorchOracle, Fp32ToLowPrecisionRoundsLikeATen) {
   // ATen rounds f32 to f16 and bf16 to nearest even too; compare bit for bit on awkward values.
-  at::Tensor x = at::cat({rand({4000}, 39) * 70000, rand({1000}, 40) * 1e-6, rand({1000}, 41) * 3e38}).to(torch::kFloat);
+  at::Tensor x =
+      at::cat({rand({4000}, 39) * 70000, rand({1000}, 40) * 1e-6, rand({1000}, 41) * 3e38}).to(torch::kFloat);
   Tensor tx = from_torch(x, DType::f32);
   for (auto [dtype, scalar] : {std::pair{DType::f16, torch::kHalf}, std::pair{DType::bf16, torch::kBFloat16}}) {
     Tensor y = empty({6000}, dtype);

@@ -226,9 +226,12 @@ TEST_F(Values_, BinaryOpsBroadcastAndHandleNaN) {
 
 TEST_F(Values_, UnaryOps) {
   Tensor x = T({4}, {1}), y = empty({1});
-  const std::pair<ops::UnaryOp, double> cases[] = {
-      {ops::UnaryOp::exp, std::exp(4.0)}, {ops::UnaryOp::log, std::log(4.0)}, {ops::UnaryOp::sqrt, 2},
-      {ops::UnaryOp::rsqrt, 0.5},         {ops::UnaryOp::neg, -4},            {ops::UnaryOp::reciprocal, 0.25}};
+  const std::pair<ops::UnaryOp, double> cases[] = {{ops::UnaryOp::exp, std::exp(4.0)},
+                                                   {ops::UnaryOp::log, std::log(4.0)},
+                                                   {ops::UnaryOp::sqrt, 2},
+                                                   {ops::UnaryOp::rsqrt, 0.5},
+                                                   {ops::UnaryOp::neg, -4},
+                                                   {ops::UnaryOp::reciprocal, 0.25}};
   for (auto [op, expected] : cases) {
     ops::unary(stream_, op, x, y);
     EXPECT_TRUE(near(host(y), {expected})) << static_cast<int>(op);

@@ -65,8 +65,12 @@ static H2_Status initialize(const H2_InitArgs* args) {
 #endif
 }
 
-static H2_Status shutdown(void) { return H2_STATUS_OK; }
-static const char* last_error(void) { return last_error_text; }
+static H2_Status shutdown(void) {
+  return H2_STATUS_OK;
+}
+static const char* last_error(void) {
+  return last_error_text;
+}
 
 /* ---- Devices ---- */
 
@@ -75,7 +79,9 @@ static H2_Status device_count(int32_t* count) {
   return H2_STATUS_OK;
 }
 
-static uint64_t capacity(int32_t device) { return (uint64_t)(device + 1) << 30; }
+static uint64_t capacity(int32_t device) {
+  return (uint64_t)(device + 1) << 30;
+}
 
 static H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
   if (device < 0 || device >= FAKE_DEVICES) return fail(H2_STATUS_INVALID_ARGUMENT, "no such device");

@@ -119,6 +119,8 @@ Config read_config(const EnvLookup& env) {
   config.memory_bytes = sizes;
 
   if (auto strict = env("H2_CPU_REFERENCE_STRICT")) config.strict = parse_bool("H2_CPU_REFERENCE_STRICT", *strict);
+  if (auto blocking = env("H2_CPU_REFERENCE_BLOCKING"))
+    config.blocking = parse_bool("H2_CPU_REFERENCE_BLOCKING", *blocking);
 
   config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (auto threads = env("H2_CPU_REFERENCE_THREADS"))

@@ -5,6 +5,8 @@
 //                             as powers of 1000); default 4GiB
 //   H2_CPU_REFERENCE_STRICT   1/true/on: device memory is not readable by host code outside plugin
 //                             calls (default off)
+//   H2_CPU_REFERENCE_BLOCKING 1/true/on: every stream call completes before it returns, as with
+//                             CUDA_LAUNCH_BLOCKING=1 (default off: each stream is a worker thread)
 //   H2_CPU_REFERENCE_THREADS  threads each operator may use (1..256, default: the machine's cores);
 //                             results are bit-identical for any value
 // Several devices with different capacities let one machine host an uneven cluster.
@@ -21,6 +23,7 @@ namespace h2::cpu_reference {
 struct Config {
   std::vector<uint64_t> memory_bytes;  // one entry per device
   bool strict = false;
+  bool blocking = false;
   int threads = 1;
 };
 

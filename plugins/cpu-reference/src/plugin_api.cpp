@@ -7,8 +7,8 @@
 
 #include "config.hpp"
 #include "h2/plugin_abi.h"
-#include "plugin_error.hpp"
 #include "ops/op_table.hpp"
+#include "plugin_error.hpp"
 #include "plugin_state.hpp"
 #include "runtime.hpp"
 

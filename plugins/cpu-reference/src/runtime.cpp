@@ -32,6 +32,7 @@ Runtime::Runtime(const Config& config, const H2_InitArgs& args)
   for (size_t i = 0; i < memory_.size(); ++i) summary += (i ? ", " : " ") + format_bytes(config.memory_bytes[i]);
   summary += "; " + std::to_string(config.threads) + " compute thread(s)";
   summary += config.strict ? "; strict mode on (device memory not host-accessible)" : "";
+  summary += config.blocking ? "; blocking streams (every call completes before it returns)" : "";
   log(H2_LOG_INFO, summary);
 }
 
@@ -113,7 +114,7 @@ void Runtime::host_free(void* ptr) {
 
 H2_Stream* Runtime::create_stream(int device) {
   check_device(device);
-  auto stream = std::make_shared<Stream>(device);
+  auto stream = std::make_shared<Stream>(device, config_.blocking);
   auto* handle = reinterpret_cast<H2_Stream*>(stream.get());
   std::lock_guard lock(mutex_);
   streams_.emplace(handle, std::move(stream));

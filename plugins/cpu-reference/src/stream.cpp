@@ -30,7 +30,8 @@ std::chrono::steady_clock::time_point Marker::completed_at() {
   return completed_at_;
 }
 
-Stream::Stream(int device) : device_(device) {
+Stream::Stream(int device, bool blocking) : device_(device), blocking_(blocking) {
+  if (blocking_) return;  // work runs on the caller's thread; no worker
   worker_ = std::thread([this] { run(); });
   std::string name = "h2cpu-dev" + std::to_string(device);
   pthread_setname_np(worker_.native_handle(), name.substr(0, 15).c_str());
@@ -42,7 +43,7 @@ Stream::~Stream() {
     stopping_ = true;
   }
   work_ready_.notify_all();
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 void Stream::enqueue(std::function<void()> work) {
@@ -54,6 +55,14 @@ void Stream::enqueue_ordering(std::function<void()> work) {
 }
 
 void Stream::push(Task task) {
+  if (blocking_) {
+    // One task at a time, in call order, even when several host threads share the stream.
+    std::lock_guard order(blocking_order_);
+    std::unique_lock lock(mutex_);
+    ++pending_;
+    execute(task, lock);
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(task));
@@ -69,25 +78,29 @@ void Stream::run() {
     if (queue_.empty()) return;  // stopping with nothing left to do
     Task task = std::move(queue_.front());
     queue_.pop_front();
-    const bool skip = error_.has_value() && !task.ordering;
-    lock.unlock();
-
-    std::optional<std::pair<H2_Status, std::string>> failure;
-    if (!skip) {
-      try {
-        task.work();
-      } catch (const PluginError& e) {
-        failure.emplace(e.status(), e.what());
-      } catch (const std::exception& e) {
-        failure.emplace(H2_STATUS_INTERNAL, e.what());
-      }
-    }
-    task.work = nullptr;  // release captured state before reporting completion
-
-    lock.lock();
-    if (failure && !error_) error_ = std::move(failure);
-    if (--pending_ == 0) idle_.notify_all();
+    execute(task, lock);
   }
+}
+
+void Stream::execute(Task& task, std::unique_lock<std::mutex>& lock) {
+  const bool skip = error_.has_value() && !task.ordering;
+  lock.unlock();
+
+  std::optional<std::pair<H2_Status, std::string>> failure;
+  if (!skip) {
+    try {
+      task.work();
+    } catch (const PluginError& e) {
+      failure.emplace(e.status(), e.what());
+    } catch (const std::exception& e) {
+      failure.emplace(H2_STATUS_INTERNAL, e.what());
+    }
+  }
+  task.work = nullptr;  // release captured state before reporting completion
+
+  lock.lock();
+  if (failure && !error_) error_ = std::move(failure);
+  if (--pending_ == 0) idle_.notify_all();
 }
 
 void Stream::throw_if_failed() {

@@ -38,7 +38,9 @@ class Marker {
 
 class Stream {
  public:
-  explicit Stream(int device);
+  // A blocking stream runs each task on the calling thread before enqueue returns (like
+  // CUDA_LAUNCH_BLOCKING=1): for debugging, and to time the host side of a call without a handoff.
+  Stream(int device, bool blocking);
   ~Stream();  // drains the queue and joins the worker
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -67,9 +69,13 @@ class Stream {
   };
   void push(Task task);
   void run();
+  // Runs one task (skipped after a sticky error unless it orders); `lock` holds mutex_ on entry and exit.
+  void execute(Task& task, std::unique_lock<std::mutex>& lock);
   void throw_if_failed();  // requires mutex_ held
 
   int device_;
+  bool blocking_;
+  std::mutex blocking_order_;
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable idle_;

@@ -75,7 +75,18 @@ TEST(ReadConfig, StrictModeFlag) {
   EXPECT_FALSE(read_config(env_of({{"H2_CPU_REFERENCE_STRICT", "false"}})).strict);
 }
 
+TEST(ReadConfig, ThreadsAndBlocking) {
+  Config config = read_config(env_of({{"H2_CPU_REFERENCE_THREADS", "3"}, {"H2_CPU_REFERENCE_BLOCKING", "yes"}}));
+  EXPECT_EQ(config.threads, 3);
+  EXPECT_TRUE(config.blocking);
+  EXPECT_GE(read_config(env_of({})).threads, 1);
+  EXPECT_FALSE(read_config(env_of({})).blocking);
+}
+
 TEST(ReadConfig, EveryBadValueNamesItsVariable) {
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_THREADS", "0"}}), HasSubstr("H2_CPU_REFERENCE_THREADS='0'"));
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_BLOCKING", "sometimes"}}),
+              HasSubstr("H2_CPU_REFERENCE_BLOCKING='sometimes'"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_DEVICES", "three"}}),
               HasSubstr("H2_CPU_REFERENCE_DEVICES='three': expected a whole number from 1 to 64"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_DEVICES", "0"}}), HasSubstr("H2_CPU_REFERENCE_DEVICES='0'"));

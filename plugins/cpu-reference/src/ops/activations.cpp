@@ -28,8 +28,12 @@ double gelu_derivative(double x, bool approximate) {
   return cdf + x * pdf;
 }
 
-double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
-double silu(double x) { return x * sigmoid(x); }
+double sigmoid(double x) {
+  return 1 / (1 + std::exp(-x));
+}
+double silu(double x) {
+  return x * sigmoid(x);
+}
 double silu_derivative(double x) {
   const double s = sigmoid(x);
   return s * (1 + x * (1 - s));

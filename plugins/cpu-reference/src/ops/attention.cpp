@@ -14,14 +14,20 @@ namespace {
 struct Dims {
   int64_t batch, heads, kv_heads, seq_q, seq_k, dim;
   explicit Dims(const TensorRef& q, const TensorRef& k)
-      : batch(q.shape[0]), heads(q.shape[1]), kv_heads(k.shape[1]), seq_q(q.shape[2]), seq_k(k.shape[2]),
+      : batch(q.shape[0]),
+        heads(q.shape[1]),
+        kv_heads(k.shape[1]),
+        seq_q(q.shape[2]),
+        seq_k(k.shape[2]),
         dim(q.shape[3]) {}
   int64_t group() const { return heads / kv_heads; }
   // Keys [0, visible) that query i sees.
   int64_t visible(int64_t i, bool causal) const {
     return causal ? std::clamp<int64_t>(i + 1 + seq_k - seq_q, 0, seq_k) : seq_k;
   }
-  size_t q_at(int64_t b, int64_t h, int64_t i) const { return static_cast<size_t>(((b * heads + h) * seq_q + i) * dim); }
+  size_t q_at(int64_t b, int64_t h, int64_t i) const {
+    return static_cast<size_t>(((b * heads + h) * seq_q + i) * dim);
+  }
   size_t k_at(int64_t b, int64_t h, int64_t j) const {
     return static_cast<size_t>(((b * kv_heads + h) * seq_k + j) * dim);
   }

@@ -17,7 +17,8 @@ void cross_entropy_kernel(ThreadPool& pool, const TensorRef& logits, const Tenso
   const std::vector<int64_t> t = load_indices(targets);
   std::vector<double> losses(static_cast<size_t>(rows)), lses(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
-    if (t[static_cast<size_t>(r)] != ignore_index && (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= vocab))
+    if (t[static_cast<size_t>(r)] != ignore_index &&
+        (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= vocab))
       index_error("target of row " + std::to_string(r) + ":", t[static_cast<size_t>(r)], vocab);
   pool.parallel_for(rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

@@ -68,9 +68,17 @@ uint16_t encode(double value, const Format& f) {
 
 }  // namespace
 
-double f16_to_f64(uint16_t bits) { return decode(bits, kF16); }
-double bf16_to_f64(uint16_t bits) { return decode(bits, kBF16); }
-uint16_t f64_to_f16(double value) { return encode(value, kF16); }
-uint16_t f64_to_bf16(double value) { return encode(value, kBF16); }
+double f16_to_f64(uint16_t bits) {
+  return decode(bits, kF16);
+}
+double bf16_to_f64(uint16_t bits) {
+  return decode(bits, kBF16);
+}
+uint16_t f64_to_f16(double value) {
+  return encode(value, kF16);
+}
+uint16_t f64_to_bf16(double value) {
+  return encode(value, kBF16);
+}
 
 }  // namespace h2::cpu_reference

@@ -13,7 +13,9 @@ namespace {
 // Rows of the last dimension: a tensor of `numel` elements seen as [rows, cols].
 struct Rows {
   int64_t rows, cols;
-  explicit Rows(const TensorRef& t) : cols(t.rank == 0 ? 1 : t.shape[t.rank - 1]) { rows = cols == 0 ? 0 : t.numel() / cols; }
+  explicit Rows(const TensorRef& t) : cols(t.rank == 0 ? 1 : t.shape[t.rank - 1]) {
+    rows = cols == 0 ? 0 : t.numel() / cols;
+  }
 };
 
 // Runs body(row) for every row, rows split across the pool.

@@ -59,7 +59,8 @@ H2_Status run_op(const char* op, H2_Stream* stream, const void* args, Setup&& se
 
 // [[noreturn]] helper for data-dependent errors inside kernels.
 [[noreturn]] inline void index_error(const std::string& what, int64_t index, int64_t limit) {
-  fail(H2_STATUS_INVALID_ARGUMENT, what + " " + std::to_string(index) + " is outside [0, " + std::to_string(limit) + ")");
+  fail(H2_STATUS_INVALID_ARGUMENT,
+       what + " " + std::to_string(index) + " is outside [0, " + std::to_string(limit) + ")");
 }
 
 }  // namespace h2::cpu_reference

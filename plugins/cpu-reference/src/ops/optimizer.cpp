@@ -19,7 +19,9 @@ std::vector<TensorRef> resolve_list(const OpCall& call, uint32_t count, const H2
 }
 
 // The value of a one-element tensor.
-double scalar(const TensorRef& t) { return load_element(t, 0); }
+double scalar(const TensorRef& t) {
+  return load_element(t, 0);
+}
 
 struct AdamW {
   double lr, beta1, beta2, eps, weight_decay, grad_scale;

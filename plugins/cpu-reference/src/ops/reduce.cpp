@@ -54,7 +54,8 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
     }
   }
   for (size_t o = 0; o < acc.size(); ++o) {
-    if (op == H2_REDUCE_MEAN) acc[o] = count[o] == 0 ? std::numeric_limits<double>::quiet_NaN() : acc[o] / static_cast<double>(count[o]);
+    if (op == H2_REDUCE_MEAN)
+      acc[o] = count[o] == 0 ? std::numeric_limits<double>::quiet_NaN() : acc[o] / static_cast<double>(count[o]);
     if (is_max && nan[o]) acc[o] = std::numeric_limits<double>::quiet_NaN();
   }
   store(y, acc);

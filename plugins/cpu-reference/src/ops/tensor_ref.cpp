@@ -4,9 +4,9 @@
 #include <cstring>
 #include <limits>
 
-#include "float16.hpp"
 #include "../plugin_error.hpp"
 #include "../runtime.hpp"
+#include "float16.hpp"
 
 namespace h2::cpu_reference {
 
