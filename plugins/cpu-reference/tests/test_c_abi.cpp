@@ -113,6 +113,38 @@ TEST_F(CAbi, CopiesOutsideAllocationsAreRejectedBeforeTheyRun) {
   EXPECT_EQ(api_->mem_free(0, p), H2_STATUS_OK);
 }
 
+TEST_F(CAbi, OperatorsCheckTheirTensorsAgainstTheAllocations) {
+  H2_Stream* stream = nullptr;
+  ASSERT_EQ(api_->stream_create(0, &stream), H2_STATUS_OK);
+  float host[4] = {};
+  H2_FillArgs args{};
+  args.struct_size = sizeof args;
+  args.y.data = host;  // host memory where device memory belongs
+  args.y.dtype = H2_DTYPE_F32;
+  args.y.rank = 1;
+  args.y.shape[0] = 4;
+  args.y.strides[0] = 1;
+  EXPECT_EQ(api_->op_table->fill(stream, &args), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("fill: y"));
+  EXPECT_THAT(error(), HasSubstr("is not device memory"));
+  EXPECT_EQ(api_->op_table->fill(stream, nullptr), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("fill: args is NULL"));
+  EXPECT_EQ(api_->stream_destroy(stream), H2_STATUS_OK);
+}
+
+TEST_F(CAbi, CapabilityOfEveryOperator) {
+  for (uint32_t op = 1; op <= H2_OP_COUNT_1_1; ++op) {
+    H2_OpCapability capability{};
+    capability.struct_size = sizeof capability;
+    ASSERT_EQ(api_->op_table->capability(0, op, &capability), H2_STATUS_OK) << op;
+    EXPECT_TRUE(capability.dtypes & (1u << H2_DTYPE_BF16)) << op;
+    EXPECT_EQ(capability.deterministic, 1u) << op;
+  }
+  H2_OpCapability capability{};
+  capability.struct_size = sizeof capability;
+  EXPECT_EQ(api_->op_table->capability(0, H2_OP_COUNT_1_1 + 1, &capability), H2_STATUS_UNSUPPORTED);
+}
+
 TEST_F(CAbi, LastErrorBelongsToTheCallingThread) {
   void* p = nullptr;
   EXPECT_EQ(api_->mem_alloc(9, 64, &p), H2_STATUS_INVALID_ARGUMENT);

@@ -20,7 +20,11 @@ class OpCall {
 
   // The tensor resolved for the kernel; an absent optional tensor gives present == false.
   TensorRef tensor(const H2_Tensor& t, const char* role) const {
-    return resolve_tensor(runtime_, device_, t, std::string(op_) + ": " + role);
+    try {
+      return resolve_tensor(runtime_, device_, t, role);
+    } catch (const PluginError& e) {
+      throw PluginError(e.status(), std::string(op_) + ": " + e.what());
+    }
   }
 
   ThreadPool& pool() const { return runtime_.pool(); }
@@ -29,18 +33,17 @@ class OpCall {
   // Enqueues the kernel; it runs on the stream's worker after earlier work on the stream.
   template <typename Kernel>
   void enqueue(Kernel&& kernel) {
-    std::string op = op_;
-    stream_->enqueue([op, kernel = std::forward<Kernel>(kernel)]() mutable {
+    stream_->enqueue([op = op_, kernel = std::forward<Kernel>(kernel)]() mutable {
       try {
         kernel();
       } catch (const PluginError& e) {
-        throw PluginError(e.status(), op + ": " + e.what());
+        throw PluginError(e.status(), std::string(op) + ": " + e.what());
       }
     });
   }
 
  private:
-  const char* op_;
+  const char* op_;  // a string literal: lives for the whole program
   Runtime& runtime_;
   std::shared_ptr<Stream> stream_;
   int device_;

@@ -13,8 +13,13 @@ namespace {
 std::vector<TensorRef> resolve_list(const OpCall& call, uint32_t count, const H2_Tensor* list, const char* role) {
   std::vector<TensorRef> refs;
   if (list == nullptr) return refs;
-  for (uint32_t i = 0; i < count; ++i)
-    refs.push_back(call.tensor(list[i], (std::string(role) + "[" + std::to_string(i) + "]").c_str()));
+  for (uint32_t i = 0; i < count; ++i) {
+    try {
+      refs.push_back(call.tensor(list[i], role));
+    } catch (const PluginError& e) {
+      throw PluginError(e.status(), std::string(e.what()) + " (" + role + "[" + std::to_string(i) + "])");
+    }
+  }
   return refs;
 }
 

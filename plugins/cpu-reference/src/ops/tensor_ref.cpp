@@ -39,14 +39,14 @@ size_t dtype_bytes(H2_DType dtype) {
   }
 }
 
-TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& tensor, const std::string& role) {
+TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& tensor, const char* role) {
   TensorRef ref;
   if (tensor.data == nullptr) return ref;
   ref.present = true;
   ref.dtype = static_cast<H2_DType>(tensor.dtype);
   ref.rank = static_cast<int>(tensor.rank);
   if (dtype_bytes(ref.dtype) == 0 || ref.rank > H2_MAX_RANK)
-    fail(H2_STATUS_INVALID_ARGUMENT, role + ": invalid dtype or rank");
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + ": invalid dtype or rank");
   int64_t last = 0;
   bool empty = false;
   for (int d = 0; d < ref.rank; ++d) {
@@ -57,7 +57,7 @@ TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& te
   }
   if (empty) return ref;  // nothing to read or write; base stays nullptr
   const size_t bytes = static_cast<size_t>(last + 1) * dtype_bytes(ref.dtype);
-  ref.base = static_cast<char*>(runtime.memory(device).resolve(tensor.data, bytes, role.c_str()));
+  ref.base = static_cast<char*>(runtime.memory(device).resolve(tensor.data, bytes, role));
   return ref;
 }
 

@@ -30,8 +30,8 @@ struct TensorRef {
 };
 
 // Checks that the tensor lies in a live allocation of `device` and resolves it. `role` names it in
-// errors ("gemm: a").
-TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& tensor, const std::string& role);
+// errors ("a").
+TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& tensor, const char* role);
 
 size_t dtype_bytes(H2_DType dtype);
 
