@@ -25,6 +25,10 @@ const std::string& Device::plugin_name() const {
   return plugin_->name();
 }
 
+const H2_PluginApi& Device::plugin_api() const {
+  return plugin_->api();
+}
+
 std::string Device::label() const {
   return plugin_->name() + ":" + std::to_string(index_);
 }
@@ -38,6 +42,19 @@ MemoryInfo Device::memory_info() const {
   auto slot = plugin_->require(plugin_->api().mem_info, "mem_info");
   plugin_->check(slot(index_, &info.free_bytes, &info.total_bytes), "mem_info(device " + std::to_string(index_) + ")");
   return info;
+}
+
+std::optional<OpCapability> Device::op_capability(H2_Op op) const {
+  const H2_OpCapability& raw = plugin_->capability(index_, op);
+  if (raw.struct_size == 0) return std::nullopt;
+  // The slot must exist too: a capability for an operator without a slot is not a capability.
+  if (!plugin_->has_op_slot(op)) return std::nullopt;
+  OpCapability capability;
+  for (DType dtype : kAllDTypes)
+    if (raw.dtypes & (uint64_t{1} << static_cast<uint32_t>(dtype))) capability.dtypes.push_back(dtype);
+  capability.strided = raw.strided_tensors != 0;
+  capability.deterministic = raw.deterministic != 0;
+  return capability;
 }
 
 DeviceBuffer Device::allocate(size_t bytes) const {

@@ -1,5 +1,6 @@
 #include "plugin_handle.hpp"
 
+#include <cstddef>
 #include <cstring>
 
 #include "h2/log.hpp"
@@ -26,6 +27,19 @@ void PluginHandle::query_capabilities(int device_count) {
       capabilities_[static_cast<size_t>(device)][op] = capability;
     }
   }
+}
+
+bool PluginHandle::has_op_slot(H2_Op op) const {
+  // The operator slots follow H2_Op's order from gemm on (plugin_abi.h says so and these asserts hold it).
+  static_assert(offsetof(H2_OpTable, softmax) == offsetof(H2_OpTable, gemm) + sizeof(void*));
+  static_assert(offsetof(H2_OpTable, scatter_add) ==
+                offsetof(H2_OpTable, gemm) + (H2_OP_SCATTER_ADD - H2_OP_GEMM) * sizeof(void*));
+  if (op < H2_OP_GEMM || op > H2_OP_COUNT_1_1) return false;
+  void* slot = nullptr;
+  std::memcpy(&slot,
+              reinterpret_cast<const char*>(&ops_) + offsetof(H2_OpTable, gemm) + (op - H2_OP_GEMM) * sizeof(void*),
+              sizeof slot);
+  return slot != nullptr;
 }
 
 const H2_OpCapability& PluginHandle::capability(int device, H2_Op op) const {

@@ -31,6 +31,8 @@ class PluginHandle {
 
   // Asks the plugin for every operator's capability on each device (once, at load).
   void query_capabilities(int device_count);
+  // True when the operator table has a slot for `op`.
+  bool has_op_slot(H2_Op op) const;
   // The capability of `op` on `device`; struct_size 0 when the plugin does not provide it.
   const H2_OpCapability& capability(int device, H2_Op op) const;
 

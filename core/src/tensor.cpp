@@ -148,6 +148,7 @@ int64_t Tensor::size(int dim) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no elements: any strides describe them
   int64_t expected = 1;
   for (size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] != 1 && strides_[i] != expected) return false;

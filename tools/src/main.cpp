@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "conform_command.hpp"
 #include "devices_command.hpp"
 #include "h2/error.hpp"
 #include "h2/version.hpp"
@@ -14,6 +15,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   h2::tools::DevicesOptions devices;
   h2::tools::add_devices_command(app, devices, exit_code);
+  h2::tools::ConformOptions conform;
+  h2::tools::add_conform_command(app, conform, exit_code);
 
   try {
     app.parse(argc, argv);

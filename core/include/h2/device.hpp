@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "h2/dtype.hpp"
+#include "h2/plugin_abi.h"
 
 namespace h2 {
 
@@ -42,6 +44,13 @@ struct DeviceProperties {
   bool host_accessible = false;  // host code may dereference device pointers
 };
 
+// What a plugin declares about one operator on a device.
+struct OpCapability {
+  std::vector<DType> dtypes;   // dtypes of the operator's float tensors
+  bool strided = false;        // accepts tensors of any strides
+  bool deterministic = false;  // bit-identical results run to run
+};
+
 struct MemoryInfo {
   uint64_t free_bytes = 0;
   uint64_t total_bytes = 0;
@@ -57,6 +66,8 @@ class Device {
   const DeviceProperties& properties() const { return *properties_; }
 
   MemoryInfo memory_info() const;
+  // The operator's capability, or nullopt when the plugin does not provide it.
+  std::optional<OpCapability> op_capability(H2_Op op) const;
 
   // Allocates device memory; throws h2::Error (H2_STATUS_OUT_OF_MEMORY names what is free).
   DeviceBuffer allocate(size_t bytes) const;
@@ -69,6 +80,9 @@ class Device {
   bool same_plugin(const Device& other) const { return plugin_ == other.plugin_; }
 
   const std::shared_ptr<detail::PluginHandle>& plugin() const { return plugin_; }
+  // The plugin's raw C table, for conformance tests and tools that must call it directly (for
+  // example to check how a plugin answers an invalid call). Framework code uses the C++ API.
+  const H2_PluginApi& plugin_api() const;
 
  private:
   std::shared_ptr<detail::PluginHandle> plugin_;

@@ -185,8 +185,8 @@ typedef enum H2_EventFlags {
  *   sticky error (stream_synchronize) carries the message. A plugin never writes outside outputs.
  * - Reductions over fp16/bf16 inputs accumulate in at least fp32; results are rounded to the output
  *   dtype to nearest even. The cpu-reference plugin accumulates in fp64: it defines the right answer.
- * - Saved statistics, per-row losses and norms (lse, mean, rstd, loss, grad_norm's out and
- *   clip_by_norm's norm) are F32; a plugin whose capability
+ * - Saved statistics, per-row losses, norms and flags (lse, mean, rstd, loss, grad_norm's out,
+ *   clip_by_norm's norm, found_inf) and AdamW's master weights and state are F32; a plugin whose capability
  *   includes F64 also accepts F64 ones, which the full-precision gradient checks use.
  * - A NULL slot means the plugin does not provide the operator; the core reports that, naming both.
  * ---------------------------------------------------------------------------------------------- */
@@ -659,7 +659,8 @@ typedef struct H2_ScatterAddArgs {
 
 /* ---- The operator table ----
  * Every slot enqueues on `stream` and is non-blocking (see the top of this section). Only
- * `capability` is required; a NULL operator slot means the plugin does not provide it. */
+ * `capability` is required; a NULL operator slot means the plugin does not provide it. The operator
+ * slots follow the order of H2_Op, and later minors append both together. */
 typedef struct H2_OpTable {
   size_t struct_size; /* sizeof the table as the plugin was built */
 

@@ -72,6 +72,8 @@ class Tensor {
   bool same_view(const Tensor& other) const;
   // The storage this view belongs to (views of one buffer share it).
   const DeviceBuffer* storage() const { return storage_.get(); }
+  // The same, for stream-level copies of the whole storage.
+  const std::shared_ptr<DeviceBuffer>& buffer() const { return storage_; }
   int64_t offset() const { return offset_; }  // in elements, from the start of the storage
 
  private:

@@ -25,10 +25,14 @@ struct ListNames {
   }
 };
 
-void require_one_element_f32(const OpCheck& check, const Tensor& t, const char* name) {
-  if (!(t.numel() == 1 && t.dtype() == DType::f32))
-    check.fail(OpCheck::is(name, t) + " but must be f32 with one element");
+// found_inf: one element, a statistic (f32, or f64 for full-precision checks).
+void require_flag(const OpCheck& check, const Tensor& t, const char* name) {
+  if (t.numel() != 1) check.fail(OpCheck::is(name, t) + " but must have one element");
+  check.require_statistic(t, name);
 }
+
+// Master weights and optimizer state: f32 (or f64 where the plugin computes in it).
+bool is_master_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 void require_count(const OpCheck& check, size_t count) {
   if (!(count <= 0xffffffffu)) check.fail("a tensor list holds at most 2^32 - 1 tensors");
@@ -60,12 +64,12 @@ void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<
     check.input(grads[i], names("grads", i));
     check.inout(exp_avgs[i], names("exp_avgs", i));
     check.inout(exp_avg_sqs[i], names("exp_avg_sqs", i));
-    if (!(params[i].dtype() == DType::f32)) check.fail(OpCheck::is(p, params[i]) + " but master weights are f32");
+    if (!is_master_dtype(params[i].dtype())) check.fail(OpCheck::is(p, params[i]) + " but master weights are f32");
     for (auto [t, list] : {std::pair{&grads[i], "grads"}, std::pair{&exp_avgs[i], "exp_avgs"},
                            std::pair{&exp_avg_sqs[i], "exp_avg_sqs"}})
       check.require_same_shape(*t, names(list, i), params[i], p);
-    if (!(exp_avgs[i].dtype() == DType::f32 && exp_avg_sqs[i].dtype() == DType::f32))
-      check.fail(std::string("optimizer state for ") + p + " must be f32");
+    if (exp_avgs[i].dtype() != params[i].dtype() || exp_avg_sqs[i].dtype() != params[i].dtype())
+      check.fail(std::string("optimizer state for ") + p + " must have the master weights' dtype (f32)");
     if (!model_params.empty() && model_params[i].defined()) {
       const char* m = names("model_params", i);
       check.output(model_params[i], m);
@@ -73,7 +77,7 @@ void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<
     }
   }
   check.input(found_inf, "found_inf", TensorKind::floating, true);
-  if (found_inf.defined()) require_one_element_f32(check, found_inf, "found_inf");
+  if (found_inf.defined()) require_flag(check, found_inf, "found_inf");
 
   const std::vector<H2_Tensor> p = descriptors(params), g = descriptors(grads), m = descriptors(exp_avgs),
                                v = descriptors(exp_avg_sqs), mp = descriptors(model_params);
@@ -138,7 +142,7 @@ void unscale(Stream& stream, const std::vector<Tensor>& tensors, const Tensor& f
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.inout(tensors[i], names("tensors", i));
   check.inout(found_inf, "found_inf");
-  require_one_element_f32(check, found_inf, "found_inf");
+  require_flag(check, found_inf, "found_inf");
   const std::vector<H2_Tensor> list = descriptors(tensors);
   auto args = make_args<H2_UnscaleArgs>();
   args.count = static_cast<uint32_t>(tensors.size());

@@ -1,0 +1,107 @@
+// A conformance case: one operator call with generated inputs, in one dtype, with the error model
+// its outputs are judged by. Cases are plain data plus a `run` function that calls the operator
+// through h2::ops on whatever device the tensors live on, so the same case runs on the plugin under
+// test, on the reference in the case's dtype and on the reference in fp64 (the exact result).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "h2/h2.hpp"
+
+namespace h2::conformance {
+
+enum class Role { input, output, inout };
+
+// What dtype a tensor gets in a run.
+enum class Kind {
+  floating,   // the case's dtype (fp64 in the exact run)
+  statistic,  // f32 (fp64 in the exact run): lse, mean, rstd, losses, norms
+  master,     // f32 (fp64 in the exact run): AdamW master weights and state
+  index,      // i64
+  index32,    // i32
+  mask,       // bool
+  fixed,      // TensorSpec::fixed_dtype in every run (the source of a cast)
+};
+
+// How input values are generated (seeded per case and tensor).
+enum class Fill {
+  normal,    // N(0, 1) * scale
+  positive,  // uniform [0.5, 2) * scale
+  uniform,   // uniform [-1, 1) * scale
+  indices,   // integers in [0, limit)
+  mask,      // 0 or 1, about half each
+  special,   // normal values with NaN, +Inf, -Inf and 0 mixed in
+  zeros,
+  derived,  // computed by the case's `prepare` from the other inputs (e.g. a forward's outputs)
+};
+
+// How a view sits in its memory, to exercise strides and alignment.
+enum class Layout {
+  contiguous,
+  transposed,  // the last two dimensions swapped in memory
+  offset,      // starts one element into its buffer (not 256-byte aligned)
+  strided,     // rows twice as long as the view (the view is the first half of each row)
+};
+
+struct TensorSpec {
+  std::string name;
+  Shape shape;
+  Role role = Role::input;
+  Kind kind = Kind::floating;
+  Fill fill = Fill::normal;
+  double scale = 1;
+  int64_t limit = 0;  // indices: [0, limit)
+  DType fixed_dtype = DType::f32;
+  Layout layout = Layout::contiguous;
+};
+
+// How an output's error is bounded (see tolerance.hpp for the policy and its rationale).
+enum class Magnitude {
+  exact,       // |exact_i|: elementwise results
+  row,         // max |exact| over the element's row (last dimension)
+  tensor,      // max |exact| over the whole output
+  abs_inputs,  // the exact result for |inputs|: sums of products, without their cancellation
+};
+
+struct ErrorModel {
+  Magnitude magnitude = Magnitude::exact;
+  double c = 2;            // allowance for fp32 intermediate and math-library error, in fp32 units
+  int64_t n = 0;           // reduction length: terms summed into one output element
+  bool bit_exact = false;  // must equal the reference in the case's dtype, bit for bit
+};
+
+struct Case {
+  std::string op;
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<TensorSpec> tensors;
+  // Calls the operator; `t` holds the tensors in the order of `tensors`.
+  std::function<void(Stream&, const std::vector<Tensor>& t)> run;
+  // Fills Fill::derived inputs from the others, on the reference in fp64 (e.g. softmax's y for its backward).
+  std::function<void(Stream&, const std::vector<Tensor>& t)> prepare;
+  ErrorModel model;
+  std::map<std::string, ErrorModel> output_models;  // per-output overrides
+
+  const ErrorModel& model_for(const std::string& output) const {
+    auto it = output_models.find(output);
+    return it == output_models.end() ? model : it->second;
+  }
+};
+
+// A behaviour check that is not a numeric comparison: runs on the plugin's device only and returns
+// an empty string when it holds, else what went wrong.
+struct BehaviourCheck {
+  std::string op;
+  std::string name;
+  std::function<std::string(Stream& stream)> check;
+};
+
+struct CaseList {
+  std::vector<Case> cases;
+  std::vector<BehaviourCheck> behaviours;
+};
+
+}  // namespace h2::conformance

@@ -1,0 +1,316 @@
+#include "case_runner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "h2/half.hpp"
+#include "tolerance.hpp"
+
+namespace h2::conformance {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kOutputSentinel = -4608;  // exact in every dtype: marks memory an operator must not write
+constexpr int64_t kIndexSentinel = -1;
+
+enum class Run { plugin, reference_same_dtype, exact };
+
+bool is_float(DType d) {
+  return d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f64;
+}
+
+DType dtype_in(const TensorSpec& spec, DType case_dtype, Run run) {
+  const bool exact = run == Run::exact;
+  switch (spec.kind) {
+    case Kind::floating: return exact ? DType::f64 : case_dtype;
+    case Kind::statistic:
+    case Kind::master: return exact ? DType::f64 : DType::f32;
+    case Kind::index: return DType::i64;
+    case Kind::index32: return DType::i32;
+    case Kind::mask: return DType::boolean;
+    case Kind::fixed: return spec.fixed_dtype;
+  }
+  return case_dtype;
+}
+
+// The value `v` becomes when stored in `dtype` (so every run sees identical inputs).
+double representable(double v, DType dtype) {
+  switch (dtype) {
+    case DType::f32: return static_cast<float>(v);
+    case DType::f16: return f16_to_f32(f32_to_f16(static_cast<float>(v)));
+    case DType::bf16: return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
+    default: return v;
+  }
+}
+
+uint32_t seed_of(const Case& c, const TensorSpec& spec) {
+  return static_cast<uint32_t>(
+      std::hash<std::string>{}(c.op + "|" + c.name + "|" + spec.name + "|" + std::string(dtype_name(c.dtype))));
+}
+
+HostValues generate(const Case& c, const TensorSpec& spec) {
+  std::mt19937 gen(seed_of(c, spec));
+  HostValues v(static_cast<size_t>(shape_numel(spec.shape)));
+  std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (spec.fill) {
+      case Fill::normal: v[i] = normal(gen) * spec.scale; break;
+      case Fill::positive: v[i] = (0.5 + 1.5 * unit(gen)) * spec.scale; break;
+      case Fill::uniform: v[i] = (2 * unit(gen) - 1) * spec.scale; break;
+      case Fill::indices: v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit)); break;
+      case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
+      case Fill::zeros:
+      case Fill::derived: v[i] = 0; break;
+      case Fill::special: {
+        static const double specials[] = {kNaN, INFINITY, -INFINITY, 0.0, -0.0};
+        v[i] = i % 5 == 1 ? specials[(i / 5) % 5] : normal(gen) * spec.scale;
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+// A tensor laid out as its spec says: `base` owns the memory, `view` is what the operator sees.
+struct Placed {
+  Tensor base, view;
+  std::vector<int64_t> positions;  // base element of each view element, row-major
+};
+
+Placed place(const Device& device, const TensorSpec& spec, DType dtype) {
+  const Shape& shape = spec.shape;
+  Placed p;
+  switch (spec.layout) {
+    case Layout::contiguous:
+      p.base = Tensor::empty(device, shape, dtype);
+      p.view = p.base;
+      break;
+    case Layout::transposed: {
+      Shape stored = shape;
+      std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
+      p.base = Tensor::empty(device, stored, dtype);
+      p.view = p.base.transpose(-1, -2);
+      break;
+    }
+    case Layout::offset:
+      p.base = Tensor::empty(device, {shape_numel(shape) + 1}, dtype);
+      p.view = p.base.slice(0, 1, shape_numel(shape) + 1).view(shape);
+      break;
+    case Layout::strided: {
+      Shape wide = shape;
+      wide.back() = 2 * shape.back() + 1;
+      p.base = Tensor::empty(device, wide, dtype);
+      p.view = p.base.slice(-1, 0, shape.back());
+      break;
+    }
+  }
+  const int64_t n = shape_numel(shape);
+  p.positions.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, position = p.view.offset() - p.base.offset();
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      position += (rest % shape[static_cast<size_t>(d)]) * p.view.strides()[static_cast<size_t>(d)];
+      rest /= shape[static_cast<size_t>(d)];
+    }
+    p.positions[static_cast<size_t>(i)] = position;
+  }
+  return p;
+}
+
+double sentinel_for(DType dtype, bool output) {
+  if (is_float(dtype)) return output ? kOutputSentinel : kNaN;
+  if (dtype == DType::boolean || dtype == DType::u8) return 0;
+  return output ? kOutputSentinel : static_cast<double>(kIndexSentinel);
+}
+
+// The whole base buffer with `values` at the view's positions and the sentinel elsewhere.
+HostValues base_image(const Placed& p, const HostValues& values, double sentinel) {
+  HostValues image(static_cast<size_t>(p.base.numel()), sentinel);
+  for (size_t i = 0; i < values.size(); ++i) image[static_cast<size_t>(p.positions[i])] = values[i];
+  return image;
+}
+
+HostValues read_view(const Placed& p, const HostValues& image) {
+  HostValues values(p.positions.size());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = image[static_cast<size_t>(p.positions[i])];
+  return values;
+}
+
+struct RunResult {
+  std::vector<HostValues> outputs;  // per spec; empty for pure inputs
+  std::string problem;              // a behaviour violation seen on the plugin
+};
+
+// Materialises the case on `device`, runs it and reads back every output. On the plugin, inputs
+// reach their memory through a copy queued behind a slow memset, so an operator that does not wait
+// for earlier work on its stream reads NaN; afterwards inputs and the memory around outputs are
+// checked to be untouched.
+RunResult execute(const Case& c, const Device& device, Run run, const std::vector<HostValues>& inputs) {
+  Stream stream = device.create_stream();
+  std::vector<Placed> placed;
+  std::vector<HostValues> images;
+  std::vector<Tensor> views;
+  const bool check = run == Run::plugin;
+  std::vector<Tensor> staging;
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const TensorSpec& spec = c.tensors[i];
+    const DType dtype = dtype_in(spec, c.dtype, run);
+    placed.push_back(place(device, spec, dtype));
+    const bool output = spec.role == Role::output;
+    images.push_back(base_image(placed.back(), output ? HostValues(inputs[i].size(), kOutputSentinel) : inputs[i],
+                                sentinel_for(dtype, output)));
+    if (check && !output) {
+      // Upload into a staging copy now; the real memory gets NaN and receives the data in stream order.
+      staging.push_back(Tensor::empty(device, placed.back().base.shape(), dtype));
+      staging.back().copy_from_host(stream, images.back());
+      placed.back().base.copy_from_host(stream, HostValues(images.back().size(), sentinel_for(dtype, false)));
+    } else {
+      staging.emplace_back();
+      placed.back().base.copy_from_host(stream, images.back());
+    }
+    views.push_back(placed.back().view);
+  }
+  if (check) {
+    DeviceBuffer delay = device.allocate(size_t{32} << 20);
+    stream.memset(delay, 0);
+    for (size_t i = 0; i < placed.size(); ++i)
+      if (staging[i].defined())
+        stream.copy(*placed[i].base.buffer(), 0, *staging[i].buffer(), 0, staging[i].buffer()->size());
+    c.run(stream, views);
+    stream.synchronize();
+  } else {
+    c.run(stream, views);
+    stream.synchronize();
+  }
+
+  RunResult result;
+  result.outputs.resize(c.tensors.size());
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const TensorSpec& spec = c.tensors[i];
+    const HostValues image = placed[i].base.to_host(stream);
+    if (spec.role != Role::input) result.outputs[i] = read_view(placed[i], image);
+    if (!check || !result.problem.empty()) continue;
+    if (spec.role == Role::input) {
+      for (size_t k = 0; k < image.size(); ++k) {
+        const double before = images[i][k];
+        if (!(image[k] == before || (std::isnan(image[k]) && std::isnan(before)))) {
+          result.problem = "input " + spec.name + " was modified";
+          break;
+        }
+      }
+    } else {
+      std::vector<bool> inside(image.size(), false);
+      for (int64_t pos : placed[i].positions) inside[static_cast<size_t>(pos)] = true;
+      for (size_t k = 0; k < image.size(); ++k) {
+        if (!inside[k] && !(image[k] == images[i][k] || (std::isnan(image[k]) && std::isnan(images[i][k])))) {
+          result.problem = "wrote outside output " + spec.name + " (element " + std::to_string(k) + " of its buffer)";
+          break;
+        }
+      }
+    }
+  }
+  return result;
+}
+
+// Input values for every spec, as the plugin run's dtypes hold them (derived ones computed on the
+// reference in fp64 by the case's prepare, then rounded the same way).
+std::vector<HostValues> make_inputs(const Case& c, const Device& reference, bool absolute) {
+  std::vector<HostValues> inputs;
+  for (const TensorSpec& spec : c.tensors) {
+    HostValues v =
+        spec.role == Role::output ? HostValues(static_cast<size_t>(shape_numel(spec.shape)), 0.0) : generate(c, spec);
+    const DType dtype = dtype_in(spec, c.dtype, Run::plugin);
+    for (double& x : v) x = representable(x, dtype);
+    inputs.push_back(std::move(v));
+  }
+  if (c.prepare) {
+    Stream stream = reference.create_stream();
+    std::vector<Tensor> tensors;
+    for (size_t i = 0; i < c.tensors.size(); ++i)
+      tensors.push_back(
+          Tensor::from_host(stream, inputs[i], c.tensors[i].shape, dtype_in(c.tensors[i], c.dtype, Run::exact)));
+    c.prepare(stream, tensors);
+    for (size_t i = 0; i < c.tensors.size(); ++i) {
+      if (c.tensors[i].fill != Fill::derived) continue;
+      inputs[i] = tensors[i].to_host(stream);
+      const DType dtype = dtype_in(c.tensors[i], c.dtype, Run::plugin);
+      for (double& x : inputs[i]) x = representable(x, dtype);
+    }
+  }
+  if (absolute)
+    for (size_t i = 0; i < c.tensors.size(); ++i)
+      if (is_float(dtype_in(c.tensors[i], c.dtype, Run::exact)))
+        for (double& x : inputs[i]) x = std::fabs(x);
+  return inputs;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+CaseResult run_case(const Case& c, const Devices& devices) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult result{.op = c.op, .name = c.name, .dtype = std::string(dtype_name(c.dtype))};
+  const std::vector<HostValues> inputs = make_inputs(c, devices.reference, false);
+
+  RunResult plugin;
+  try {
+    plugin = execute(c, devices.plugin, Run::plugin, inputs);
+  } catch (const std::exception& e) {
+    result.state = CaseState::fail;
+    result.message = std::string("the plugin reported an error: ") + e.what();
+    result.seconds = seconds_since(start);
+    return result;
+  }
+  const RunResult exact = execute(c, devices.reference, Run::exact, inputs);
+  const RunResult same_dtype = execute(c, devices.reference, Run::reference_same_dtype, inputs);
+  bool needs_abs = false;
+  for (const TensorSpec& spec : c.tensors)
+    needs_abs |= spec.role != Role::input && c.model_for(spec.name).magnitude == Magnitude::abs_inputs &&
+                 !c.model_for(spec.name).bit_exact;
+  const RunResult abs_run =
+      needs_abs ? execute(c, devices.reference, Run::exact, make_inputs(c, devices.reference, true)) : RunResult{};
+
+  result.state = CaseState::pass;
+  if (!plugin.problem.empty()) {
+    result.state = CaseState::fail;
+    result.message = plugin.problem;
+  }
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const TensorSpec& spec = c.tensors[i];
+    if (spec.role == Role::input) continue;
+    const Comparison comparison = compare_output(spec.name, dtype_in(spec, c.dtype, Run::plugin), spec.shape,
+                                                 c.model_for(spec.name), plugin.outputs[i], exact.outputs[i],
+                                                 same_dtype.outputs[i], needs_abs ? abs_run.outputs[i] : HostValues());
+    result.outputs.push_back(comparison.error);
+    if (!comparison.pass && result.state == CaseState::pass) {
+      result.state = CaseState::fail;
+      result.message = spec.name + ": " + comparison.error.first_mismatch;
+    }
+  }
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+CaseResult run_behaviour(const BehaviourCheck& check, const Devices& devices) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseResult result{.op = check.op, .name = check.name, .dtype = "-"};
+  try {
+    Stream stream = devices.plugin.create_stream();
+    result.message = check.check(stream);
+  } catch (const std::exception& e) {
+    result.message = std::string("unexpected error: ") + e.what();
+  }
+  result.state = result.message.empty() ? CaseState::pass : CaseState::fail;
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace h2::conformance

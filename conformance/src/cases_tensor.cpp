@@ -1,0 +1,241 @@
+// Elementwise arithmetic, reductions, copies and casts, factories and indexing; and the behaviour
+// checks that are not numeric comparisons.
+#include "cases.hpp"
+
+namespace h2::conformance {
+
+namespace {
+
+Case binary_case(std::string name, DType dtype, ops::BinaryOp op, Shape a, Shape b, Shape y, Fill fill = Fill::normal,
+                 Layout layout = Layout::contiguous) {
+  Case x{.op = "binary", .name = std::move(name), .dtype = dtype};
+  const bool power = op == ops::BinaryOp::pow;
+  x.tensors = {{.name = "a", .shape = a, .fill = power ? Fill::positive : fill, .layout = layout},
+               {.name = "b", .shape = b, .fill = power ? Fill::uniform : fill, .scale = power ? 3 : 1},
+               {.name = "y", .shape = y, .role = Role::output}};
+  x.run = [op](Stream& s, const std::vector<Tensor>& t) { ops::binary(s, op, t[0], t[1], t[2]); };
+  const bool selects = op == ops::BinaryOp::maximum || op == ops::BinaryOp::minimum;
+  x.model = {.magnitude = Magnitude::exact, .c = power ? 8.0 : 1.0, .bit_exact = selects};
+  return x;
+}
+
+Case scalar_case(std::string name, DType dtype, ops::BinaryOp op, double scalar, bool scalar_first) {
+  Case x{.op = "binary_scalar", .name = std::move(name), .dtype = dtype};
+  x.tensors = {{.name = "x", .shape = {9, 14}, .fill = op == ops::BinaryOp::pow ? Fill::positive : Fill::normal},
+               {.name = "y", .shape = {9, 14}, .role = Role::output}};
+  x.run = [op, scalar, scalar_first](Stream& s, const std::vector<Tensor>& t) {
+    if (scalar_first) {
+      ops::binary(s, op, scalar, t[0], t[1]);
+    } else {
+      ops::binary(s, op, t[0], scalar, t[1]);
+    }
+  };
+  x.model = {.magnitude = Magnitude::exact, .c = op == ops::BinaryOp::pow ? 8.0 : 1.0};
+  return x;
+}
+
+Case unary_case(std::string name, DType dtype, ops::UnaryOp op, Fill fill, double c, bool exact_op) {
+  Case x{.op = "unary", .name = std::move(name), .dtype = dtype};
+  x.tensors = {{.name = "x", .shape = {17, 23}, .fill = fill, .layout = Layout::transposed},
+               {.name = "y", .shape = {17, 23}, .role = Role::output}};
+  x.run = [op](Stream& s, const std::vector<Tensor>& t) { ops::unary(s, op, t[0], t[1]); };
+  x.model = {.magnitude = Magnitude::exact, .c = c, .bit_exact = exact_op};
+  return x;
+}
+
+Case reduce_case(std::string name, DType dtype, ops::ReduceOp op, Shape x_shape, std::vector<int> dims, bool keepdim,
+                 bool f32_out, bool indices) {
+  Shape y;
+  int64_t count = 1;
+  for (int d = 0; d < static_cast<int>(x_shape.size()); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (reduced) count *= x_shape[static_cast<size_t>(d)];
+    if (!reduced) y.push_back(x_shape[static_cast<size_t>(d)]);
+    if (reduced && keepdim) y.push_back(1);
+  }
+  Case x{.op = "reduce", .name = std::move(name), .dtype = dtype};
+  x.tensors = {{.name = "x", .shape = x_shape},
+               {.name = "y", .shape = y, .role = Role::output, .kind = f32_out ? Kind::statistic : Kind::floating}};
+  if (indices) x.tensors.push_back({.name = "indices", .shape = y, .role = Role::output, .kind = Kind::index});
+  x.run = [op, dims, keepdim, indices](Stream& s, const std::vector<Tensor>& t) {
+    ops::reduce(s, op, t[0], dims, t[1], keepdim, indices ? t[2] : Tensor());
+  };
+  const bool selects = op == ops::ReduceOp::max || op == ops::ReduceOp::amax;
+  x.model = {.magnitude = Magnitude::abs_inputs, .c = 2, .n = count, .bit_exact = selects};
+  return x;
+}
+
+Case copy_case(std::string name, DType dtype, Shape shape, Layout in_layout, Layout out_layout, bool cast_from_f32) {
+  Case x{.op = "copy", .name = std::move(name), .dtype = dtype};
+  x.tensors = {{.name = "x",
+                .shape = shape,
+                .kind = cast_from_f32 ? Kind::fixed : Kind::floating,
+                .scale = 100,
+                .fixed_dtype = DType::f32,
+                .layout = in_layout},
+               {.name = "y", .shape = shape, .role = Role::output, .layout = out_layout}};
+  x.run = [](Stream& s, const std::vector<Tensor>& t) { ops::copy(s, t[0], t[1]); };
+  x.model = {.bit_exact = true};  // moving values, or rounding them to nearest even: one right answer
+  return x;
+}
+
+}  // namespace
+
+void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
+  auto& cases = list.cases;
+  const int64_t t = s.tokens(), h = s.hidden;
+  using B = ops::BinaryOp;
+  cases.push_back(binary_case("add residual " + shape_name({t, h}), dtype, B::add, {t, h}, {t, h}, {t, h}));
+  cases.push_back(binary_case("sub broadcast rows", dtype, B::sub, {6, 1}, {5}, {6, 5}));
+  cases.push_back(binary_case("mul bias broadcast, strided a", dtype, B::mul, {t, 16}, {16}, {t, 16}, Fill::normal,
+                              Layout::strided));
+  cases.push_back(binary_case("div", dtype, B::div, {8, 8}, {8, 8}, {8, 8}, Fill::positive));
+  cases.push_back(binary_case("add NaN and infinities", dtype, B::add, {64}, {64}, {64}, Fill::special));
+  cases.push_back(binary_case("pow", dtype, B::pow, {5, 7}, {5, 7}, {5, 7}));
+  cases.push_back(binary_case("maximum with NaN", dtype, B::maximum, {64}, {64}, {64}, Fill::special));
+  cases.push_back(binary_case("minimum broadcast both", dtype, B::minimum, {4, 1, 3}, {1, 5, 3}, {4, 5, 3}));
+  cases.push_back(binary_case("empty", dtype, B::add, {0, 3}, {3}, {0, 3}));
+  cases.push_back(scalar_case("x * 0.125", dtype, B::mul, 0.125, false));
+  cases.push_back(scalar_case("1 - x", dtype, B::sub, 1.0, true));
+  cases.push_back(scalar_case("2 / x", dtype, B::div, 2.0, true));
+  cases.push_back(scalar_case("x ^ 1.5", dtype, B::pow, 1.5, false));
+  using U = ops::UnaryOp;
+  cases.push_back(unary_case("exp", dtype, U::exp, Fill::normal, 4, false));
+  cases.push_back(unary_case("log", dtype, U::log, Fill::positive, 4, false));
+  cases.push_back(unary_case("sqrt", dtype, U::sqrt, Fill::positive, 1, false));
+  cases.push_back(unary_case("rsqrt", dtype, U::rsqrt, Fill::positive, 4, false));
+  cases.push_back(unary_case("neg with NaN and infinities", dtype, U::neg, Fill::special, 0, true));
+  cases.push_back(unary_case("reciprocal", dtype, U::reciprocal, Fill::positive, 2, false));
+  {
+    Case x{.op = "where", .name = "broadcast condition", .dtype = dtype};
+    x.tensors = {{.name = "cond", .shape = {1, 11}, .kind = Kind::mask, .fill = Fill::mask},
+                 {.name = "a", .shape = {6, 11}},
+                 {.name = "b", .shape = {6, 11}, .fill = Fill::special},
+                 {.name = "y", .shape = {6, 11}, .role = Role::output}};
+    x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::where(st, v[0], v[1], v[2], v[3]); };
+    x.model = {.bit_exact = true};
+    cases.push_back(x);
+  }
+  {
+    Case x{.op = "masked_fill", .name = "causal mask with -inf", .dtype = dtype};
+    x.tensors = {{.name = "x", .shape = {s.seq, s.seq}},
+                 {.name = "mask", .shape = {s.seq, s.seq}, .kind = Kind::mask, .fill = Fill::mask},
+                 {.name = "y", .shape = {s.seq, s.seq}, .role = Role::output}};
+    x.run = [](Stream& st, const std::vector<Tensor>& v) {
+      ops::masked_fill(st, v[0], v[1], -std::numeric_limits<double>::infinity(), v[2]);
+    };
+    x.model = {.bit_exact = true};
+    cases.push_back(x);
+  }
+
+  using R = ops::ReduceOp;
+  cases.push_back(reduce_case("sum over rows to f32 (bias gradient) " + shape_name({t, h}), dtype, R::sum, {t, h}, {0},
+                              false, true, false));
+  cases.push_back(reduce_case("sum over " + std::to_string(s.long_k) + " elements", dtype, R::sum, {2, s.long_k}, {1},
+                              false, false, false));
+  cases.push_back(
+      reduce_case("mean over the last two, keepdim", dtype, R::mean, {3, 4, 5}, {1, 2}, true, false, false));
+  cases.push_back(reduce_case("max with indices", dtype, R::max, {7, 19}, {1}, false, false, true));
+  cases.push_back(reduce_case("amax of everything", dtype, R::amax, {6, 9}, {0, 1}, false, false, false));
+  cases.push_back(reduce_case("sum over an empty dimension", dtype, R::sum, {4, 0}, {1}, false, false, false));
+
+  cases.push_back(copy_case("transpose to contiguous", dtype, {t, 24}, Layout::transposed, Layout::contiguous, false));
+  cases.push_back(copy_case("into a strided view", dtype, {9, 10}, Layout::contiguous, Layout::strided, false));
+  cases.push_back(copy_case("unaligned to unaligned", dtype, {257}, Layout::offset, Layout::offset, false));
+  if (dtype != DType::f32)
+    cases.push_back(
+        copy_case("cast from f32, round to nearest even", dtype, {4096}, Layout::contiguous, Layout::contiguous, true));
+  {
+    Case x{.op = "fill", .name = "one third", .dtype = dtype};
+    x.tensors = {{.name = "y", .shape = {5, 6}, .role = Role::output, .layout = Layout::strided}};
+    x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::fill(st, v[0], 1.0 / 3); };
+    x.model = {.bit_exact = true};
+    cases.push_back(x);
+    Case a{.op = "arange", .name = "-3 by 0.5", .dtype = dtype};
+    a.tensors = {{.name = "y", .shape = {40}, .role = Role::output}};
+    a.run = [](Stream& st, const std::vector<Tensor>& v) { ops::arange(st, v[0], -3, 0.5); };
+    a.model = {.bit_exact = true};
+    cases.push_back(a);
+  }
+  {
+    Case x{.op = "index_select", .name = "rows of " + shape_name({s.vocab, 8}), .dtype = dtype};
+    x.tensors = {{.name = "x", .shape = {s.vocab, 8}},
+                 {.name = "indices", .shape = {t}, .kind = Kind::index, .fill = Fill::indices, .limit = s.vocab},
+                 {.name = "y", .shape = {t, 8}, .role = Role::output}};
+    x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::index_select(st, v[0], 0, v[1], v[2]); };
+    x.model = {.bit_exact = true};
+    cases.push_back(x);
+    Case g{.op = "gather", .name = "along the last dimension", .dtype = dtype};
+    g.tensors = {{.name = "x", .shape = {t, 16}},
+                 {.name = "indices", .shape = {t, 3}, .kind = Kind::index32, .fill = Fill::indices, .limit = 16},
+                 {.name = "y", .shape = {t, 3}, .role = Role::output}};
+    g.run = [](Stream& st, const std::vector<Tensor>& v) { ops::gather(st, v[0], 1, v[1], v[2]); };
+    g.model = {.bit_exact = true};
+    cases.push_back(g);
+    Case sa{.op = "scatter_add", .name = "collisions along dimension 0", .dtype = dtype};
+    sa.tensors = {{.name = "y", .shape = {5, 6}, .role = Role::inout},
+                  {.name = "indices", .shape = {12, 6}, .kind = Kind::index, .fill = Fill::indices, .limit = 5},
+                  {.name = "src", .shape = {12, 6}}};
+    sa.run = [](Stream& st, const std::vector<Tensor>& v) { ops::scatter_add(st, v[0], 0, v[1], v[2]); };
+    sa.model = {.magnitude = Magnitude::abs_inputs, .c = 2, .n = 13};
+    cases.push_back(sa);
+  }
+}
+
+void add_behaviour_checks(CaseList& list) {
+  list.behaviours.push_back(
+      {"errors", "an index out of range is reported, not ignored", [](Stream& s) -> std::string {
+         const Device& d = s.device();
+         Tensor w = Tensor::empty(d, {4, 2}, DType::f32), y = Tensor::empty(d, {1, 2}, DType::f32);
+         Tensor ids = Tensor::from_host(s, std::vector<double>{9}, {1}, DType::i64);
+         ops::fill(s, w, 1.0);
+         try {
+           ops::embedding(s, w, ids, y);
+           s.synchronize();
+         } catch (const Error&) {
+           return "";
+         }
+         return "embedding with index 9 of 4 rows completed without an error";
+       }});
+  list.behaviours.push_back({"errors", "freeing memory twice is an error, not a crash", [](Stream& s) -> std::string {
+                               const H2_PluginApi& api = s.device().plugin_api();
+                               void* p = nullptr;
+                               if (api.mem_alloc(s.device().index(), 256, &p) != H2_STATUS_OK)
+                                 return "mem_alloc of 256 bytes failed";
+                               if (api.mem_free(s.device().index(), p) != H2_STATUS_OK) return "mem_free failed";
+                               if (api.mem_free(s.device().index(), p) == H2_STATUS_OK)
+                                 return "a second mem_free of the same pointer reported success";
+                               return "";
+                             }});
+  list.behaviours.push_back(
+      {"errors", "an allocation beyond the device's memory fails cleanly", [](Stream& s) -> std::string {
+         const uint64_t total = s.device().properties().total_memory_bytes;
+         try {
+           DeviceBuffer b = s.device().allocate(static_cast<size_t>(total) + (size_t{1} << 30));
+           return "allocating more than the device's total memory succeeded";
+         } catch (const Error& e) {
+           if (e.status() != H2_STATUS_OUT_OF_MEMORY) return std::string("expected out of memory, got: ") + e.what();
+         }
+         return "";
+       }});
+  list.behaviours.push_back({"streams", "an event orders work across two streams", [](Stream& s) -> std::string {
+                               const Device& d = s.device();
+                               Stream other = d.create_stream();
+                               DeviceBuffer big = d.allocate(size_t{32} << 20), flag = d.allocate(4),
+                                            seen = d.allocate(4);
+                               s.memset(flag, 0);
+                               s.memset(big, 1);
+                               s.memset(flag, 7);
+                               Event done = d.create_event();
+                               done.record(s);
+                               other.wait(done);
+                               other.copy(seen, 0, flag, 0, 4);
+                               uint8_t host[4] = {};
+                               other.copy_to_host(host, seen, 4);
+                               other.synchronize();
+                               return host[0] == 7 ? ""
+                                                   : "a stream waiting on an event read data written before the event";
+                             }});
+}
+
+}  // namespace h2::conformance

@@ -1,0 +1,91 @@
+#include "isolation.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace h2::conformance {
+
+namespace {
+
+void write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) _exit(3);  // the parent is gone
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+ChildOutcome run_in_child(const std::function<void(const std::function<void(const std::string&)>&)>& body,
+                          double timeout_seconds) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    int code = 0;
+    try {
+      body([&](const std::string& line) { write_all(fds[1], line + "\n"); });
+    } catch (const std::exception& e) {
+      write_all(fds[1], nlohmann::json{{"event", "error"}, {"message", e.what()}}.dump() + "\n");
+      code = 2;
+    }
+    close(fds[1]);
+    _exit(code);  // skip static destructors: the parent's state is not ours to tear down
+  }
+
+  close(fds[1]);
+  ChildOutcome outcome;
+  std::string pending;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      kill(pid, SIGKILL);
+      outcome.timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[65536];
+    const ssize_t n = read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of the pipe: the child has finished or died
+    pending.append(buffer, static_cast<size_t>(n));
+    for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
+      outcome.lines.push_back(pending.substr(0, end));
+      pending.erase(0, end + 1);
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!outcome.timed_out) {
+    if (WIFEXITED(status)) {
+      outcome.exited = true;
+      outcome.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      const char* name = sigabbrev_np(WTERMSIG(status));
+      outcome.signal = name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(WTERMSIG(status));
+    }
+  }
+  return outcome;
+}
+
+}  // namespace h2::conformance
