@@ -11,7 +11,7 @@ Case binary_case(std::string name, DType dtype, ops::BinaryOp op, Shape a, Shape
   Case x{.op = "binary", .name = std::move(name), .dtype = dtype};
   const bool power = op == ops::BinaryOp::pow;
   x.tensors = {{.name = "a", .shape = a, .fill = power ? Fill::positive : fill, .layout = layout},
-               {.name = "b", .shape = b, .fill = power ? Fill::uniform : fill, .scale = power ? 3 : 1},
+               {.name = "b", .shape = b, .fill = power ? Fill::uniform : fill, .scale = power ? 3.0 : 1.0},
                {.name = "y", .shape = y, .role = Role::output}};
   x.run = [op](Stream& s, const std::vector<Tensor>& t) { ops::binary(s, op, t[0], t[1], t[2]); };
   const bool selects = op == ops::BinaryOp::maximum || op == ops::BinaryOp::minimum;

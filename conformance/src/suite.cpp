@@ -173,7 +173,8 @@ CaseResult unfinished(const Group& group, size_t i, CaseState state, const std::
 // Turns what a child said (and how it ended) into one result per case of the group.
 std::vector<CaseResult> collect(const Group& group, const ChildOutcome& outcome, double timeout) {
   std::vector<std::optional<CaseResult>> results(group.size());
-  std::optional<size_t> running;
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t running = kNone;  // the case that started and has no result yet
   std::string child_error;
   for (const std::string& line : outcome.lines) {
     Json j;
@@ -186,7 +187,7 @@ std::vector<CaseResult> collect(const Group& group, const ChildOutcome& outcome,
     if (event == "start") running = j.at("index").get<size_t>();
     if (event == "result") {
       results.at(j.at("index").get<size_t>()) = case_result_from_json(j.at("result"));
-      running.reset();
+      running = kNone;
     }
     if (event == "error") child_error = j.value("message", "");
   }
@@ -205,7 +206,7 @@ std::vector<CaseResult> collect(const Group& group, const ChildOutcome& outcome,
     } else {
       out.push_back(unfinished(
           group, i, died ? state : CaseState::crashed,
-          "not run: the operator's process " + how + (running ? " in " + group.name_of(*running) : std::string())));
+          "not run: the operator's process " + how + (running != kNone ? " in " + group.name_of(running) : std::string())));
     }
   }
   return out;
