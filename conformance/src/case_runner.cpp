@@ -263,9 +263,10 @@ CaseResult run_case(const Case& c, const Devices& devices) {
   RunResult plugin;
   try {
     plugin = execute(c, devices.plugin, Run::plugin, inputs);
-  } catch (const std::exception& e) {
-    result.state = CaseState::fail;
-    result.message = std::string("the plugin reported an error: ") + e.what();
+  } catch (const Error& e) {
+    // A call outside the plugin's declared capability (dtype, strides) is not supported, not failed.
+    result.state = e.status() == H2_STATUS_UNSUPPORTED ? CaseState::not_supported : CaseState::fail;
+    result.message = (result.state == CaseState::fail ? "the plugin reported an error: " : "") + std::string(e.what());
     result.seconds = seconds_since(start);
     return result;
   }

@@ -83,6 +83,10 @@ OpCheck::OpCheck(Stream& stream, H2_Op op, const char* name) : stream_(stream), 
                 std::string(name) + ": plugin " + stream.device().plugin_name() + " does not provide this operator");
 }
 
+void OpCheck::unsupported(const std::string& message) const {
+  throw Error(H2_STATUS_UNSUPPORTED, std::string(name_) + ": " + message);
+}
+
 void OpCheck::fail(const std::string& message) const {
   throw Error(H2_STATUS_INVALID_ARGUMENT, std::string(name_) + ": " + message);
 }
@@ -170,7 +174,7 @@ void OpCheck::validate() const {
     switch (d.kind) {
       case TensorKind::floating:
         if (!(capability_.dtypes & (uint64_t{1} << static_cast<uint32_t>(t.dtype()))))
-          fail(is(d.name, t) + " but plugin " + device.plugin_name() + " supports " + dtype_list(capability_.dtypes) +
+          unsupported(is(d.name, t) + " but plugin " + device.plugin_name() + " supports " + dtype_list(capability_.dtypes) +
                " for this operator");
         break;
       case TensorKind::index:
@@ -181,7 +185,7 @@ void OpCheck::validate() const {
         break;
     }
     if (!capability_.strided_tensors && !t.is_contiguous())
-      fail(std::string(d.name) + " is not contiguous and plugin " + device.plugin_name() +
+      unsupported(std::string(d.name) + " is not contiguous and plugin " + device.plugin_name() +
            " needs contiguous tensors for this operator; make it contiguous with ops::copy");
     if (d.output && !t.is_contiguous() && t.numel() > 0 && !non_overlapping(t))
       fail(std::string(d.name) +

@@ -45,6 +45,9 @@ class OpCheck {
   // Throws h2::Error(INVALID_ARGUMENT) "NAME: message". Callers test first (`if (!ok) fail(...)`), so
   // no message is built on the success path, which every call takes.
   [[noreturn]] void fail(const std::string& message) const;
+  // The same with H2_STATUS_UNSUPPORTED: the call is well formed but the plugin declares it cannot
+  // take it (a dtype or strides outside its capability).
+  [[noreturn]] void unsupported(const std::string& message) const;
   // "x is f32[4, 8]"
   static std::string is(const char* name, const Tensor& t) { return std::string(name) + " is " + t.describe(); }
   void require_shape(const Tensor& t, const char* name, const Shape& expected, const char* why) const;

@@ -63,7 +63,8 @@ TEST_F(Validation, GemmShapesDtypesAndBatches) {
 
 TEST_F(Validation, UnsupportedDtypeNamesWhatThePluginSupports) {
   expect_error([&] { ops::softmax(stream_, empty({4}, DType::i32), empty({4}, DType::i32)); },
-               "softmax: x is i32[4] but plugin cpu-reference supports f32, f16, bf16, f64 for this operator");
+               "softmax: x is i32[4] but plugin cpu-reference supports f32, f16, bf16, f64 for this operator",
+               H2_STATUS_UNSUPPORTED);
 }
 
 TEST_F(Validation, MissingRequiredTensor) {

@@ -8,9 +8,14 @@
 #include "config.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
+#include "ops/planted_defects.hpp"
 #include "plugin_error.hpp"
 #include "plugin_state.hpp"
 #include "runtime.hpp"
+
+#ifndef H2_PLUGIN_NAME
+#define H2_PLUGIN_NAME "cpu-reference"
+#endif
 
 namespace h2::cpu_reference {
 namespace {
@@ -30,6 +35,12 @@ H2_Status initialize(const H2_InitArgs* args) {
       const char* value = std::getenv(name);
       return value ? std::optional<std::string>(value) : std::nullopt;
     });
+#ifdef H2_PLANTED_DEFECTS
+    const char* defect = std::getenv("H2_PLANTED_DEFECT");
+    auto planted = defect_from_name(defect != nullptr ? defect : "none");
+    if (!planted) fail(H2_STATUS_INVALID_ARGUMENT, std::string("H2_PLANTED_DEFECT='") + defect + "' is not a known defect");
+    plant_defect(*planted);
+#endif
     runtime_slot() = std::make_unique<Runtime>(config, *args);
   });
 }
@@ -228,7 +239,7 @@ const H2_PluginApi kApi = {
     .struct_size = sizeof(H2_PluginApi),
     .abi_major = H2_ABI_MAJOR,
     .abi_minor = H2_ABI_MINOR,
-    .plugin_name = "cpu-reference",
+    .plugin_name = H2_PLUGIN_NAME,
     .plugin_version = H2_VERSION,
     .initialize = initialize,
     .shutdown = shutdown,

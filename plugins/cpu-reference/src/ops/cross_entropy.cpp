@@ -1,10 +1,13 @@
 // cross_entropy and its backward: per row of logits, with ignore_index and label smoothing, in fp64.
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <limits>
 #include <vector>
 
 #include "op_support.hpp"
 #include "op_table.hpp"
+#include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
 
@@ -13,6 +16,7 @@ namespace {
 void cross_entropy_kernel(ThreadPool& pool, const TensorRef& logits, const TensorRef& targets, const TensorRef& loss,
                           const TensorRef& lse_out, int64_t ignore_index, double smoothing) {
   const int64_t rows = logits.shape[0], vocab = logits.shape[1];
+  while (planted_defect() == Defect::hang && vocab == 40) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::vector<double> x = load(logits);
   const std::vector<int64_t> t = load_indices(targets);
   std::vector<double> losses(static_cast<size_t>(rows)), lses(static_cast<size_t>(rows));

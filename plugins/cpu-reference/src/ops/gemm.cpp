@@ -1,9 +1,12 @@
 // gemm: C = alpha * op(A) @ op(B) + beta * C + bias, accumulated in fp64 and rounded once.
 #include <algorithm>
+#include <csignal>
 #include <vector>
 
 #include "op_support.hpp"
+#include "float16.hpp"
 #include "op_table.hpp"
+#include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
 
@@ -20,6 +23,33 @@ std::vector<double> pack_matrix(const TensorRef& x, int64_t batch, bool transpos
     for (int64_t j = 0; j < cols; ++j)
       m[static_cast<size_t>(i * cols + j)] = load_element(x, batch_offset + i * row_stride + j * col_stride);
   return m;
+}
+
+// The test plugin's gemm variants (see planted_defects.hpp); the real reference never calls this.
+void planted_accumulate(std::vector<double>& acc, const std::vector<double>& A, const std::vector<double>& B, int64_t i,
+                        int64_t k, int64_t n, H2_DType dtype) {
+  const Defect defect = planted_defect();
+  if (defect == Defect::crash_on_shape && n == 7) std::raise(SIGSEGV);
+  const bool half = dtype == H2_DTYPE_F16 || dtype == H2_DTYPE_BF16;
+  for (int64_t j = 0; j < n; ++j) {
+    double sum = 0;
+    float block_sum = 0, total = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const double product = A[static_cast<size_t>(i * k + p)] * B[static_cast<size_t>(p * n + j)];
+      if (defect == Defect::fp16_accumulation && half) {
+        sum = f16_to_f64(f64_to_f16(sum + product));  // every partial sum rounded to fp16
+      } else if (defect == Defect::blocked_fp32_gemm) {
+        block_sum += static_cast<float>(product);
+        if ((p + 1) % 64 == 0 || p + 1 == k) {
+          total += block_sum;
+          block_sum = 0;
+        }
+      } else {
+        sum += product;
+      }
+    }
+    acc[static_cast<size_t>(j)] = defect == Defect::blocked_fp32_gemm ? static_cast<double>(total) : sum;
+  }
 }
 
 void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const TensorRef& c, const TensorRef& bias,
@@ -43,10 +73,14 @@ void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const
       for (int64_t i = row_begin; i < row_end; ++i) {
         // Each C element sums over p in order: the same result whatever the row split.
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t p = 0; p < k; ++p) {
-          const double aip = A[static_cast<size_t>(i * k + p)];
-          const double* brow = &B[static_cast<size_t>(p * n)];
-          for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += aip * brow[j];
+        if (planted_defect() != Defect::none) {
+          planted_accumulate(acc, A, B, i, k, n, a.dtype);
+        } else {
+          for (int64_t p = 0; p < k; ++p) {
+            const double aip = A[static_cast<size_t>(i * k + p)];
+            const double* brow = &B[static_cast<size_t>(p * n)];
+            for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += aip * brow[j];
+          }
         }
         for (int64_t j = 0; j < n; ++j) {
           const int64_t offset = c_batch + i * c.strides[r - 2] + j * c.strides[r - 1];

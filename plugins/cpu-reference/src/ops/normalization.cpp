@@ -5,6 +5,7 @@
 
 #include "op_support.hpp"
 #include "op_table.hpp"
+#include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
 
@@ -45,7 +46,8 @@ void softmax_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& y, do
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < visible; ++j) max = std::max(max, scale * row[j]);
     double sum = 0;
-    for (int64_t j = 0; j < visible; ++j) sum += std::exp(scale * row[j] - max);
+    const int64_t summed = planted_defect() == Defect::softmax_off_by_one ? visible - 1 : visible;
+    for (int64_t j = 0; j < summed; ++j) sum += std::exp(scale * row[j] - max);
     for (int64_t j = 0; j < visible; ++j) result[j] = std::exp(scale * row[j] - max) / sum;
   });
   store(y, out);
@@ -92,6 +94,7 @@ void layer_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& we
   store(y, out);
   store(mean_out, means);
   store(rstd_out, rstds);
+  if (planted_defect() == Defect::writes_input) store(x, out);
 }
 
 void layer_norm_backward_kernel(const TensorRef& x, const TensorRef& weight, const TensorRef& mean_in,
@@ -220,6 +223,10 @@ H2_Status op_rms_norm(H2_Stream* stream, const H2_RmsNormArgs* args) {
     TensorRef y = call.tensor(args->y, "y"), rstd = call.tensor(args->rstd, "rstd");
     const double eps = args->eps;
     ThreadPool& pool = call.pool();
+    if (planted_defect() == Defect::ignores_stream) {
+      rms_norm_kernel(pool, x, w, y, rstd, eps);  // on the caller's thread, before queued work has run
+      return;
+    }
     call.enqueue([=, &pool] { rms_norm_kernel(pool, x, w, y, rstd, eps); });
   });
 }

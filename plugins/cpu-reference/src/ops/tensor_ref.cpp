@@ -7,6 +7,7 @@
 #include "../plugin_error.hpp"
 #include "../runtime.hpp"
 #include "float16.hpp"
+#include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
 
@@ -121,7 +122,13 @@ void store_element(const TensorRef& t, int64_t offset, double value) {
     }
     case H2_DTYPE_F16:
     case H2_DTYPE_BF16: {
-      const uint16_t bits = t.dtype == H2_DTYPE_F16 ? f64_to_f16(value) : f64_to_bf16(value);
+      uint16_t bits = t.dtype == H2_DTYPE_F16 ? f64_to_f16(value) : f64_to_bf16(value);
+      if (planted_defect() == Defect::bf16_truncation && t.dtype == H2_DTYPE_BF16) {
+        const float f = static_cast<float>(value);
+        uint32_t raw;
+        std::memcpy(&raw, &f, 4);
+        bits = static_cast<uint16_t>(raw >> 16);
+      }
       std::memcpy(p, &bits, 2);
       return;
     }

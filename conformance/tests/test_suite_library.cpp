@@ -1,0 +1,197 @@
+// The suite as a library: the tolerance policy on hand-made values, waivers, certificates, and how
+// a plugin that provides only part of the operators is reported.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "h2/conformance.hpp"
+#include "tolerance.hpp"
+#include "waivers.hpp"
+
+namespace h2::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::HasSubstr;
+
+fs::path temp_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("h2-conformance-test-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// ---- Tolerance policy ----
+
+TEST(Tolerance, HalfAnUlpOfFinalRoundingPassesAFullUlpFails) {
+  const double exact = 1 + 0x1p-9;  // between two bf16 values, a quarter ulp above 1
+  const ErrorModel elementwise{.magnitude = Magnitude::exact, .c = 0, .n = 0};
+  EXPECT_TRUE(compare_output("y", DType::bf16, {1}, elementwise, {1.0}, {exact}, {1.0}, {}).pass);
+  const double two_ulps_off = 1 + 0x1p-6;
+  EXPECT_FALSE(compare_output("y", DType::bf16, {1}, elementwise, {two_ulps_off}, {exact}, {1.0}, {}).pass);
+}
+
+TEST(Tolerance, ReductionLengthWidensTheBound) {
+  const double exact = 1.0, got = 1.0 + 100 * 0x1p-24;
+  const ErrorModel short_sum{.magnitude = Magnitude::exact, .c = 2, .n = 10};
+  const ErrorModel long_sum{.magnitude = Magnitude::exact, .c = 2, .n = 1000};
+  EXPECT_FALSE(compare_output("y", DType::f32, {1}, short_sum, {got}, {exact}, {exact}, {}).pass);
+  EXPECT_TRUE(compare_output("y", DType::f32, {1}, long_sum, {got}, {exact}, {exact}, {}).pass);
+}
+
+TEST(Tolerance, AbsoluteInputsBoundCancellation) {
+  // exact 0.001 from terms of size 100: the error allowed follows the terms, not the result.
+  const ErrorModel model{.magnitude = Magnitude::abs_inputs, .c = 2, .n = 4};
+  const double got = 0.001 + 3e-5;
+  EXPECT_TRUE(compare_output("y", DType::f32, {1}, model, {got}, {0.001}, {0.001}, {100.0}).pass);
+  EXPECT_FALSE(compare_output("y", DType::f32, {1}, model, {got}, {0.001}, {0.001}, {1.0}).pass);
+}
+
+TEST(Tolerance, NonFiniteValuesMustMatch) {
+  const ErrorModel model{};
+  const double nan = std::nan(""), inf = INFINITY;
+  EXPECT_TRUE(compare_output("y", DType::f32, {2}, model, {nan, inf}, {nan, inf}, {nan, inf}, {}).pass);
+  EXPECT_FALSE(compare_output("y", DType::f32, {1}, model, {1.0}, {nan}, {nan}, {}).pass);
+  EXPECT_FALSE(compare_output("y", DType::f32, {1}, model, {nan}, {1.0}, {1.0}, {}).pass);
+  EXPECT_FALSE(compare_output("y", DType::f32, {1}, model, {-inf}, {inf}, {inf}, {}).pass);
+  // An overflow the reference also rounds to infinity is the right answer.
+  EXPECT_TRUE(compare_output("y", DType::f16, {1}, model, {inf}, {70000.0}, {inf}, {}).pass);
+}
+
+TEST(Tolerance, BitExactOperatorsCompareWithTheSameDtypeReference) {
+  const ErrorModel exact_model{.bit_exact = true};
+  EXPECT_TRUE(compare_output("mask", DType::boolean, {3}, exact_model, {1, 0, 1}, {1, 0, 1}, {1, 0, 1}, {}).pass);
+  const Comparison c = compare_output("y", DType::bf16, {2}, exact_model, {1.0, 2.0}, {1.0, 2.001}, {1.0, 2.0078125}, {});
+  EXPECT_FALSE(c.pass);
+  EXPECT_THAT(c.error.first_mismatch, HasSubstr("element 1"));
+  EXPECT_EQ(c.error.mismatch_fraction, 0.5);
+}
+
+TEST(Tolerance, ReportsTheErrorItMeasured) {
+  const ErrorModel model{.magnitude = Magnitude::exact, .c = 0, .n = 0};
+  const Comparison c = compare_output("y", DType::f32, {2}, model, {1.5, 2.0}, {1.0, 2.0}, {1.0, 2.0}, {});
+  EXPECT_FALSE(c.pass);
+  EXPECT_DOUBLE_EQ(c.error.max_abs_error, 0.5);
+  EXPECT_DOUBLE_EQ(c.error.needed_atol, 0.5);
+  EXPECT_DOUBLE_EQ(c.error.needed_rtol, 0.5);
+  EXPECT_GT(c.error.worst_ratio, 1);
+  EXPECT_GT(c.error.cosine_similarity, 0.9);
+}
+
+// ---- Waivers ----
+
+TEST(Waivers, AWaiverTurnsAFailureIntoWaivedUntilItExpires) {
+  std::vector<Waiver> waivers = {{"cuda", "attention*", "bf16", "*", "known fp32 softmax issue, bug 12", "2027-01-31"}};
+  std::vector<CaseResult> cases = {{.op = "attention", .name = "causal", .dtype = "bf16", .state = CaseState::fail},
+                                   {.op = "attention", .name = "causal", .dtype = "f32", .state = CaseState::fail},
+                                   {.op = "attention", .name = "ok", .dtype = "bf16", .state = CaseState::pass}};
+  std::vector<CaseResult> before = cases;
+  apply_waivers(cases, "cuda", waivers, "2026-11-22");
+  EXPECT_EQ(cases[0].state, CaseState::waived);
+  EXPECT_THAT(cases[0].message, HasSubstr("known fp32 softmax issue"));
+  EXPECT_EQ(cases[1].state, CaseState::fail) << "another dtype";
+  EXPECT_EQ(cases[2].state, CaseState::pass) << "a pass is never touched";
+  apply_waivers(before, "cuda", waivers, "2027-02-01");
+  EXPECT_EQ(before[0].state, CaseState::fail) << "expired";
+  EXPECT_THAT(before[0].message, HasSubstr("expired on 2027-01-31"));
+  apply_waivers(before, "mlu", waivers, "2026-11-22");
+  EXPECT_EQ(before[0].state, CaseState::fail) << "another plugin";
+}
+
+TEST(Waivers, MalformedFilesAreRejectedNamingTheEntry) {
+  const fs::path dir = temp_dir("waivers");
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir / "w.json") << text;
+    return dir / "w.json";
+  };
+  EXPECT_THAT([&] { load_waivers(write("{ not json")); }, testing::ThrowsMessage<Error>(HasSubstr("is not valid JSON")));
+  EXPECT_THAT([&] { load_waivers(write(R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": ""}]})")); },
+              testing::ThrowsMessage<Error>(HasSubstr("entry 0: \"reason\" must be a non-empty string")));
+  EXPECT_THAT(
+      [&] {
+        load_waivers(write(R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": "r", "expires": "soon"}]})"));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("\"expires\" must be a date YYYY-MM-DD, not soon")));
+  EXPECT_EQ(load_waivers(default_waiver_file()).size(), 0u) << "the repository's waiver file is valid and empty";
+}
+
+// ---- Running the suite ----
+
+std::string fake_plugin(const std::string& name) {
+  return (fs::path(std::getenv("H2_TEST_FAKE_PLUGIN_DIR")) / ("libh2-plugin-" + name + ".so")).string();
+}
+
+TEST(Suite, OperatorsAndDtypesOutsideTheCapabilityAreNotSupported) {
+  SuiteOptions options;
+  options.plugin = fake_plugin("ops-partial");  // fill only, f32 only, contiguous only
+  options.ops = {"fill", "softmax"};
+  SuiteReport report = run_suite(options);
+  size_t softmax_ns = 0, fill_bf16_ns = 0;
+  for (const CaseResult& r : report.cases) {
+    if (r.op == "softmax") {
+      EXPECT_EQ(r.state, CaseState::not_supported);
+      EXPECT_THAT(r.message, HasSubstr("does not provide softmax"));
+      ++softmax_ns;
+    }
+    if (r.op == "fill" && r.dtype == "bf16") fill_bf16_ns += r.state == CaseState::not_supported;
+    if (r.op == "fill" && r.dtype == "f32") {
+      // The case writes a strided view, which the plugin's capability excludes.
+      EXPECT_EQ(r.state, CaseState::not_supported) << r.message;
+      EXPECT_THAT(r.message, HasSubstr("needs contiguous tensors"));
+    }
+  }
+  EXPECT_GT(softmax_ns, 0u);
+  EXPECT_EQ(fill_bf16_ns, 1u);
+  EXPECT_FALSE(report.passed()) << "nothing passed";
+}
+
+TEST(Suite, APluginThatCannotLoadIsAnErrorSayingWhy) {
+  SuiteOptions options;
+  options.plugin = fake_plugin("abi-major");
+  EXPECT_THAT([&] { run_suite(options); }, testing::ThrowsMessage<Error>(HasSubstr("ABI mismatch (plugin 2.3")));
+}
+
+TEST(Suite, CertificatesBelongToTheirPluginFileAndAreComplete) {
+  SuiteOptions options;
+  options.plugin = "cpu-reference";
+  options.ops = {"fill", "arange"};
+  SuiteReport report = run_suite(options);
+  ASSERT_TRUE(report.passed());
+  const fs::path dir = temp_dir("certificate");
+  write_reports(report, dir);
+  for (const char* file : {"report.json", "junit.xml", "certificate.json"}) EXPECT_TRUE(fs::exists(dir / file)) << file;
+
+  const fs::path cert = dir / "certificate.json";
+  EXPECT_EQ(verify_certificate(cert, report.plugin.path), "");
+  EXPECT_THAT(verify_certificate(cert, fake_plugin("fake")), HasSubstr("the certificate is for another file"));
+  EXPECT_THAT(verify_certificate(dir / "missing.json", report.plugin.path), HasSubstr("cannot read certificate"));
+
+  nlohmann::json json = nlohmann::json::parse(std::ifstream(cert));
+  json.erase("totals");
+  std::ofstream(dir / "incomplete.json") << json.dump();
+  EXPECT_THAT(verify_certificate(dir / "incomplete.json", report.plugin.path), HasSubstr("it has no \"totals\""));
+  json = nlohmann::json::parse(std::ifstream(cert));
+  json["passed"] = false;
+  std::ofstream(dir / "failed.json") << json.dump();
+  EXPECT_THAT(verify_certificate(dir / "failed.json", report.plugin.path), HasSubstr("did not conform"));
+  json = nlohmann::json::parse(std::ifstream(cert));
+  json["suite_version"] = "0.1";
+  std::ofstream(dir / "old.json") << json.dump();
+  EXPECT_THAT(verify_certificate(dir / "old.json", report.plugin.path), HasSubstr("issued by suite 0.1"));
+
+  nlohmann::json full = nlohmann::json::parse(std::ifstream(dir / "report.json"));
+  EXPECT_EQ(full["totals"]["pass"], report.count(CaseState::pass));
+  EXPECT_EQ(full["plugin"]["sha256"], sha256_file(report.plugin.path));
+}
+
+TEST(Suite, Sha256OfAKnownInput) {
+  const fs::path dir = temp_dir("sha");
+  std::ofstream(dir / "abc", std::ios::binary) << "abc";
+  EXPECT_EQ(sha256_file(dir / "abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+}  // namespace
+}  // namespace h2::conformance

@@ -1,0 +1,34 @@
+// Deliberate bugs, compiled only into the conformance suite's test plugin (H2_PLANTED_DEFECTS), so
+// the suite can be shown to catch each kind of mistake a real plugin makes. The defect is chosen at
+// initialize from H2_PLANTED_DEFECT. In the real cpu-reference plugin planted_defect() is a constant
+// `none` and every defect branch compiles away.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace h2::cpu_reference {
+
+enum class Defect {
+  none,
+  softmax_off_by_one,  // the last column of each row is left out of the normalisation
+  bf16_truncation,     // bf16 stores truncate instead of rounding to nearest even
+  fp16_accumulation,   // gemm on fp16/bf16 inputs accumulates in fp16
+  writes_input,        // layer_norm also writes its result into x
+  ignores_strides,     // unary reads x as if it were contiguous
+  ignores_stream,      // rms_norm runs at once on the calling thread, not after earlier work
+  crash_on_shape,      // gemm crashes when C has 7 columns
+  hang,                // cross_entropy never returns for a vocabulary of 40
+  blocked_fp32_gemm,   // not a defect: gemm sums in fp32, in blocks of 64 (a legitimate rounding)
+};
+
+#ifdef H2_PLANTED_DEFECTS
+Defect planted_defect();
+// Parses H2_PLANTED_DEFECT; nullopt for an unknown name.
+std::optional<Defect> defect_from_name(const std::string& name);
+void plant_defect(Defect defect);
+#else
+constexpr Defect planted_defect() { return Defect::none; }
+#endif
+
+}  // namespace h2::cpu_reference
