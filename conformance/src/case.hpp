@@ -58,21 +58,6 @@ struct TensorSpec {
   Layout layout = Layout::contiguous;
 };
 
-// How an output's error is bounded (see tolerance.hpp for the policy and its rationale).
-enum class Magnitude {
-  exact,       // |exact_i|: elementwise results
-  row,         // max |exact| over the element's row (last dimension)
-  tensor,      // max |exact| over the whole output
-  abs_inputs,  // the exact result for |inputs|: sums of products, without their cancellation
-};
-
-struct ErrorModel {
-  Magnitude magnitude = Magnitude::exact;
-  double c = 2;            // allowance for fp32 intermediate and math-library error, in fp32 units
-  int64_t n = 0;           // reduction length: terms summed into one output element
-  bool bit_exact = false;  // must equal the reference in the case's dtype, bit for bit
-};
-
 struct Case {
   std::string op;
   std::string name;
@@ -82,12 +67,15 @@ struct Case {
   std::function<void(Stream&, const std::vector<Tensor>& t)> run;
   // Fills Fill::derived inputs from the others, on the reference in fp64 (e.g. softmax's y for its backward).
   std::function<void(Stream&, const std::vector<Tensor>& t)> prepare;
-  ErrorModel model;
-  std::map<std::string, ErrorModel> output_models;  // per-output overrides
+  // What the tolerance policy (tolerance.cpp) needs from the case: which variant of the operator
+  // runs ("pow", "max", ...) and each output's reduction length, the terms summed into one element.
+  std::string variant;
+  int64_t n = 0;
+  std::map<std::string, int64_t> output_n;  // where an output sums over another length
 
-  const ErrorModel& model_for(const std::string& output) const {
-    auto it = output_models.find(output);
-    return it == output_models.end() ? model : it->second;
+  int64_t n_for(const std::string& output) const {
+    auto it = output_n.find(output);
+    return it == output_n.end() ? n : it->second;
   }
 };
 

@@ -274,8 +274,8 @@ CaseResult run_case(const Case& c, const Devices& devices) {
   const RunResult same_dtype = execute(c, devices.reference, Run::reference_same_dtype, inputs);
   bool needs_abs = false;
   for (const TensorSpec& spec : c.tensors)
-    needs_abs |= spec.role != Role::input && c.model_for(spec.name).magnitude == Magnitude::abs_inputs &&
-                 !c.model_for(spec.name).bit_exact;
+    needs_abs |= spec.role != Role::input && error_model(c, spec.name).magnitude == Magnitude::abs_inputs &&
+                 !error_model(c, spec.name).bit_exact;
   const RunResult abs_run =
       needs_abs ? execute(c, devices.reference, Run::exact, make_inputs(c, devices.reference, true)) : RunResult{};
 
@@ -288,7 +288,7 @@ CaseResult run_case(const Case& c, const Devices& devices) {
     const TensorSpec& spec = c.tensors[i];
     if (spec.role == Role::input) continue;
     const Comparison comparison = compare_output(spec.name, dtype_in(spec, c.dtype, Run::plugin), spec.shape,
-                                                 c.model_for(spec.name), plugin.outputs[i], exact.outputs[i],
+                                                 error_model(c, spec.name), plugin.outputs[i], exact.outputs[i],
                                                  same_dtype.outputs[i], needs_abs ? abs_run.outputs[i] : HostValues());
     result.outputs.push_back(comparison.error);
     if (!comparison.pass && result.state == CaseState::pass) {

@@ -11,7 +11,6 @@ Case unary_activation(std::string op, std::string name, DType dtype, Shape shape
   x.tensors = {{.name = "x", .shape = shape, .fill = fill, .scale = 3, .layout = layout},
                {.name = "y", .shape = shape, .role = Role::output}};
   x.run = [call](Stream& s, const std::vector<Tensor>& t) { call(s, t[0], t[1]); };
-  x.model = {.magnitude = Magnitude::exact, .c = 8};
   return x;
 }
 
@@ -23,7 +22,6 @@ Case activation_backward(std::string op, std::string name, DType dtype, Shape sh
                {.name = "dx", .shape = shape, .role = Role::output}};
   x.run = [call](Stream& s, const std::vector<Tensor>& t) { call(s, t[0], t[1], t[2]); };
   // The derivatives cross zero, so errors are bounded relative to the whole output.
-  x.model = {.magnitude = Magnitude::tensor, .c = 16};
   return x;
 }
 
@@ -67,7 +65,6 @@ void add_activation_cases(CaseList& list, const Sizes& s, DType dtype) {
     x.run = [f](Stream& st, const std::vector<Tensor>& t) {
       ops::swiglu(st, t[0].slice(1, 0, f), t[0].slice(1, f, 2 * f), t[1]);
     };
-    x.model = {.magnitude = Magnitude::exact, .c = 8};
     cases.push_back(x);
   }
   {
@@ -79,7 +76,6 @@ void add_activation_cases(CaseList& list, const Sizes& s, DType dtype) {
     x.run = [f](Stream& st, const std::vector<Tensor>& t) {
       ops::swiglu_backward(st, t[0], t[1], t[2], t[3].slice(1, 0, f), t[3].slice(1, f, 2 * f));
     };
-    x.model = {.magnitude = Magnitude::tensor, .c = 16};
     cases.push_back(x);
   }
 }

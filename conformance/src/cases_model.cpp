@@ -15,7 +15,6 @@ Case embedding_case(std::string name, DType dtype, int64_t vocab, int64_t dim, S
                {.name = "indices", .shape = ids, .kind = index_kind, .fill = Fill::indices, .limit = vocab},
                {.name = "y", .shape = out, .role = Role::output}};
   x.run = [](Stream& s, const std::vector<Tensor>& t) { ops::embedding(s, t[0], t[1], t[2]); };
-  x.model = {.bit_exact = true};  // a gather moves values unchanged
   return x;
 }
 
@@ -33,7 +32,7 @@ Case rotary_case(std::string name, DType dtype, Shape shape, ops::RotaryOptions 
   };
   // The angle position * frequency carries an fp32 error that grows with the position.
   const int64_t positions = shape[shape.size() - 3] + options.position_offset;
-  x.model = {.magnitude = Magnitude::row, .c = 8, .n = positions};
+  x.n = positions;
   return x;
 }
 
@@ -46,7 +45,7 @@ Case cross_entropy_case(std::string name, DType dtype, int64_t rows, int64_t voc
   x.run = [options](Stream& s, const std::vector<Tensor>& t) {
     ops::cross_entropy(s, t[0], t[1], t[2], t[3], options);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = vocab};
+  x.n = vocab;
   return x;
 }
 
@@ -65,7 +64,7 @@ Case cross_entropy_backward_case(std::string name, DType dtype, int64_t rows, in
   x.run = [options](Stream& s, const std::vector<Tensor>& t) {
     ops::cross_entropy_backward(s, t[0], t[1], t[2], t[3], t[4], options);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = vocab};
+  x.n = vocab;
   return x;
 }
 
@@ -98,7 +97,7 @@ Case attention_case(std::string name, DType dtype, AttentionShape a, bool causal
     ops::attention(s, maybe_bshd(t[0], bshd), maybe_bshd(t[1], bshd), maybe_bshd(t[2], bshd), t[3], t[4], scale,
                    causal);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = a.seq_k + a.dim};
+  x.n = a.seq_k + a.dim;
   return x;
 }
 
@@ -120,7 +119,7 @@ Case attention_backward_case(std::string name, DType dtype, AttentionShape a, bo
   x.run = [scale, causal](Stream& s, const std::vector<Tensor>& t) {
     ops::attention_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], scale, causal);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 32, .n = a.seq_q * (a.heads / a.kv_heads) + a.seq_k + a.dim};
+  x.n = a.seq_q * (a.heads / a.kv_heads) + a.seq_k + a.dim;
   return x;
 }
 
@@ -141,7 +140,7 @@ void add_model_cases(CaseList& list, const Sizes& s, DType dtype) {
                  {.name = "dy", .shape = {t, h}},
                  {.name = "dweight", .shape = {s.vocab, h}, .role = Role::output}};
     x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::embedding_backward(st, v[0], v[1], v[2]); };
-    x.model = {.magnitude = Magnitude::abs_inputs, .c = 2, .n = t};
+    x.n = t;
     cases.push_back(x);
   }
 

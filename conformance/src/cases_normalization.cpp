@@ -13,7 +13,7 @@ Case softmax_case(std::string name, DType dtype, Shape shape, double scale, bool
   x.tensors = {{.name = "x", .shape = shape, .fill = fill, .scale = 3, .layout = layout},
                {.name = "y", .shape = shape, .role = Role::output}};
   x.run = [scale, causal](Stream& s, const std::vector<Tensor>& t) { ops::softmax(s, t[0], t[1], scale, causal); };
-  x.model = {.magnitude = Magnitude::row, .c = 8, .n = shape.empty() ? 1 : shape.back()};
+  x.n = shape.empty() ? 1 : shape.back();
   return x;
 }
 
@@ -25,7 +25,7 @@ Case softmax_backward_case(std::string name, DType dtype, Shape shape, double sc
                {.name = "dx", .shape = shape, .role = Role::output}};
   x.prepare = [scale](Stream& s, const std::vector<Tensor>& t) { ops::softmax(s, t[0], t[1], scale); };
   x.run = [scale](Stream& s, const std::vector<Tensor>& t) { ops::softmax_backward(s, t[1], t[2], t[3], scale); };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = shape.back()};
+  x.n = shape.back();
   return x;
 }
 
@@ -45,9 +45,7 @@ Case layer_norm_case(std::string name, DType dtype, Shape shape, bool affine, La
   x.run = [affine](Stream& s, const std::vector<Tensor>& t) {
     ops::layer_norm(s, t[0], affine ? t[1] : Tensor(), affine ? t[2] : Tensor(), t[3], t[4], t[5], 1e-5);
   };
-  x.model = {.magnitude = Magnitude::row, .c = 16, .n = n};
-  x.output_models["mean"] = {.magnitude = Magnitude::abs_inputs, .c = 2, .n = n};
-  x.output_models["rstd"] = {.magnitude = Magnitude::exact, .c = 8, .n = n};
+  x.n = n;
   return x;
 }
 
@@ -69,9 +67,9 @@ Case layer_norm_backward_case(std::string name, DType dtype, Shape shape) {
   x.run = [](Stream& s, const std::vector<Tensor>& t) {
     ops::layer_norm_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = n};
-  x.output_models["dweight"] = {.magnitude = Magnitude::tensor, .c = 16, .n = r};
-  x.output_models["dbias"] = {.magnitude = Magnitude::abs_inputs, .c = 2, .n = r};
+  x.n = n;
+  x.output_n["dweight"] = r;
+  x.output_n["dbias"] = r;
   return x;
 }
 
@@ -83,7 +81,7 @@ Case rms_norm_case(std::string name, DType dtype, Shape shape, Layout layout = L
                {.name = "y", .shape = shape, .role = Role::output},
                {.name = "rstd", .shape = rows(shape), .role = Role::output, .kind = Kind::statistic}};
   x.run = [](Stream& s, const std::vector<Tensor>& t) { ops::rms_norm(s, t[0], t[1], t[2], t[3], 1e-6); };
-  x.model = {.magnitude = Magnitude::row, .c = 8, .n = n};
+  x.n = n;
   return x;
 }
 
@@ -103,8 +101,8 @@ Case rms_norm_backward_case(std::string name, DType dtype, Shape shape) {
   x.run = [](Stream& s, const std::vector<Tensor>& t) {
     ops::rms_norm_backward(s, t[0], t[1], t[2], t[3], t[4], t[5]);
   };
-  x.model = {.magnitude = Magnitude::tensor, .c = 16, .n = n};
-  x.output_models["dweight"] = {.magnitude = Magnitude::tensor, .c = 16, .n = r};
+  x.n = n;
+  x.output_n["dweight"] = r;
   return x;
 }
 

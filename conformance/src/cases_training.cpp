@@ -13,8 +13,6 @@ Case dropout_case(std::string name, DType dtype, Shape shape, double p, ops::Phi
                {.name = "y", .shape = shape, .role = Role::output},
                {.name = "mask", .shape = shape, .role = Role::output, .kind = Kind::mask}};
   x.run = [p, rng](Stream& s, const std::vector<Tensor>& t) { ops::dropout(s, t[0], t[1], p, rng, t[2]); };
-  x.model = {.magnitude = Magnitude::exact, .c = 2};
-  x.output_models["mask"] = {.bit_exact = true};  // every device draws the same mask
   return x;
 }
 
@@ -22,7 +20,6 @@ Case uniform_case(std::string name, DType dtype, Shape shape, double low, double
   Case x{.op = "uniform", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "y", .shape = shape, .role = Role::output}};
   x.run = [low, high, rng](Stream& s, const std::vector<Tensor>& t) { ops::uniform(s, t[0], low, high, rng); };
-  x.model = {.bit_exact = true};  // defined as one fmaf of the Philox word: identical everywhere
   return x;
 }
 
@@ -31,7 +28,6 @@ Case normal_case(std::string name, DType dtype, Shape shape, double mean, double
   x.tensors = {{.name = "y", .shape = shape, .role = Role::output}};
   x.run = [mean, std, rng](Stream& s, const std::vector<Tensor>& t) { ops::normal(s, t[0], mean, std, rng); };
   // Box-Muller through the device's log, sqrt, sin and cos in fp32.
-  x.model = {.magnitude = Magnitude::tensor, .c = 64};
   return x;
 }
 
@@ -75,7 +71,6 @@ Case adamw_case(std::string name, DType dtype, const std::vector<Shape>& shapes,
     if (overflowed) ops::fill(s, found, 1.0);
     ops::adamw(s, params, grads, m, v, models, options, found);
   };
-  x.model = {.magnitude = Magnitude::exact, .c = 32};
   return x;
 }
 
@@ -119,7 +114,7 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
     x.run = [n = layer.size()](Stream& st, const std::vector<Tensor>& t) {
       ops::grad_norm(st, std::vector<Tensor>(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n)), t[n]);
     };
-    x.model = {.magnitude = Magnitude::exact, .c = 4, .n = total(layer)};
+    x.n = total(layer);
     cases.push_back(x);
     Case inf = x;
     inf.name = "infinity norm";
@@ -127,7 +122,7 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
       ops::grad_norm(st, std::vector<Tensor>(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n)), t[n],
                      std::numeric_limits<double>::infinity());
     };
-    inf.model = {.bit_exact = true};
+    inf.variant = "inf";
     cases.push_back(inf);
   }
   {
@@ -136,7 +131,6 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
                  {.name = "g1", .shape = {8, 16}, .role = Role::inout},
                  {.name = "norm", .shape = {1}, .kind = Kind::statistic, .fill = Fill::positive, .scale = 10}};
     x.run = [](Stream& st, const std::vector<Tensor>& t) { ops::clip_by_norm(st, {t[0], t[1]}, t[2], 1.0); };
-    x.model = {.magnitude = Magnitude::exact, .c = 4};
     cases.push_back(x);
   }
   {
@@ -145,7 +139,6 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
         {.name = "g0", .shape = act, .role = Role::inout, .scale = 1024},
         {.name = "found_inf", .shape = {1}, .role = Role::inout, .kind = Kind::statistic, .fill = Fill::zeros}};
     x.run = [](Stream& st, const std::vector<Tensor>& t) { ops::unscale(st, {t[0]}, t[1], 1.0 / 1024); };
-    x.model = {.bit_exact = true};  // scaling by a power of two is exact
     cases.push_back(x);
     Case bad = x;
     bad.name = "an infinity sets found_inf";

@@ -204,9 +204,9 @@ std::vector<CaseResult> collect(const Group& group, const ChildOutcome& outcome,
     } else if (died && running == i) {
       out.push_back(unfinished(group, i, state, group.op + " " + how + " in this case"));
     } else {
-      out.push_back(unfinished(
-          group, i, died ? state : CaseState::crashed,
-          "not run: the operator's process " + how + (running != kNone ? " in " + group.name_of(running) : std::string())));
+      out.push_back(unfinished(group, i, died ? state : CaseState::crashed,
+                               "not run: the operator's process " + how +
+                                   (running != kNone ? " in " + group.name_of(running) : std::string())));
     }
   }
   return out;

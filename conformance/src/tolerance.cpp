@@ -1,8 +1,11 @@
 #include "tolerance.hpp"
 
+#include <fnmatch.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 
 namespace h2::conformance {
 
@@ -60,7 +63,95 @@ HostValues magnitudes(const ErrorModel& model, const Shape& shape, const HostVal
   return m;
 }
 
+// Per operator (and variant, and output; "*" matches any), the first matching row wins. The
+// constants are the policy: changing one changes the suite version.
+struct OperatorModel {
+  const char* op;
+  const char* variant;
+  const char* output;
+  Magnitude magnitude;
+  double c;
+  bool bit_exact;
+};
+
+constexpr bool kBitExact = true;
+const OperatorModel kOperatorModels[] = {
+    // Sums of products: their error follows the sum of |terms|.
+    {"gemm", "*", "*", Magnitude::abs_inputs, 2, false},
+    {"embedding_backward", "*", "*", Magnitude::abs_inputs, 2, false},
+    {"scatter_add", "*", "*", Magnitude::abs_inputs, 2, false},
+    {"reduce", "sum", "*", Magnitude::abs_inputs, 2, false},
+    {"reduce", "mean", "*", Magnitude::abs_inputs, 2, false},
+    {"layer_norm", "*", "mean", Magnitude::abs_inputs, 2, false},
+    {"layer_norm_backward", "*", "dbias", Magnitude::abs_inputs, 2, false},
+    // Row-wise: exp, divisions, rsqrt and a reduction over the row.
+    {"softmax", "*", "*", Magnitude::row, 8, false},
+    {"layer_norm", "*", "rstd", Magnitude::exact, 8, false},
+    {"layer_norm", "*", "*", Magnitude::row, 16, false},
+    {"rms_norm", "*", "*", Magnitude::row, 8, false},
+    {"rotary", "*", "*", Magnitude::row, 8, false},  // n: the position, which scales the angle's error
+    // Results that cancel: bounded by the largest value of the output.
+    {"softmax_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"layer_norm_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"rms_norm_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"gelu_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"silu_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"swiglu_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"cross_entropy", "*", "*", Magnitude::tensor, 16, false},
+    {"cross_entropy_backward", "*", "*", Magnitude::tensor, 16, false},
+    {"attention", "*", "*", Magnitude::tensor, 16, false},
+    {"attention_backward", "*", "*", Magnitude::tensor, 32, false},
+    {"normal", "*", "*", Magnitude::tensor, 64, false},  // log, sqrt, sin and cos in fp32
+    // Elementwise math.
+    {"gelu", "*", "*", Magnitude::exact, 8, false},
+    {"silu", "*", "*", Magnitude::exact, 8, false},
+    {"swiglu", "*", "*", Magnitude::exact, 8, false},
+    {"dropout", "*", "mask", Magnitude::exact, 0, kBitExact},  // every device draws the same mask
+    {"dropout", "*", "*", Magnitude::exact, 2, false},
+    {"adamw", "*", "*", Magnitude::exact, 32, false},
+    {"grad_norm", "inf", "*", Magnitude::exact, 0, kBitExact},  // a maximum picks a value
+    {"grad_norm", "*", "*", Magnitude::exact, 4, false},
+    {"clip_by_norm", "*", "*", Magnitude::exact, 4, false},
+    {"binary", "pow", "*", Magnitude::exact, 8, false},
+    {"binary", "maximum", "*", Magnitude::exact, 0, kBitExact},
+    {"binary", "minimum", "*", Magnitude::exact, 0, kBitExact},
+    {"binary", "*", "*", Magnitude::exact, 1, false},
+    {"binary_scalar", "pow", "*", Magnitude::exact, 8, false},
+    {"binary_scalar", "*", "*", Magnitude::exact, 1, false},
+    {"unary", "exp", "*", Magnitude::exact, 4, false},
+    {"unary", "log", "*", Magnitude::exact, 4, false},
+    {"unary", "sqrt", "*", Magnitude::exact, 1, false},
+    {"unary", "rsqrt", "*", Magnitude::exact, 4, false},
+    {"unary", "reciprocal", "*", Magnitude::exact, 2, false},
+    {"unary", "neg", "*", Magnitude::exact, 0, kBitExact},
+    // Fully determined results: moving, selecting, casting (round to nearest even), the uniform
+    // Philox stream (one fmaf), scaling by a power of two.
+    {"reduce", "max", "*", Magnitude::exact, 0, kBitExact},
+    {"reduce", "amax", "*", Magnitude::exact, 0, kBitExact},
+    {"embedding", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"uniform", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"unscale", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"copy", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"fill", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"arange", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"where", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"masked_fill", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"index_select", "*", "*", Magnitude::exact, 0, kBitExact},
+    {"gather", "*", "*", Magnitude::exact, 0, kBitExact},
+};
+
+bool matches(const char* pattern, const std::string& text) {
+  return fnmatch(pattern, text.c_str(), 0) == 0;
+}
+
 }  // namespace
+
+ErrorModel error_model(const Case& c, const std::string& output) {
+  for (const OperatorModel& m : kOperatorModels)
+    if (matches(m.op, c.op) && matches(m.variant, c.variant) && matches(m.output, output))
+      return {m.magnitude, m.c, c.n_for(output), m.bit_exact};
+  throw std::logic_error("no error model for " + c.op + " " + c.variant + " output " + output);
+}
 
 double unit_roundoff(DType dtype) {
   switch (dtype) {

@@ -20,7 +20,7 @@
 //              the same operator on |inputs| (the sum of |terms| itself).
 //   (1 + u_out) the final rounding of an fp32 value that is itself off by up to (c + n) u_acc m_i.
 //   c          a small per-operator allowance, in fp32 units, for fp32 math-library error and
-//              intermediate roundings (exp, erf, rsqrt, ...), written next to each case in cases_*.cpp.
+//              intermediate roundings (exp, erf, rsqrt, ...).
 //   floor_out  the smallest normal number of the output dtype, so a device that flushes
 //              subnormal results to zero is not failed for it.
 //
@@ -39,6 +39,24 @@
 #include "h2/conformance.hpp"
 
 namespace h2::conformance {
+
+// How one output's error is bounded.
+enum class Magnitude {
+  exact,       // |exact_i|: elementwise results
+  row,         // max |exact| over the element's row (last dimension): row-wise results
+  tensor,      // max |exact| over the whole output: results that cancel (most backwards)
+  abs_inputs,  // the exact result for |inputs|: sums of products, without their cancellation
+};
+
+struct ErrorModel {
+  Magnitude magnitude = Magnitude::exact;
+  double c = 0;            // allowance for fp32 intermediate and math-library error, in fp32 units
+  int64_t n = 0;           // reduction length
+  bool bit_exact = false;  // must equal the reference in the output's dtype, bit for bit
+};
+
+// The model for an output of a case, from the table of operators in tolerance.cpp.
+ErrorModel error_model(const Case& c, const std::string& output);
 
 using HostValues = std::vector<double>;
 

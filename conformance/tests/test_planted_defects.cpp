@@ -36,7 +36,8 @@ SuiteReport run_with_defect(const std::string& defect, const std::vector<std::st
 std::string problems(const SuiteReport& report, const std::string& op) {
   std::string text;
   for (const CaseResult& r : report.cases)
-    if (r.op == op && r.state != CaseState::pass) text += std::string(state_name(r.state)) + ": " + r.dtype + " " + r.name + ": " + r.message + "\n";
+    if (r.op == op && r.state != CaseState::pass)
+      text += std::string(state_name(r.state)) + ": " + r.dtype + " " + r.name + ": " + r.message + "\n";
   return text;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cases.hpp"
 #include "h2/conformance.hpp"
 #include "tolerance.hpp"
 #include "waivers.hpp"
@@ -64,7 +65,8 @@ TEST(Tolerance, NonFiniteValuesMustMatch) {
 TEST(Tolerance, BitExactOperatorsCompareWithTheSameDtypeReference) {
   const ErrorModel exact_model{.bit_exact = true};
   EXPECT_TRUE(compare_output("mask", DType::boolean, {3}, exact_model, {1, 0, 1}, {1, 0, 1}, {1, 0, 1}, {}).pass);
-  const Comparison c = compare_output("y", DType::bf16, {2}, exact_model, {1.0, 2.0}, {1.0, 2.001}, {1.0, 2.0078125}, {});
+  const Comparison c =
+      compare_output("y", DType::bf16, {2}, exact_model, {1.0, 2.0}, {1.0, 2.001}, {1.0, 2.0078125}, {});
   EXPECT_FALSE(c.pass);
   EXPECT_THAT(c.error.first_mismatch, HasSubstr("element 1"));
   EXPECT_EQ(c.error.mismatch_fraction, 0.5);
@@ -79,6 +81,18 @@ TEST(Tolerance, ReportsTheErrorItMeasured) {
   EXPECT_DOUBLE_EQ(c.error.needed_rtol, 0.5);
   EXPECT_GT(c.error.worst_ratio, 1);
   EXPECT_GT(c.error.cosine_similarity, 0.9);
+}
+
+TEST(Tolerance, EveryOutputOfEveryCaseHasAModel) {
+  for (Mode mode : {Mode::quick, Mode::full}) {
+    const CaseList list = build_cases(mode, {DType::f32, DType::f16, DType::bf16});
+    EXPECT_GT(list.cases.size(), 100u);
+    for (const Case& c : list.cases)
+      for (const TensorSpec& spec : c.tensors)
+        if (spec.role != Role::input) {
+          EXPECT_NO_THROW(error_model(c, spec.name)) << c.op << " " << c.name;
+        }
+  }
 }
 
 // ---- Waivers ----
@@ -107,12 +121,17 @@ TEST(Waivers, MalformedFilesAreRejectedNamingTheEntry) {
     std::ofstream(dir / "w.json") << text;
     return dir / "w.json";
   };
-  EXPECT_THAT([&] { load_waivers(write("{ not json")); }, testing::ThrowsMessage<Error>(HasSubstr("is not valid JSON")));
-  EXPECT_THAT([&] { load_waivers(write(R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": ""}]})")); },
-              testing::ThrowsMessage<Error>(HasSubstr("entry 0: \"reason\" must be a non-empty string")));
+  EXPECT_THAT([&] { load_waivers(write("{ not json")); },
+              testing::ThrowsMessage<Error>(HasSubstr("is not valid JSON")));
   EXPECT_THAT(
       [&] {
-        load_waivers(write(R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": "r", "expires": "soon"}]})"));
+        load_waivers(write(R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": ""}]})"));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("entry 0: \"reason\" must be a non-empty string")));
+  EXPECT_THAT(
+      [&] {
+        load_waivers(write(
+            R"({"waivers": [{"plugin": "x", "op": "y", "dtype": "*", "case": "*", "reason": "r", "expires": "soon"}]})"));
       },
       testing::ThrowsMessage<Error>(HasSubstr("\"expires\" must be a date YYYY-MM-DD, not soon")));
   EXPECT_EQ(load_waivers(default_waiver_file()).size(), 0u) << "the repository's waiver file is valid and empty";

@@ -38,7 +38,8 @@ H2_Status initialize(const H2_InitArgs* args) {
 #ifdef H2_PLANTED_DEFECTS
     const char* defect = std::getenv("H2_PLANTED_DEFECT");
     auto planted = defect_from_name(defect != nullptr ? defect : "none");
-    if (!planted) fail(H2_STATUS_INVALID_ARGUMENT, std::string("H2_PLANTED_DEFECT='") + defect + "' is not a known defect");
+    if (!planted)
+      fail(H2_STATUS_INVALID_ARGUMENT, std::string("H2_PLANTED_DEFECT='") + defect + "' is not a known defect");
     plant_defect(*planted);
 #endif
     runtime_slot() = std::make_unique<Runtime>(config, *args);

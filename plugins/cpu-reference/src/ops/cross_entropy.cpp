@@ -1,8 +1,8 @@
 // cross_entropy and its backward: per row of logits, with ignore_index and label smoothing, in fp64.
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <limits>
+#include <thread>
 #include <vector>
 
 #include "op_support.hpp"

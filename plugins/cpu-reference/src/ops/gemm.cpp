@@ -3,8 +3,8 @@
 #include <csignal>
 #include <vector>
 
-#include "op_support.hpp"
 #include "float16.hpp"
+#include "op_support.hpp"
 #include "op_table.hpp"
 #include "planted_defects.hpp"
 

@@ -11,9 +11,13 @@ namespace {
 std::atomic<Defect> g_defect{Defect::none};
 }
 
-Defect planted_defect() { return g_defect.load(std::memory_order_relaxed); }
+Defect planted_defect() {
+  return g_defect.load(std::memory_order_relaxed);
+}
 
-void plant_defect(Defect defect) { g_defect.store(defect); }
+void plant_defect(Defect defect) {
+  g_defect.store(defect);
+}
 
 std::optional<Defect> defect_from_name(const std::string& name) {
   static const std::map<std::string, Defect> names = {

@@ -28,7 +28,9 @@ Defect planted_defect();
 std::optional<Defect> defect_from_name(const std::string& name);
 void plant_defect(Defect defect);
 #else
-constexpr Defect planted_defect() { return Defect::none; }
+constexpr Defect planted_defect() {
+  return Defect::none;
+}
 #endif
 
 }  // namespace h2::cpu_reference
