@@ -10,6 +10,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev libpmix-dev
+  libssl-dev
   # peers for side-by-side benchmarks
   openmpi-bin libopenmpi-dev libgloo-dev
 )
