@@ -10,27 +10,17 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_test_support.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using testing::HasSubstr;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = h2::test::CliResult;
 
 Result h2(const std::string& args) {
-  const std::string command = std::string(std::getenv("H2_TOOL")) + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) result.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status)) << result.output;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return h2::test::run_h2(args);
 }
 
 TEST(H2Conform, QuickSuiteOnCpuReferencePassesAndWritesItsReports) {

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+
 #include <string>
+#include "cli_test_support.hpp"
 
 namespace {
 
@@ -17,30 +19,14 @@ namespace fs = std::filesystem;
 using testing::HasSubstr;
 using testing::Not;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = h2::test::CliResult;
+using h2::test::env_or_fail;
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) throw std::runtime_error(std::string(name) + " is not set; run through meson test");
-  return value;
-}
-
-// Runs `h2 ARGS` with extra environment assignments ("NAME=value ...") in front.
 Result h2(const std::string& args, const std::string& environment = "") {
-  const std::string command = environment + " " + env("H2_TOOL") + " " + args + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed");
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) result.output.append(chunk.data(), n);
-  const int status = pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status)) << "h2 " << args << " did not exit normally (crashed?):\n" << result.output;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return h2::test::run_h2(args, environment);
+}
+std::string env(const char* name) {
+  return env_or_fail(name);
 }
 
 std::string fake(const std::string& name) {
