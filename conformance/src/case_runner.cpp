@@ -79,7 +79,10 @@ HostValues generate(const Case& c, const TensorSpec& spec) {
 // A tensor laid out as its spec says: `base` owns the memory, `view` is what the operator sees.
 struct Placed {
   Tensor base, view;
-  std::vector<int64_t> positions;  // base element of each view element, row-major
+  // Base element of each view element, row-major; empty when the view is the whole base in order
+  // (contiguous), which spares large tensors an index array.
+  std::vector<int64_t> positions;
+  int64_t position(size_t i) const { return positions.empty() ? static_cast<int64_t>(i) : positions[i]; }
 };
 
 Placed place(const Device& device, const TensorSpec& spec, DType dtype) {
@@ -110,6 +113,7 @@ Placed place(const Device& device, const TensorSpec& spec, DType dtype) {
     }
   }
   const int64_t n = shape_numel(shape);
+  if (spec.layout == Layout::contiguous) return p;
   p.positions.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     int64_t rest = i, position = p.view.offset() - p.base.offset();
@@ -131,13 +135,13 @@ double sentinel_for(DType dtype, bool output) {
 // The whole base buffer with `values` at the view's positions and the sentinel elsewhere.
 HostValues base_image(const Placed& p, const HostValues& values, double sentinel) {
   HostValues image(static_cast<size_t>(p.base.numel()), sentinel);
-  for (size_t i = 0; i < values.size(); ++i) image[static_cast<size_t>(p.positions[i])] = values[i];
+  for (size_t i = 0; i < values.size(); ++i) image[static_cast<size_t>(p.position(i))] = values[i];
   return image;
 }
 
 HostValues read_view(const Placed& p, const HostValues& image) {
-  HostValues values(p.positions.size());
-  for (size_t i = 0; i < values.size(); ++i) values[i] = image[static_cast<size_t>(p.positions[i])];
+  HostValues values(static_cast<size_t>(p.view.numel()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = image[static_cast<size_t>(p.position(i))];
   return values;
 }
 
@@ -205,7 +209,8 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
       }
     } else {
       std::vector<bool> inside(image.size(), false);
-      for (int64_t pos : placed[i].positions) inside[static_cast<size_t>(pos)] = true;
+      for (size_t k = 0; k < static_cast<size_t>(placed[i].view.numel()); ++k)
+        inside[static_cast<size_t>(placed[i].position(k))] = true;
       for (size_t k = 0; k < image.size(); ++k) {
         if (!inside[k] && !(image[k] == images[i][k] || (std::isnan(image[k]) && std::isnan(images[i][k])))) {
           result.problem = "wrote outside output " + spec.name + " (element " + std::to_string(k) + " of its buffer)";
