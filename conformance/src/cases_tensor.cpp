@@ -220,7 +220,8 @@ void add_behaviour_checks(CaseList& list) {
          try {
            ops::embedding(s, w, ids, y);
            s.synchronize();
-         } catch (const Error&) {
+         } catch (const Error& e) {
+           if (e.status() == H2_STATUS_UNSUPPORTED) throw;  // no embedding here: the check cannot judge
            return "";
          }
          return "embedding with index 9 of 4 rows completed without an error";
