@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "plugin_error.hpp"
+#include "common.hpp"
 #include "strict_fault_handler.hpp"
 
 namespace h2::cpu_reference {

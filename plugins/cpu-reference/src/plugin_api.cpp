@@ -9,7 +9,7 @@
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
 #include "ops/planted_defects.hpp"
-#include "plugin_error.hpp"
+#include "common.hpp"
 #include "plugin_state.hpp"
 #include "runtime.hpp"
 

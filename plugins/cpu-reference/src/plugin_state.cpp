@@ -1,6 +1,6 @@
 #include "plugin_state.hpp"
 
-#include "plugin_error.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <thread>
 
-#include "plugin_error.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 

@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-#include "plugin_error.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "config.hpp"
-#include "plugin_error.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "device_memory.hpp"
-#include "plugin_error.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 namespace {

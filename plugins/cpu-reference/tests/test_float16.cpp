@@ -7,7 +7,7 @@
 #include <random>
 
 #include "h2/half.hpp"
-#include "ops/float16.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "../../../core/tests/test_support.hpp"
 #include "h2/h2.hpp"
-#include "ops/philox.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 namespace {

@@ -3,7 +3,7 @@
 #include <csignal>
 #include <vector>
 
-#include "float16.hpp"
+#include "common.hpp"
 #include "op_support.hpp"
 #include "op_table.hpp"
 #include "planted_defects.hpp"

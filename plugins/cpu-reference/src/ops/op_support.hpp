@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "../plugin_error.hpp"
+#include "common.hpp"
 #include "../plugin_state.hpp"
 #include "tensor_ref.hpp"
 

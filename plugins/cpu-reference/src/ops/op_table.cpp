@@ -2,7 +2,7 @@
 // tensors, any strides, deterministic.
 #include "op_table.hpp"
 
-#include "../plugin_error.hpp"
+#include "common.hpp"
 #include "../plugin_state.hpp"
 
 namespace h2::cpu_reference {

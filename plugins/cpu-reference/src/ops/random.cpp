@@ -6,7 +6,7 @@
 
 #include "op_support.hpp"
 #include "op_table.hpp"
-#include "philox.hpp"
+#include "common.hpp"
 
 namespace h2::cpu_reference {
 

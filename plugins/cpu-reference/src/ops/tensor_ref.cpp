@@ -4,9 +4,8 @@
 #include <cstring>
 #include <limits>
 
-#include "../plugin_error.hpp"
+#include "common.hpp"
 #include "../runtime.hpp"
-#include "float16.hpp"
 #include "planted_defects.hpp"
 
 namespace h2::cpu_reference {

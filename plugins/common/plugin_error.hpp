@@ -8,7 +8,7 @@
 
 #include "h2/plugin_abi.h"
 
-namespace h2::cpu_reference {
+namespace h2::plugin {
 
 class PluginError : public std::runtime_error {
  public:
@@ -51,4 +51,4 @@ H2_Status guarded(const char* call, Body&& body) noexcept {
   }
 }
 
-}  // namespace h2::cpu_reference
+}  // namespace h2::plugin

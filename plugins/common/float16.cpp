@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace h2::cpu_reference {
+namespace h2::plugin {
 
 namespace {
 
@@ -81,4 +81,4 @@ uint16_t f64_to_bf16(double value) {
   return encode(value, kBF16);
 }
 
-}  // namespace h2::cpu_reference
+}  // namespace h2::plugin

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 
-namespace h2::cpu_reference {
+namespace h2::plugin {
 
 double f16_to_f64(uint16_t bits);
 double bf16_to_f64(uint16_t bits);
 uint16_t f64_to_f16(double value);
 uint16_t f64_to_bf16(double value);
 
-}  // namespace h2::cpu_reference
+}  // namespace h2::plugin

@@ -1,6 +1,6 @@
 #include "plugin_error.hpp"
 
-namespace h2::cpu_reference {
+namespace h2::plugin {
 
 namespace {
 thread_local std::string t_last_error;
@@ -14,4 +14,4 @@ const char* last_error() {
   return t_last_error.c_str();
 }
 
-}  // namespace h2::cpu_reference
+}  // namespace h2::plugin
