@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -51,9 +52,11 @@ TEST(H2Devices, JsonHasEveryDeviceWithItsProperties) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["abi"]["major"], 1);
-  ASSERT_EQ(j["plugins"].size(), 1u);
-  const auto& plugin = j["plugins"][0];
-  EXPECT_EQ(plugin["name"], "cpu-reference");
+  // Other plugins of the build (CUDA) may be listed too.
+  const auto found = std::find_if(j["plugins"].begin(), j["plugins"].end(),
+                                  [](const auto& p) { return p["name"] == "cpu-reference"; });
+  ASSERT_NE(found, j["plugins"].end()) << r.output;
+  const auto& plugin = *found;
   EXPECT_EQ(plugin["state"], "loaded");
   ASSERT_EQ(plugin["devices"].size(), 2u);
   for (const auto& device : plugin["devices"]) {
@@ -61,6 +64,31 @@ TEST(H2Devices, JsonHasEveryDeviceWithItsProperties) {
     EXPECT_EQ(device["kind"], "cpu");
     EXPECT_THAT(device["supported_dtypes"].get<std::vector<std::string>>(), testing::Contains("bf16"));
   }
+}
+
+// The CUDA plugin builds without a GPU; on such a machine it must say why it has no device, exit
+// non-zero when asked for by name, and leave the listing of every plugin working.
+TEST(H2Devices, CudaPluginSaysPlainlyWhenThereIsNoGpu) {
+  const char* cuda = std::getenv("H2_TEST_CUDA_PLUGIN");
+  if (cuda == nullptr) GTEST_SKIP() << "the CUDA plugin is not part of this build";
+  Result named = h2(std::string("devices --json --plugin ") + cuda);
+  auto j = nlohmann::json::parse(named.output);
+  ASSERT_EQ(j["plugins"].size(), 1u) << named.output;
+  const auto& plugin = j["plugins"][0];
+  EXPECT_EQ(plugin["name"], "cuda");
+  if (plugin["state"] == "loaded") {  // a machine with a GPU
+    EXPECT_EQ(named.exit_code, 0) << named.output;
+    EXPECT_GE(plugin["devices"].size(), 1u);
+    EXPECT_EQ(plugin["devices"][0]["kind"], "gpu");
+    return;
+  }
+  EXPECT_EQ(named.exit_code, 1) << named.output;
+  EXPECT_THAT(plugin["state"].get<std::string>(), testing::AnyOf("vendor runtime missing", "no device"));
+  EXPECT_THAT(plugin["message"].get<std::string>(),
+              testing::AnyOf(HasSubstr("no NVIDIA driver"), HasSubstr("no CUDA device")));
+  Result all = h2("devices");
+  EXPECT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_THAT(all.output, HasSubstr("cpu-reference:0"));
 }
 
 struct BrokenCase {

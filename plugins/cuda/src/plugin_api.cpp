@@ -1,0 +1,287 @@
+// The CUDA plugin's C ABI table and its one exported entry point. Streams and events map one to one
+// onto CUDA streams and events; each slot forwards to the Runtime and maps failures to a status
+// plus the thread's last error.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <memory>
+
+#include "cuda_error.hpp"
+#include "h2/plugin_abi.h"
+#include "ops/op_table.hpp"
+#include "runtime.hpp"
+
+namespace h2::cuda {
+namespace {
+
+template <typename T>
+void require(T* pointer, const char* name) {
+  if (pointer == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + " is NULL");
+}
+
+H2_Status initialize(const H2_InitArgs* args) {
+  return guarded("initialize", [&] {
+    require(args, "args");
+    if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
+      fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
+    if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
+    runtime_slot() = std::make_unique<Runtime>(*args);
+  });
+}
+
+H2_Status shutdown() {
+  return guarded("shutdown", [&] { runtime_slot().reset(); });
+}
+
+const char* get_last_error() {
+  return h2::plugin::last_error();
+}
+
+H2_Status device_count(int32_t* count) {
+  return guarded("device_count", [&] {
+    require(count, "count");
+    *count = runtime().device_count();
+  });
+}
+
+H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
+  return guarded("device_properties", [&] {
+    require(props, "props");
+    runtime().properties(device, *props);
+  });
+}
+
+H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
+  return guarded("mem_alloc", [&] {
+    require(ptr, "ptr");
+    *ptr = runtime().allocate(device, bytes);
+  });
+}
+
+H2_Status mem_free(int32_t device, void* ptr) {
+  return guarded("mem_free", [&] {
+    require(ptr, "ptr");
+    runtime().release(device, ptr);
+  });
+}
+
+H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  return guarded("mem_info", [&] {
+    require(free_bytes, "free_bytes");
+    require(total_bytes, "total_bytes");
+    runtime().memory_info(device, *free_bytes, *total_bytes);
+  });
+}
+
+H2_Status host_alloc(size_t bytes, void** ptr) {
+  return guarded("host_alloc", [&] {
+    require(ptr, "ptr");
+    if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+    runtime();
+    const cudaError_t status = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      fail(H2_STATUS_OUT_OF_MEMORY, "cannot pin " + std::to_string(bytes) + " bytes of host memory");
+    }
+    H2_CUDA_CHECK(status);
+  });
+}
+
+H2_Status host_free(void* ptr) {
+  return guarded("host_free", [&] {
+    require(ptr, "ptr");
+    Runtime& r = runtime();
+    for (int d = 0; d < r.device_count(); ++d) {  // the ABI promises every stream's work is done
+      use_device(d);
+      H2_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    H2_CUDA_CHECK(cudaFreeHost(ptr));
+  });
+}
+
+H2_Status stream_create(int32_t device, H2_Stream** stream) {
+  return guarded("stream_create", [&] {
+    require(stream, "stream");
+    *stream = runtime().create_stream(device);
+  });
+}
+
+H2_Status stream_destroy(H2_Stream* stream) {
+  return guarded("stream_destroy", [&] { runtime().destroy_stream(stream); });
+}
+
+H2_Status stream_synchronize(H2_Stream* stream) {
+  return guarded("stream_synchronize", [&] { runtime().synchronize(*runtime().stream(stream)); });
+}
+
+H2_Status stream_query(H2_Stream* stream) {
+  return guarded("stream_query", [&] { return runtime().query(*runtime().stream(stream)); });
+}
+
+H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
+  return guarded("stream_wait_event", [&] {
+    auto s = runtime().stream(stream);
+    auto e = runtime().event(event);
+    if (!e->recorded) return;  // the ABI: waiting for a never-recorded event is a no-op
+    use_device(s->device);
+    H2_CUDA_CHECK(cudaStreamWaitEvent(s->stream, e->event, 0));
+  });
+}
+
+// The device of a device pointer of this plugin, or -1 for host memory.
+int device_of(const void* ptr) {
+  cudaPointerAttributes attributes;
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+}
+
+void check_device_pointer(const void* ptr, const char* role) {
+  require(ptr, role);
+  if (device_of(ptr) < 0) fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not device memory of this plugin");
+}
+
+void check_host_pointer(const void* ptr, const char* role) {
+  require(ptr, role);
+  if (device_of(ptr) >= 0)
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is device memory but the copy kind says it is host memory");
+}
+
+H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes) {
+  return guarded("memset_async", [&] {
+    auto s = runtime().stream(stream);
+    check_device_pointer(dst, "destination");
+    use_device(s->device);
+    H2_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, s->stream));
+  });
+}
+
+H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t bytes, H2_MemcpyKind kind) {
+  return guarded("memcpy_async", [&] {
+    auto s = runtime().stream(stream);
+    cudaMemcpyKind cuda_kind;
+    switch (kind) {
+      case H2_MEMCPY_HOST_TO_DEVICE:
+        check_host_pointer(src, "source");
+        check_device_pointer(dst, "destination");
+        cuda_kind = cudaMemcpyHostToDevice;
+        break;
+      case H2_MEMCPY_DEVICE_TO_HOST:
+        check_device_pointer(src, "source");
+        check_host_pointer(dst, "destination");
+        cuda_kind = cudaMemcpyDeviceToHost;
+        break;
+      case H2_MEMCPY_DEVICE_TO_DEVICE:
+        check_device_pointer(src, "source");
+        check_device_pointer(dst, "destination");
+        cuda_kind = cudaMemcpyDeviceToDevice;
+        break;
+      default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(static_cast<int>(kind)));
+    }
+    const char* a = static_cast<const char*>(dst);
+    const char* b = static_cast<const char*>(src);
+    if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
+    use_device(s->device);
+    H2_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cuda_kind, s->stream));
+  });
+}
+
+H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
+  return guarded("event_create", [&] {
+    require(event, "event");
+    *event = runtime().create_event(device, flags);
+  });
+}
+
+H2_Status event_destroy(H2_Event* event) {
+  return guarded("event_destroy", [&] { runtime().destroy_event(event); });
+}
+
+H2_Status event_record(H2_Event* event, H2_Stream* stream) {
+  return guarded("event_record", [&] {
+    auto s = runtime().stream(stream);
+    auto e = runtime().event(event);
+    if (e->device != s->device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the event belongs to device " + std::to_string(e->device) +
+                                           " and the stream to device " + std::to_string(s->device));
+    use_device(s->device);
+    H2_CUDA_CHECK(cudaEventRecord(e->event, s->stream));
+    e->recorded = true;
+  });
+}
+
+H2_Status event_query(H2_Event* event) {
+  return guarded("event_query", [&]() -> H2_Status {
+    auto e = runtime().event(event);
+    const cudaError_t status = cudaEventQuery(e->event);
+    if (status == cudaErrorNotReady) {
+      cudaGetLastError();
+      return H2_STATUS_NOT_READY;
+    }
+    H2_CUDA_CHECK(status);
+    return H2_STATUS_OK;
+  });
+}
+
+H2_Status event_synchronize(H2_Event* event) {
+  return guarded("event_synchronize", [&] { H2_CUDA_CHECK(cudaEventSynchronize(runtime().event(event)->event)); });
+}
+
+H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) {
+  return guarded("event_elapsed_ms", [&]() -> H2_Status {
+    require(milliseconds, "milliseconds");
+    auto first = runtime().event(start);
+    auto second = runtime().event(end);
+    if (!first->timing || !second->timing)
+      fail(H2_STATUS_INVALID_ARGUMENT, "an event was created with H2_EVENT_DISABLE_TIMING");
+    if (!first->recorded || !second->recorded) fail(H2_STATUS_INVALID_ARGUMENT, "an event has never been recorded");
+    const cudaError_t status = cudaEventElapsedTime(milliseconds, first->event, second->event);
+    if (status == cudaErrorNotReady) {
+      cudaGetLastError();
+      return H2_STATUS_NOT_READY;
+    }
+    H2_CUDA_CHECK(status);
+    return H2_STATUS_OK;
+  });
+}
+
+const H2_PluginApi kApi = {
+    .struct_size = sizeof(H2_PluginApi),
+    .abi_major = H2_ABI_MAJOR,
+    .abi_minor = H2_ABI_MINOR,
+    .plugin_name = "cuda",
+    .plugin_version = H2_VERSION,
+    .initialize = initialize,
+    .shutdown = shutdown,
+    .last_error = get_last_error,
+    .device_count = device_count,
+    .device_properties = device_properties,
+    .mem_alloc = mem_alloc,
+    .mem_free = mem_free,
+    .mem_info = mem_info,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .stream_create = stream_create,
+    .stream_destroy = stream_destroy,
+    .stream_synchronize = stream_synchronize,
+    .stream_query = stream_query,
+    .stream_wait_event = stream_wait_event,
+    .memset_async = memset_async,
+    .memcpy_async = memcpy_async,
+    .event_create = event_create,
+    .event_destroy = event_destroy,
+    .event_record = event_record,
+    .event_query = event_query,
+    .event_synchronize = event_synchronize,
+    .event_elapsed_ms = event_elapsed_ms,
+    .op_table = &kOpTable,
+};
+
+}  // namespace
+}  // namespace h2::cuda
+
+extern "C" H2_PLUGIN_EXPORT const H2_PluginApi* h2_plugin_get_api(uint32_t /*abi_major*/) {
+  return &h2::cuda::kApi;
+}
