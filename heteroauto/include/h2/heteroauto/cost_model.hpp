@@ -1,0 +1,76 @@
+// HeteroAuto's cost model (see ARCHITECTURE.md and notes/planner.md): per-stage compute time per
+// micro-batch on a device type (measured per-layer times where the cluster gives them, else analytic
+// FLOPs / (peak x efficiency)), tensor-parallel allreduces inside a node, per-device memory under
+// 1F1B, pipeline point-to-point transfers and data-parallel ring allreduces over the slowest link.
+// All times are in seconds, memory in bytes.
+#pragma once
+
+#include <string>
+
+#include "h2/heteroauto/description.hpp"
+
+namespace h2::heteroauto {
+
+// One pipeline stage as the cost model sees it.
+struct StageSpec {
+  const NodeGroup* nodes = nullptr;  // where the stage's devices live (type, intra-node link, NIC)
+  int tp = 1;                        // tensor-parallel degree (devices of the stage)
+  int layers = 0;
+  bool first = false;  // holds the embedding
+  bool last = false;   // holds the final norm, LM head and the loss
+  Recompute recompute = Recompute::none;
+};
+
+struct StageTime {
+  double forward = 0, backward = 0;  // per micro-batch, communication inside the stage included
+};
+
+// A link a transfer crosses.
+struct Link {
+  double bandwidth_gbps = 0;
+  double latency_us = 0;
+  bool host_staged = false;   // cross-vendor without device-direct RDMA: two extra host copies
+  double host_link_gbps = 0;  // the slower device's host link, for staging
+};
+
+class CostModel {
+ public:
+  CostModel(const Cluster& cluster, const Model& model);
+
+  const Cluster& cluster() const { return cluster_; }
+  const Model& model() const { return model_; }
+
+  // ---- Compute ----
+  double layer_parameters() const;      // one transformer layer
+  double embedding_parameters() const;  // token embedding (first stage); the LM head is as large (last stage)
+  double layer_forward_flops(int micro_batch) const;
+  double head_forward_flops(int micro_batch) const;  // the logits GEMM
+  // FLOPs of one whole training step (forward + backward, no recomputation): for MFU.
+  double step_flops() const;
+  StageTime stage_time(const StageSpec& stage, int micro_batch) const;
+
+  // ---- Memory (bytes per device of the stage) ----
+  double parameter_state_bytes(const StageSpec& stage) const;  // weights, gradients, AdamW state
+  double activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const;
+  // `in_flight`: micro-batches whose activations the stage holds at once (min(m, p - k) under 1F1B).
+  double stage_memory(const StageSpec& stage, int micro_batch, int in_flight) const;
+  double device_capacity(const StageSpec& stage) const;  // memory minus the runtime overhead
+
+  // ---- Communication ----
+  double transfer_time(const Link& link, double bytes) const;
+  // Ring allreduce of `bytes` among `participants` over `link` (2 (n - 1) / n of the bytes each way).
+  double allreduce_time(const Link& link, double bytes, int participants) const;
+  // Activations (or their gradients) crossing from one stage to the next, per micro-batch.
+  double boundary_bytes(int micro_batch) const;
+  // The link between two stages' devices (same node group: a node's fabric when both fit in one
+  // node, else the NIC; other groups: the slower NIC, or the inter-cluster link).
+  Link link_between(const StageSpec& a, const StageSpec& b, bool same_node) const;
+  Link nic_link(const NodeGroup& nodes) const;
+  Link intra_node_link(const NodeGroup& nodes) const;
+
+ private:
+  const Cluster& cluster_;
+  const Model& model_;
+};
+
+}  // namespace h2::heteroauto

@@ -1,0 +1,113 @@
+// The planner's inputs: a cluster description (device types, nodes, NICs, links between clusters)
+// and a model description, both read from JSON and validated field by field. Every error names the
+// JSON path of the offending field ("device_types[1].memory_gib: must be > 0"). Bandwidths are in
+// gigabits per second everywhere, latencies in microseconds, memory in GiB.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace h2::heteroauto {
+
+class DescriptionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class NicKind { infiniband, roce, ethernet };
+
+// Per-layer times measured on a device (by `h2 profile` or by hand) for one micro-batch size and
+// tensor-parallel degree 1; the cost model scales them linearly in the micro-batch size.
+struct MeasuredLayerTime {
+  int micro_batch = 1;
+  double forward_ms = 0;
+  double backward_ms = 0;
+};
+
+struct DeviceType {
+  std::string name;
+  std::string vendor;
+  std::map<std::string, double> peak_tflops;  // per dtype name ("bf16", "f16", "f32")
+  double memory_gib = 0;
+  double efficiency = 0.5;          // achieved fraction of peak on transformer layers
+  double runtime_overhead_gib = 1;  // framework, allocator and communication buffers
+  double host_link_gbps = 200;      // device <-> host (PCIe), for host staging
+  std::optional<MeasuredLayerTime> measured;
+};
+
+struct NicType {
+  std::string name;
+  NicKind kind = NicKind::ethernet;
+  double bandwidth_gbps = 0;
+  double latency_us = 0;
+};
+
+// `count` identical nodes, each with `devices_per_node` devices of one type.
+struct NodeGroup {
+  std::string name;
+  std::string device_type;
+  int count = 0;
+  int devices_per_node = 0;
+  double intra_node_bandwidth_gbps = 0;
+  double intra_node_latency_us = 0;
+  std::string nic;  // a NicType name
+  int nics_per_node = 1;
+  std::string cluster;  // sub-cluster (datacenter) the nodes belong to
+};
+
+struct InterClusterLink {
+  std::string a, b;
+  double bandwidth_gbps = 0;
+  double latency_us = 0;
+};
+
+struct Cluster {
+  std::string name;
+  std::vector<DeviceType> device_types;
+  std::vector<NicType> nics;
+  std::vector<NodeGroup> nodes;
+  std::vector<InterClusterLink> inter_cluster_links;
+  std::vector<std::pair<std::string, std::string>> device_direct_rdma;  // vendor pairs, either order
+
+  const DeviceType& device_type(const std::string& name) const;
+  const NicType& nic(const std::string& name) const;
+  int device_count() const;
+  int device_count(const std::string& type) const;
+  bool device_direct(const std::string& vendor_a, const std::string& vendor_b) const;
+  // The link between two sub-clusters; nullptr when none is described.
+  const InterClusterLink* inter_cluster_link(const std::string& a, const std::string& b) const;
+};
+
+enum class Recompute { none, full };
+enum class Mlp { gelu, swiglu };
+
+struct Model {
+  std::string name;
+  int layers = 0;
+  int64_t hidden = 0, ffn = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab = 0;
+  int64_t global_batch = 0;
+  std::vector<int> micro_batch_sizes;
+  std::string dtype = "bf16";
+  std::string optimizer = "adamw";
+  Mlp mlp = Mlp::gelu;
+  std::vector<Recompute> recompute{Recompute::none, Recompute::full};
+
+  int dtype_bytes() const;
+};
+
+Cluster parse_cluster(const nlohmann::json& json);
+Model parse_model(const nlohmann::json& json);
+// Reads and parses a file; errors name the file.
+Cluster load_cluster(const std::string& path);
+Model load_model(const std::string& path);
+
+nlohmann::json to_json(const Model& model);
+
+std::string to_string(NicKind kind);
+std::string to_string(Recompute recompute);
+
+}  // namespace h2::heteroauto

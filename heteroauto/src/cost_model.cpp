@@ -1,0 +1,170 @@
+#include "h2/heteroauto/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace h2::heteroauto {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+// Weights and gradients in the model dtype plus fp32 master weights and the two AdamW moments:
+// 2 + 2 + 12 bytes for 16-bit training, 4 + 4 + 8 for fp32.
+constexpr double kStateBytesPerParameter = 16;
+// Activation bytes per token per hidden unit of one layer with fused attention and no sequence
+// parallelism, in 16-bit (Korthikanti et al., "Reducing activation recomputation").
+constexpr double kActivationCoefficient = 34;
+
+double peak_flops(const DeviceType& d, const std::string& dtype) {
+  auto it = d.peak_tflops.find(dtype);
+  if (it == d.peak_tflops.end())
+    throw DescriptionError("device type '" + d.name + "' has no peak_tflops for the model's dtype " + dtype);
+  return it->second * 1e12;
+}
+
+}  // namespace
+
+CostModel::CostModel(const Cluster& cluster, const Model& model) : cluster_(cluster), model_(model) {
+  for (const auto& g : cluster_.nodes) peak_flops(cluster_.device_type(g.device_type), model_.dtype);
+}
+
+double CostModel::layer_parameters() const {
+  const double h = static_cast<double>(model_.hidden);
+  const double kv = static_cast<double>(model_.kv_heads) * h / static_cast<double>(model_.heads);
+  const double attention = 2 * h * h + 2 * h * kv;
+  const double mlp = (model_.mlp == Mlp::swiglu ? 3.0 : 2.0) * h * static_cast<double>(model_.ffn);
+  return attention + mlp + 2 * h;
+}
+
+double CostModel::embedding_parameters() const {
+  return static_cast<double>(model_.vocab) * static_cast<double>(model_.hidden);
+}
+
+double CostModel::layer_forward_flops(int micro_batch) const {
+  const double b = micro_batch, s = static_cast<double>(model_.seq_len), h = static_cast<double>(model_.hidden);
+  return 2 * b * s * (layer_parameters() - 2 * h) + 4 * b * s * s * h;
+}
+
+double CostModel::head_forward_flops(int micro_batch) const {
+  return 2.0 * micro_batch * static_cast<double>(model_.seq_len) * embedding_parameters();
+}
+
+double CostModel::step_flops() const {
+  const int batch = static_cast<int>(model_.global_batch);
+  return 3 * (model_.layers * layer_forward_flops(batch) + head_forward_flops(batch));
+}
+
+Link CostModel::intra_node_link(const NodeGroup& nodes) const {
+  return {nodes.intra_node_bandwidth_gbps, nodes.intra_node_latency_us, false, 0};
+}
+
+Link CostModel::nic_link(const NodeGroup& nodes) const {
+  const NicType& nic = cluster_.nic(nodes.nic);
+  // A node's NICs are shared by its devices when every device sends at once (DP rings, one per
+  // tensor-parallel rank): each device gets its share, at most one NIC's bandwidth.
+  const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / nodes.devices_per_node);
+  const DeviceType& type = cluster_.device_type(nodes.device_type);
+  return {nic.bandwidth_gbps * share, nic.latency_us, !cluster_.device_direct(type.vendor, type.vendor),
+          type.host_link_gbps};
+}
+
+Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node) const {
+  if (a.nodes == b.nodes) return same_node ? intra_node_link(*a.nodes) : nic_link(*a.nodes);
+  const Link la = nic_link(*a.nodes), lb = nic_link(*b.nodes);
+  const DeviceType& ta = cluster_.device_type(a.nodes->device_type);
+  const DeviceType& tb = cluster_.device_type(b.nodes->device_type);
+  Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
+            !cluster_.device_direct(ta.vendor, tb.vendor), std::min(ta.host_link_gbps, tb.host_link_gbps)};
+  if (a.nodes->cluster != b.nodes->cluster) {
+    const InterClusterLink* inter = cluster_.inter_cluster_link(a.nodes->cluster, b.nodes->cluster);
+    link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);
+    link.latency_us += inter->latency_us;
+  }
+  return link;
+}
+
+double CostModel::transfer_time(const Link& link, double bytes) const {
+  double t = link.latency_us * 1e-6 + bytes * 8 / (link.bandwidth_gbps * 1e9);
+  if (link.host_staged) t += 2 * bytes * 8 / (link.host_link_gbps * 1e9);  // device -> host, host -> device
+  return t;
+}
+
+double CostModel::allreduce_time(const Link& link, double bytes, int participants) const {
+  if (participants <= 1 || bytes <= 0) return 0;
+  const double n = participants;
+  double t = 2 * (n - 1) * link.latency_us * 1e-6 + 2 * (n - 1) / n * bytes * 8 / (link.bandwidth_gbps * 1e9);
+  if (link.host_staged) t += 2 * bytes * 8 / (link.host_link_gbps * 1e9);
+  return t;
+}
+
+double CostModel::boundary_bytes(int micro_batch) const {
+  return static_cast<double>(micro_batch) * static_cast<double>(model_.seq_len) * static_cast<double>(model_.hidden) *
+         model_.dtype_bytes();
+}
+
+StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
+  const DeviceType& type = cluster_.device_type(stage.nodes->device_type);
+  const double tp = stage.tp;
+  double layer_forward;
+  double layer_backward;
+  if (type.measured) {  // measured at tensor-parallel degree 1; linear in the micro-batch size
+    const double scale = static_cast<double>(micro_batch) / type.measured->micro_batch / tp;
+    layer_forward = type.measured->forward_ms * 1e-3 * scale;
+    layer_backward = type.measured->backward_ms * 1e-3 * scale;
+  } else {
+    const double rate = peak_flops(type, model_.dtype) * type.efficiency * tp;
+    layer_forward = layer_forward_flops(micro_batch) / rate;
+    layer_backward = 2 * layer_forward;
+  }
+  if (stage.recompute == Recompute::full) layer_backward += layer_forward;
+  // Megatron tensor parallelism: two allreduces of the layer's output in the forward, two in the
+  // backward (two more when the forward is recomputed).
+  const double tp_allreduce = allreduce_time(intra_node_link(*stage.nodes), boundary_bytes(micro_batch), stage.tp);
+  layer_forward += 2 * tp_allreduce;
+  layer_backward += (stage.recompute == Recompute::full ? 4 : 2) * tp_allreduce;
+
+  StageTime t{stage.layers * layer_forward, stage.layers * layer_backward};
+  if (stage.last) {
+    const double head = type.measured
+                            ? layer_forward * head_forward_flops(1) / layer_forward_flops(1)
+                            : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency * tp);
+    t.forward += head;
+    t.backward += 2 * head;
+  }
+  return t;
+}
+
+double CostModel::parameter_state_bytes(const StageSpec& stage) const {
+  double parameters = stage.layers * layer_parameters();
+  if (stage.first) parameters += embedding_parameters();
+  if (stage.last) parameters += embedding_parameters() + static_cast<double>(model_.hidden);
+  return parameters * kStateBytesPerParameter / stage.tp;
+}
+
+double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const {
+  const double tokens_hidden =
+      static_cast<double>(micro_batch) * static_cast<double>(model_.seq_len) * static_cast<double>(model_.hidden);
+  const double width = model_.dtype_bytes() / 2.0;
+  if (stage.recompute == Recompute::full) return 2 * tokens_hidden * width;  // the layer's input only
+  return kActivationCoefficient * tokens_hidden * width / stage.tp;
+}
+
+double CostModel::stage_memory(const StageSpec& stage, int micro_batch, int in_flight) const {
+  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(model_.seq_len);
+  double bytes = parameter_state_bytes(stage);
+  bytes += in_flight * stage.layers * activation_bytes_per_layer(stage, micro_batch);
+  // Recomputing a layer materialises its full activations once more, one layer at a time.
+  if (stage.recompute == Recompute::full)
+    bytes += kActivationCoefficient * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes() / 2 / stage.tp;
+  if (stage.first) bytes += in_flight * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes();
+  // Logits in the model dtype plus their fp32 softmax for the loss, one micro-batch at a time.
+  if (stage.last) bytes += tokens * static_cast<double>(model_.vocab) * (model_.dtype_bytes() + 4) / stage.tp;
+  return bytes;
+}
+
+double CostModel::device_capacity(const StageSpec& stage) const {
+  const DeviceType& type = cluster_.device_type(stage.nodes->device_type);
+  return (type.memory_gib - type.runtime_overhead_gib) * kGiB;
+}
+
+}  // namespace h2::heteroauto

@@ -1,0 +1,271 @@
+#include "h2/heteroauto/description.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "json_reader.hpp"
+
+namespace h2::heteroauto {
+
+namespace {
+
+const std::set<std::string> kDtypes{"bf16", "f16", "f32"};
+
+template <typename Item>
+void check_unique(const std::vector<Item>& items, const std::string& what) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!names.insert(items[i].name).second)
+      throw DescriptionError(what + "[" + std::to_string(i) + "].name: '" + items[i].name + "' is used twice");
+}
+
+DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
+  JsonReader r(j, path);
+  DeviceType d;
+  d.name = r.string("name");
+  d.vendor = r.string("vendor");
+  const nlohmann::json& peaks = r.required("peak_tflops");
+  if (!peaks.is_object() || peaks.empty()) r.fail("peak_tflops", "must be an object like {\"bf16\": 312}");
+  JsonReader peak_reader(peaks, r.path_of("peak_tflops"));
+  for (const auto& [dtype, value] : peaks.items()) {
+    if (!kDtypes.count(dtype)) peak_reader.fail(dtype, "is not a dtype (bf16, f16 or f32)");
+    d.peak_tflops[dtype] = peak_reader.positive(dtype);
+  }
+  d.memory_gib = r.positive("memory_gib");
+  d.efficiency = r.number("efficiency", 0.5, 1e-3, 1);
+  d.runtime_overhead_gib = r.number("runtime_overhead_gib", 1, 0, d.memory_gib);
+  d.host_link_gbps = r.number("host_link_gbps", 200, 1e-3, 1e9);
+  if (const nlohmann::json* m = r.optional("measured_layer_time")) {
+    JsonReader mr(*m, r.path_of("measured_layer_time"));
+    MeasuredLayerTime t;
+    t.micro_batch = static_cast<int>(mr.positive_integer("micro_batch"));
+    t.forward_ms = mr.positive("forward_ms");
+    t.backward_ms = mr.positive("backward_ms");
+    mr.reject_unknown();
+    d.measured = t;
+  }
+  r.reject_unknown();
+  return d;
+}
+
+NicKind parse_nic_kind(JsonReader& r) {
+  const std::string kind = r.string("type");
+  if (kind == "infiniband") return NicKind::infiniband;
+  if (kind == "roce") return NicKind::roce;
+  if (kind == "ethernet") return NicKind::ethernet;
+  r.fail("type", "must be infiniband, roce or ethernet (got '" + kind + "')");
+}
+
+}  // namespace
+
+std::string to_string(NicKind kind) {
+  switch (kind) {
+    case NicKind::infiniband: return "infiniband";
+    case NicKind::roce: return "roce";
+    default: return "ethernet";
+  }
+}
+
+std::string to_string(Recompute recompute) {
+  return recompute == Recompute::full ? "full" : "none";
+}
+
+Cluster parse_cluster(const nlohmann::json& json) {
+  JsonReader r(json, "");
+  Cluster c;
+  c.name = r.string("name", "cluster");
+  r.array("device_types", true, false,
+          [&](const nlohmann::json& j, const std::string& p) { c.device_types.push_back(parse_device_type(j, p)); });
+  check_unique(c.device_types, "device_types");
+  r.array("nic_types", true, false, [&](const nlohmann::json& j, const std::string& p) {
+    JsonReader nr(j, p);
+    NicType n;
+    n.name = nr.string("name");
+    n.kind = parse_nic_kind(nr);
+    n.bandwidth_gbps = nr.positive("bandwidth_gbps");
+    n.latency_us = nr.number("latency_us", 5, 0, 1e7);
+    nr.reject_unknown();
+    c.nics.push_back(n);
+  });
+  check_unique(c.nics, "nic_types");
+  r.array("nodes", true, false, [&](const nlohmann::json& j, const std::string& p) {
+    JsonReader nr(j, p);
+    NodeGroup g;
+    g.name = nr.string("name");
+    g.device_type = nr.string("device_type");
+    if (std::none_of(c.device_types.begin(), c.device_types.end(), [&](auto& d) { return d.name == g.device_type; }))
+      nr.fail("device_type", "'" + g.device_type + "' is not one of device_types");
+    g.count = static_cast<int>(nr.positive_integer("count"));
+    g.devices_per_node = static_cast<int>(nr.positive_integer("devices_per_node"));
+    g.intra_node_bandwidth_gbps = nr.positive("intra_node_bandwidth_gbps");
+    g.intra_node_latency_us = nr.number("intra_node_latency_us", 2, 0, 1e7);
+    g.nic = nr.string("nic");
+    if (std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == g.nic; }))
+      nr.fail("nic", "'" + g.nic + "' is not one of nic_types");
+    g.nics_per_node = static_cast<int>(nr.integer("nics_per_node", 1, 1));
+    g.cluster = nr.string("cluster", "default");
+    nr.reject_unknown();
+    c.nodes.push_back(g);
+  });
+  check_unique(c.nodes, "nodes");
+  std::set<std::string> clusters;
+  for (const auto& g : c.nodes) clusters.insert(g.cluster);
+  r.array("inter_cluster_links", false, true, [&](const nlohmann::json& j, const std::string& p) {
+    JsonReader lr(j, p);
+    const nlohmann::json& between = lr.required("between");
+    if (!between.is_array() || between.size() != 2 || !between[0].is_string() || !between[1].is_string())
+      lr.fail("between", "must be two cluster names");
+    InterClusterLink l{between[0].get<std::string>(), between[1].get<std::string>()};
+    for (const std::string& name : {l.a, l.b})
+      if (!clusters.count(name)) lr.fail("between", "'" + name + "' is not the cluster of any nodes entry");
+    l.bandwidth_gbps = lr.positive("bandwidth_gbps");
+    l.latency_us = lr.number("latency_us", 50, 0, 1e8);
+    lr.reject_unknown();
+    c.inter_cluster_links.push_back(l);
+  });
+  for (const std::string& a : clusters)
+    for (const std::string& b : clusters)
+      if (a < b && c.inter_cluster_link(a, b) == nullptr)
+        throw DescriptionError("inter_cluster_links: no link between clusters '" + a + "' and '" + b + "'");
+  r.array("device_direct_rdma", false, true, [&](const nlohmann::json& j, const std::string& p) {
+    if (!j.is_array() || j.size() != 2 || !j[0].is_string() || !j[1].is_string())
+      throw DescriptionError(p + ": must be a pair of vendor names, like [\"NVIDIA\", \"NVIDIA\"]");
+    c.device_direct_rdma.emplace_back(j[0].get<std::string>(), j[1].get<std::string>());
+  });
+  r.reject_unknown();
+  return c;
+}
+
+Model parse_model(const nlohmann::json& json) {
+  JsonReader r(json, "");
+  Model m;
+  m.name = r.string("name", "model");
+  m.layers = static_cast<int>(r.positive_integer("layers"));
+  m.hidden = r.positive_integer("hidden");
+  m.heads = r.positive_integer("heads");
+  m.kv_heads = r.integer("kv_heads", m.heads, 1);
+  m.ffn = r.integer("ffn", 4 * m.hidden, 1);
+  m.seq_len = r.positive_integer("seq_len");
+  m.vocab = r.positive_integer("vocab");
+  m.global_batch = r.positive_integer("global_batch");
+  if (m.hidden % m.heads != 0) r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
+  if (m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
+  m.micro_batch_sizes.clear();
+  r.array("micro_batch_sizes", false, false, [&](const nlohmann::json& j, const std::string& p) {
+    if (!j.is_number_integer() || j.get<int64_t>() < 1) throw DescriptionError(p + ": must be an integer >= 1");
+    if (j.get<int64_t>() > m.global_batch) throw DescriptionError(p + ": is larger than global_batch");
+    m.micro_batch_sizes.push_back(j.get<int>());
+  });
+  if (m.micro_batch_sizes.empty()) m.micro_batch_sizes = {1};
+  m.dtype = r.string("dtype", "bf16");
+  if (!kDtypes.count(m.dtype)) r.fail("dtype", "must be bf16, f16 or f32 (got '" + m.dtype + "')");
+  m.optimizer = r.string("optimizer", "adamw");
+  if (m.optimizer != "adamw") r.fail("optimizer", "only adamw is modelled (got '" + m.optimizer + "')");
+  const std::string mlp = r.string("mlp", "gelu");
+  if (mlp != "gelu" && mlp != "swiglu") r.fail("mlp", "must be gelu or swiglu (got '" + mlp + "')");
+  m.mlp = mlp == "swiglu" ? Mlp::swiglu : Mlp::gelu;
+  if (r.optional("recompute")) m.recompute.clear();
+  r.array("recompute", false, false, [&](const nlohmann::json& j, const std::string& p) {
+    if (j == "none")
+      m.recompute.push_back(Recompute::none);
+    else if (j == "full")
+      m.recompute.push_back(Recompute::full);
+    else
+      throw DescriptionError(p + ": must be \"none\" or \"full\" (got " + j.dump() + ")");
+  });
+  r.reject_unknown();
+  return m;
+}
+
+namespace {
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw DescriptionError(std::string(what) + " " + path + ": cannot be read");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DescriptionError(std::string(what) + " " + path + ": not valid JSON: " + e.what());
+  }
+}
+}  // namespace
+
+Cluster load_cluster(const std::string& path) {
+  try {
+    return parse_cluster(read_json_file(path, "cluster"));
+  } catch (const DescriptionError& e) {
+    const std::string message = e.what();
+    throw DescriptionError(message.starts_with("cluster ") ? message : "cluster " + path + ": " + message);
+  }
+}
+
+Model load_model(const std::string& path) {
+  try {
+    return parse_model(read_json_file(path, "model"));
+  } catch (const DescriptionError& e) {
+    const std::string message = e.what();
+    throw DescriptionError(message.starts_with("model ") ? message : "model " + path + ": " + message);
+  }
+}
+
+const DeviceType& Cluster::device_type(const std::string& type) const {
+  for (const auto& d : device_types)
+    if (d.name == type) return d;
+  throw DescriptionError("no device type '" + type + "'");
+}
+
+const NicType& Cluster::nic(const std::string& nic_name) const {
+  for (const auto& n : nics)
+    if (n.name == nic_name) return n;
+  throw DescriptionError("no NIC type '" + nic_name + "'");
+}
+
+int Cluster::device_count() const {
+  int n = 0;
+  for (const auto& g : nodes) n += g.count * g.devices_per_node;
+  return n;
+}
+
+int Cluster::device_count(const std::string& type) const {
+  int n = 0;
+  for (const auto& g : nodes)
+    if (g.device_type == type) n += g.count * g.devices_per_node;
+  return n;
+}
+
+bool Cluster::device_direct(const std::string& a, const std::string& b) const {
+  return std::any_of(device_direct_rdma.begin(), device_direct_rdma.end(), [&](const auto& pair) {
+    return (pair.first == a && pair.second == b) || (pair.first == b && pair.second == a);
+  });
+}
+
+const InterClusterLink* Cluster::inter_cluster_link(const std::string& a, const std::string& b) const {
+  for (const auto& l : inter_cluster_links)
+    if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return &l;
+  return nullptr;
+}
+
+int Model::dtype_bytes() const {
+  return dtype == "f32" ? 4 : 2;
+}
+
+nlohmann::json to_json(const Model& m) {
+  nlohmann::json recompute = nlohmann::json::array();
+  for (Recompute r : m.recompute) recompute.push_back(to_string(r));
+  return {{"name", m.name},
+          {"layers", m.layers},
+          {"hidden", m.hidden},
+          {"ffn", m.ffn},
+          {"heads", m.heads},
+          {"kv_heads", m.kv_heads},
+          {"seq_len", m.seq_len},
+          {"vocab", m.vocab},
+          {"global_batch", m.global_batch},
+          {"micro_batch_sizes", m.micro_batch_sizes},
+          {"dtype", m.dtype},
+          {"optimizer", m.optimizer},
+          {"mlp", m.mlp == Mlp::swiglu ? "swiglu" : "gelu"},
+          {"recompute", recompute}};
+}
+
+}  // namespace h2::heteroauto

@@ -1,0 +1,87 @@
+#include "h2/heteroauto/simulator.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace h2::heteroauto {
+
+namespace {
+
+struct Op {
+  int micro_batch;
+  bool backward;
+};
+
+// The order in which stage k of p runs its m forwards and backwards.
+std::vector<Op> stage_order(int k, int p, int m, Schedule schedule) {
+  std::vector<Op> order;
+  if (schedule == Schedule::gpipe) {
+    for (int i = 0; i < m; ++i) order.push_back({i, false});
+    for (int i = 0; i < m; ++i) order.push_back({i, true});
+    return order;
+  }
+  const int warmup = std::min(p - k - 1, m);
+  for (int i = 0; i < warmup; ++i) order.push_back({i, false});
+  for (int i = 0; i < m - warmup; ++i) {
+    order.push_back({warmup + i, false});
+    order.push_back({i, true});
+  }
+  for (int i = m - warmup; i < m; ++i) order.push_back({i, true});
+  return order;
+}
+
+}  // namespace
+
+Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedule) {
+  const int p = static_cast<int>(times.forward.size());
+  if (p == 0) throw std::invalid_argument("a pipeline needs at least one stage");
+  if (m < 1) throw std::invalid_argument("a pipeline needs at least one micro-batch");
+  if (static_cast<int>(times.backward.size()) != p || static_cast<int>(times.transfer.size()) != p - 1)
+    throw std::invalid_argument("stage and transfer times do not match the number of stages");
+
+  // Completion times; -1 while not yet run.
+  std::vector<std::vector<double>> forward_end(p, std::vector<double>(m, -1)), backward_end = forward_end;
+  std::vector<std::vector<Op>> orders(p);
+  for (int k = 0; k < p; ++k) orders[k] = stage_order(k, p, m, schedule);
+  std::vector<size_t> next(p, 0);
+  std::vector<double> free_at(p, 0);
+  Simulation sim;
+  sim.busy.assign(p, 0);
+  size_t remaining = static_cast<size_t>(2) * p * m;
+  while (remaining > 0) {
+    bool progress = false;
+    for (int k = 0; k < p; ++k) {
+      while (next[k] < orders[k].size()) {
+        const Op op = orders[k][next[k]];
+        double ready;
+        if (!op.backward) {
+          ready = k == 0 ? 0 : forward_end[k - 1][op.micro_batch];
+          if (ready < 0) break;
+          if (k > 0) ready += times.transfer[k - 1];
+        } else {
+          ready = k == p - 1 ? forward_end[k][op.micro_batch] : backward_end[k + 1][op.micro_batch];
+          if (ready < 0) break;
+          if (k < p - 1) ready += times.transfer[k];
+        }
+        const double start = std::max(ready, free_at[k]);
+        const double duration = op.backward ? times.backward[k] : times.forward[k];
+        const double end = start + duration;
+        (op.backward ? backward_end : forward_end)[k][op.micro_batch] = end;
+        free_at[k] = end;
+        sim.busy[k] += duration;
+        sim.ops.push_back({k, op.micro_batch, op.backward, start, end});
+        ++next[k];
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) throw std::logic_error("pipeline schedule deadlocked (a bug in the simulator)");
+  }
+  for (int k = 0; k < p; ++k) sim.makespan = std::max(sim.makespan, free_at[k]);
+  double busy = 0;
+  for (double b : sim.busy) busy += b;
+  sim.bubble_fraction = sim.makespan > 0 ? 1 - busy / (p * sim.makespan) : 0;
+  return sim;
+}
+
+}  // namespace h2::heteroauto

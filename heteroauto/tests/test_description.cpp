@@ -1,0 +1,118 @@
+// Every malformed description gives an error naming the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "fixtures.hpp"
+#include "h2/heteroauto/description.hpp"
+
+namespace h2::heteroauto {
+namespace {
+
+using testing::HasSubstr;
+
+std::string cluster_error(nlohmann::json j) {
+  try {
+    parse_cluster(j);
+  } catch (const DescriptionError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string model_error(nlohmann::json j) {
+  try {
+    parse_model(j);
+  } catch (const DescriptionError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Description, ValidDescriptionsParse) {
+  const Cluster c = parse_cluster(test::two_type_cluster());
+  EXPECT_EQ(c.device_count(), 12);
+  EXPECT_EQ(c.device_count("slow"), 4);
+  EXPECT_TRUE(c.device_direct("A", "A"));
+  EXPECT_FALSE(c.device_direct("A", "B"));
+  const Model m = parse_model(test::small_model());
+  EXPECT_EQ(m.kv_heads, 4);  // defaults to heads
+  EXPECT_EQ(m.recompute.size(), 2u);
+}
+
+TEST(Description, ClusterErrorsNameTheField) {
+  auto c = test::two_type_cluster();
+  c["device_types"][1]["memory_gib"] = -1;
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[1].memory_gib: must be > 0"));
+  c = test::two_type_cluster();
+  c["device_types"][0].erase("vendor");
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].vendor: is required"));
+  c = test::two_type_cluster();
+  c["device_types"][0]["memroy_gib"] = 3;
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].memroy_gib: is not a known field"));
+  c = test::two_type_cluster();
+  c["nodes"][0]["device_type"] = "tpu";
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[0].device_type: 'tpu' is not one of device_types"));
+  c = test::two_type_cluster();
+  c["nodes"][1]["count"] = 1.5;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[1].count: must be an integer"));
+  c = test::two_type_cluster();
+  c["nic_types"][0]["type"] = "token-ring";
+  EXPECT_THAT(cluster_error(c), HasSubstr("nic_types[0].type: must be infiniband, roce or ethernet"));
+  c = test::two_type_cluster();
+  c["device_types"][0]["peak_tflops"] = {{"int4", 9}};
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].peak_tflops.int4: is not a dtype"));
+  c = test::two_type_cluster();
+  c["nodes"][1]["cluster"] = "far";
+  EXPECT_THAT(cluster_error(c), HasSubstr("no link between clusters 'default' and 'far'"));
+  c = test::two_type_cluster();
+  c["device_types"][1]["name"] = "fast";
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[1].name: 'fast' is used twice"));
+  EXPECT_THAT(cluster_error(nlohmann::json::array()), HasSubstr("must be a JSON object"));
+}
+
+TEST(Description, ModelErrorsNameTheField) {
+  auto m = test::small_model();
+  m["heads"] = 5;
+  EXPECT_THAT(model_error(m), HasSubstr("heads: must divide hidden (64)"));
+  m = test::small_model();
+  m["kv_heads"] = 3;
+  EXPECT_THAT(model_error(m), HasSubstr("kv_heads: must divide heads (4)"));
+  m = test::small_model();
+  m["micro_batch_sizes"] = {1, 16};
+  EXPECT_THAT(model_error(m), HasSubstr("micro_batch_sizes[1]: is larger than global_batch"));
+  m = test::small_model();
+  m["recompute"] = {"none", "sometimes"};
+  EXPECT_THAT(model_error(m), HasSubstr("recompute[1]: must be \"none\" or \"full\""));
+  m = test::small_model();
+  m["layers"] = "many";
+  EXPECT_THAT(model_error(m), HasSubstr("layers: must be an integer"));
+  m = test::small_model();
+  m["dtype"] = "f8";
+  EXPECT_THAT(model_error(m), HasSubstr("dtype: must be bf16, f16 or f32"));
+}
+
+TEST(Description, FilesNameThemselvesInErrors) {
+  EXPECT_THROW(
+      {
+        try {
+          load_cluster("/nonexistent/cluster.json");
+        } catch (const DescriptionError& e) {
+          EXPECT_THAT(e.what(), HasSubstr("cluster /nonexistent/cluster.json: cannot be read"));
+          throw;
+        }
+      },
+      DescriptionError);
+  const std::string path = testing::TempDir() + "broken-model.json";
+  std::ofstream(path) << "{\"layers\": 2,";
+  try {
+    load_model(path);
+    FAIL() << "no error";
+  } catch (const DescriptionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("model " + path + ": not valid JSON"));
+  }
+}
+
+}  // namespace
+}  // namespace h2::heteroauto
