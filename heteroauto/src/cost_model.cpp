@@ -7,7 +7,6 @@ namespace h2::heteroauto {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 // Weights and gradients in the model dtype plus fp32 master weights and the two AdamW moments:
 // 2 + 2 + 12 bytes for 16-bit training, 4 + 4 + 8 for fp32.
 constexpr double kStateBytesPerParameter = 16;

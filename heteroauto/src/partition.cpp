@@ -8,8 +8,6 @@ namespace h2::heteroauto {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
-
 struct Choice {
   double time = std::numeric_limits<double>::infinity();
   Recompute recompute = Recompute::none;

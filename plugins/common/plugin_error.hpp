@@ -23,6 +23,12 @@ class PluginError : public std::runtime_error {
   throw PluginError(status, message);
 }
 
+// Rejects a NULL pointer argument, naming it.
+template <typename T>
+void require(const T* pointer, const char* name) {
+  if (pointer == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + " is NULL");
+}
+
 // Sets the calling thread's last-error message (read back through the table's `last_error`).
 void set_last_error(const std::string& message);
 const char* last_error();

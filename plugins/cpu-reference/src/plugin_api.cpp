@@ -5,11 +5,11 @@
 #include <cstring>
 #include <memory>
 
+#include "common.hpp"
 #include "config.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
 #include "ops/planted_defects.hpp"
-#include "common.hpp"
 #include "plugin_state.hpp"
 #include "runtime.hpp"
 
@@ -19,11 +19,6 @@
 
 namespace h2::cpu_reference {
 namespace {
-
-template <typename T>
-void require(T* pointer, const char* name) {
-  if (pointer == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + " is NULL");
-}
 
 H2_Status initialize(const H2_InitArgs* args) {
   return guarded("initialize", [&] {

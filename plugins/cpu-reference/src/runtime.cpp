@@ -38,7 +38,7 @@ Runtime::Runtime(const Config& config, const H2_InitArgs& args)
 
 Runtime::~Runtime() {
   std::lock_guard lock(mutex_);
-  if (!streams_.empty() || !events_.empty() || !host_allocations_.empty())
+  if (streams_.size() > 0 || events_.size() > 0 || !host_allocations_.empty())
     log(H2_LOG_WARNING, "shutdown with " + std::to_string(streams_.size()) + " stream(s), " +
                             std::to_string(events_.size()) + " event(s) and " +
                             std::to_string(host_allocations_.size()) + " pinned host allocation(s) still live");
@@ -114,29 +114,15 @@ void Runtime::host_free(void* ptr) {
 
 H2_Stream* Runtime::create_stream(int device) {
   check_device(device);
-  auto stream = std::make_shared<Stream>(device, config_.blocking);
-  auto* handle = reinterpret_cast<H2_Stream*>(stream.get());
-  std::lock_guard lock(mutex_);
-  streams_.emplace(handle, std::move(stream));
-  return handle;
+  return streams_.add(std::make_shared<Stream>(device, config_.blocking));
 }
 
 std::shared_ptr<Stream> Runtime::stream(H2_Stream* handle) const {
-  std::lock_guard lock(mutex_);
-  auto it = streams_.find(handle);
-  if (it == streams_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live stream of this plugin (destroyed?)");
-  return it->second;
+  return streams_.get(handle);
 }
 
 void Runtime::destroy_stream(H2_Stream* handle) {
-  std::shared_ptr<Stream> stream;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = streams_.find(handle);
-    if (it == streams_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live stream of this plugin (destroyed?)");
-    stream = std::move(it->second);
-    streams_.erase(it);
-  }
+  std::shared_ptr<Stream> stream = streams_.take(handle);
   stream->wait_idle();
   // The worker is joined when the last reference (possibly a concurrent call's) goes away.
 }
@@ -145,32 +131,19 @@ H2_Event* Runtime::create_event(int device, uint32_t flags) {
   check_device(device);
   if ((flags & ~static_cast<uint32_t>(H2_EVENT_DISABLE_TIMING)) != 0)
     fail(H2_STATUS_INVALID_ARGUMENT, "unknown event flags " + std::to_string(flags));
-  auto event = std::make_shared<Event>(device, (flags & H2_EVENT_DISABLE_TIMING) == 0);
-  auto* handle = reinterpret_cast<H2_Event*>(event.get());
-  std::lock_guard lock(mutex_);
-  events_.emplace(handle, std::move(event));
-  return handle;
+  return events_.add(std::make_shared<Event>(device, (flags & H2_EVENT_DISABLE_TIMING) == 0));
 }
 
 std::shared_ptr<Event> Runtime::event(H2_Event* handle) const {
-  std::lock_guard lock(mutex_);
-  auto it = events_.find(handle);
-  if (it == events_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live event of this plugin (destroyed?)");
-  return it->second;
+  return events_.get(handle);
 }
 
 void Runtime::destroy_event(H2_Event* handle) {
-  std::lock_guard lock(mutex_);
-  if (events_.erase(handle) == 0) fail(H2_STATUS_INVALID_ARGUMENT, "not a live event of this plugin (destroyed?)");
+  events_.take(handle);
 }
 
 void Runtime::wait_all_streams() const {
-  std::vector<std::shared_ptr<Stream>> snapshot;
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& [handle, stream] : streams_) snapshot.push_back(stream);
-  }
-  for (const auto& stream : snapshot) stream->wait_idle();
+  for (const auto& stream : streams_.snapshot()) stream->wait_idle();
 }
 
 }  // namespace h2::cpu_reference

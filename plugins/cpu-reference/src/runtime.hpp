@@ -13,6 +13,7 @@
 #include "config.hpp"
 #include "device_memory.hpp"
 #include "h2/plugin_abi.h"
+#include "handle_registry.hpp"
 #include "ops/parallel.hpp"
 #include "stream.hpp"
 
@@ -60,9 +61,9 @@ class Runtime {
   ThreadPool pool_;
 
   mutable std::mutex mutex_;
-  std::map<H2_Stream*, std::shared_ptr<Stream>> streams_;
-  std::map<H2_Event*, std::shared_ptr<Event>> events_;
-  std::set<void*> host_allocations_;
+  std::set<void*> host_allocations_;  // guarded by mutex_
+  h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};
+  h2::plugin::HandleRegistry<H2_Event, Event> events_{"event"};
 };
 
 }  // namespace h2::cpu_reference

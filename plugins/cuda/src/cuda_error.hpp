@@ -13,6 +13,7 @@ namespace h2::cuda {
 using h2::plugin::fail;
 using h2::plugin::guarded;
 using h2::plugin::PluginError;
+using h2::plugin::require;
 
 // The ABI status a CUDA error means: a missing or too old driver is a missing vendor runtime,
 // allocation failures are out of memory, anything else a device error.

@@ -14,11 +14,6 @@
 namespace h2::cuda {
 namespace {
 
-template <typename T>
-void require(T* pointer, const char* name) {
-  if (pointer == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + " is NULL");
-}
-
 H2_Status initialize(const H2_InitArgs* args) {
   return guarded("initialize", [&] {
     require(args, "args");

@@ -95,8 +95,7 @@ Runtime::Runtime(const H2_InitArgs& args)
 }
 
 Runtime::~Runtime() {
-  std::lock_guard lock(mutex_);
-  for (auto& [handle, stream] : streams_) {
+  for (const auto& stream : streams_.snapshot()) {
     cudaSetDevice(stream->device);
     cudaStreamSynchronize(stream->stream);
   }
@@ -218,28 +217,15 @@ H2_Stream* Runtime::create_stream(int device) {
   check(cublasSetMathMode(stream->blas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                                                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
         "cublasSetMathMode");
-  auto* handle = reinterpret_cast<H2_Stream*>(stream.get());
-  std::lock_guard lock(mutex_);
-  streams_.emplace(handle, std::move(stream));
-  return handle;
+  return streams_.add(std::move(stream));
 }
 
 std::shared_ptr<Stream> Runtime::stream(H2_Stream* handle) const {
-  std::lock_guard lock(mutex_);
-  auto it = streams_.find(handle);
-  if (it == streams_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live stream of this plugin (destroyed?)");
-  return it->second;
+  return streams_.get(handle);
 }
 
 void Runtime::destroy_stream(H2_Stream* handle) {
-  std::shared_ptr<Stream> s;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = streams_.find(handle);
-    if (it == streams_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live stream of this plugin (destroyed?)");
-    s = std::move(it->second);
-    streams_.erase(it);
-  }
+  std::shared_ptr<Stream> s = streams_.take(handle);
   use_device(s->device);
   H2_CUDA_CHECK(cudaStreamSynchronize(s->stream));
   cublasDestroy(s->blas);
@@ -289,28 +275,15 @@ H2_Event* Runtime::create_event(int device, uint32_t flags) {
   event->device = device;
   event->timing = (flags & H2_EVENT_DISABLE_TIMING) == 0;
   H2_CUDA_CHECK(cudaEventCreateWithFlags(&event->event, event->timing ? cudaEventDefault : cudaEventDisableTiming));
-  auto* handle = reinterpret_cast<H2_Event*>(event.get());
-  std::lock_guard lock(mutex_);
-  events_.emplace(handle, std::move(event));
-  return handle;
+  return events_.add(std::move(event));
 }
 
 std::shared_ptr<Event> Runtime::event(H2_Event* handle) const {
-  std::lock_guard lock(mutex_);
-  auto it = events_.find(handle);
-  if (it == events_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live event of this plugin (destroyed?)");
-  return it->second;
+  return events_.get(handle);
 }
 
 void Runtime::destroy_event(H2_Event* handle) {
-  std::shared_ptr<Event> e;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = events_.find(handle);
-    if (it == events_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "not a live event of this plugin (destroyed?)");
-    e = std::move(it->second);
-    events_.erase(it);
-  }
+  std::shared_ptr<Event> e = events_.take(handle);
   use_device(e->device);
   H2_CUDA_CHECK(cudaEventDestroy(e->event));  // CUDA keeps it alive for waits already enqueued
 }

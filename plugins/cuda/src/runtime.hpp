@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "h2/plugin_abi.h"
+#include "handle_registry.hpp"
 
 namespace h2::cuda {
 
@@ -79,9 +80,8 @@ class Runtime {
   std::vector<cudaMemPool_t> pools_;
   std::vector<cudaStream_t> allocation_streams_;  // one per device, for pool allocations
 
-  mutable std::mutex mutex_;
-  std::map<H2_Stream*, std::shared_ptr<Stream>> streams_;
-  std::map<H2_Event*, std::shared_ptr<Event>> events_;
+  h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};
+  h2::plugin::HandleRegistry<H2_Event, Event> events_{"event"};
 };
 
 // The runtime between initialize and shutdown; throws when the plugin is not initialized.

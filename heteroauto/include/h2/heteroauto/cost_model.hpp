@@ -11,6 +11,8 @@
 
 namespace h2::heteroauto {
 
+inline constexpr double kGiB = 1024.0 * 1024 * 1024;
+
 // One pipeline stage as the cost model sees it.
 struct StageSpec {
   const NodeGroup* nodes = nullptr;  // where the stage's devices live (type, intra-node link, NIC)

@@ -80,6 +80,27 @@ class RunBuilder {
   Runs runs_;
 };
 
+// y[c] = x[c with c[dim] replaced by an index], the index read at indices[c] (gather, per_element)
+// or at indices[c[dim]] (index_select).
+void select_along(const OpLaunch& l, const H2_Tensor& x_tensor, const H2_Tensor& indices_tensor,
+                  const H2_Tensor& y_tensor, int dim, int op, bool per_element) {
+  const View x = make_view(x_tensor), indices = make_view(indices_tensor), y = make_view(y_tensor);
+  const int64_t limit = x_tensor.shape[dim];
+  DeviceError* error = l.error;
+  launch_map(l, numel(y_tensor), [=] __device__(int64_t i) {
+    int64_t c[H2_MAX_RANK];
+    coordinates(y, i, c);
+    const int64_t v = load_index(indices, per_element ? offset_at(indices, c) : offset_of(indices, c[dim]));
+    if (v < 0 || v >= limit) {
+      report_index_error(error, op, dim, v, limit);
+      return;
+    }
+    const int64_t out = offset_at(y, c);
+    c[dim] = v;
+    store(y, out, load(x, offset_at(x, c)));
+  });
+}
+
 void check_count(int64_t n) {
   if (n > INT32_MAX) fail(H2_STATUS_UNSUPPORTED, "more than 2^31 - 1 sources is not supported");
 }
@@ -140,44 +161,13 @@ H2_Status op_embedding_backward(H2_Stream* stream, const H2_EmbeddingBackwardArg
 
 H2_Status op_index_select(H2_Stream* stream, const H2_IndexSelectArgs* args) {
   return run_op("index_select", stream, args, [&](OpLaunch& l) {
-    const View x = make_view(args->x), indices = make_view(args->indices), y = make_view(args->y);
-    const int dim = args->dim;
-    const int64_t limit = args->x.shape[dim];
-    DeviceError* error = l.error;
-    launch_map(l, numel(args->y), [=] __device__(int64_t i) {
-      int64_t c[H2_MAX_RANK];
-      coordinates(y, i, c);
-      const int64_t v = load_index(indices, offset_of(indices, c[dim]));
-      if (v < 0 || v >= limit) {
-        report_index_error(error, H2_OP_INDEX_SELECT, dim, v, limit);
-        return;
-      }
-      const int64_t out = offset_at(y, c);
-      c[dim] = v;
-      store(y, out, load(x, offset_at(x, c)));
-    });
+    select_along(l, args->x, args->indices, args->y, args->dim, H2_OP_INDEX_SELECT, false);
   });
 }
 
 H2_Status op_gather(H2_Stream* stream, const H2_GatherArgs* args) {
-  return run_op("gather", stream, args, [&](OpLaunch& l) {
-    const View x = make_view(args->x), indices = make_view(args->indices), y = make_view(args->y);
-    const int dim = args->dim;
-    const int64_t limit = args->x.shape[dim];
-    DeviceError* error = l.error;
-    launch_map(l, numel(args->y), [=] __device__(int64_t i) {
-      int64_t c[H2_MAX_RANK];
-      coordinates(y, i, c);
-      const int64_t v = load_index(indices, offset_at(indices, c));
-      if (v < 0 || v >= limit) {
-        report_index_error(error, H2_OP_GATHER, dim, v, limit);
-        return;
-      }
-      const int64_t out = offset_at(y, c);
-      c[dim] = v;
-      store(y, out, load(x, offset_at(x, c)));
-    });
-  });
+  return run_op("gather", stream, args,
+                [&](OpLaunch& l) { select_along(l, args->x, args->indices, args->y, args->dim, H2_OP_GATHER, true); });
 }
 
 H2_Status op_scatter_add(H2_Stream* stream, const H2_ScatterAddArgs* args) {
