@@ -63,8 +63,10 @@ Link CostModel::nic_link(const NodeGroup& nodes) const {
   // tensor-parallel rank): each device gets its share, at most one NIC's bandwidth.
   const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / nodes.devices_per_node);
   const DeviceType& type = cluster_.device_type(nodes.device_type);
-  return {nic.bandwidth_gbps * share, nic.latency_us, !cluster_.device_direct(type.vendor, type.vendor),
-          type.host_link_gbps};
+  // Plain Ethernet (TCP) always goes through host memory; RDMA NICs read device memory only where
+  // the vendor pair supports it.
+  const bool staged = nic.kind == NicKind::ethernet || !cluster_.device_direct(type.vendor, type.vendor);
+  return {nic.bandwidth_gbps * share, nic.latency_us, staged, type.host_link_gbps};
 }
 
 Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node) const {
@@ -73,7 +75,8 @@ Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_n
   const DeviceType& ta = cluster_.device_type(a.nodes->device_type);
   const DeviceType& tb = cluster_.device_type(b.nodes->device_type);
   Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
-            !cluster_.device_direct(ta.vendor, tb.vendor), std::min(ta.host_link_gbps, tb.host_link_gbps)};
+            la.host_staged || lb.host_staged || !cluster_.device_direct(ta.vendor, tb.vendor),
+            std::min(ta.host_link_gbps, tb.host_link_gbps)};
   if (a.nodes->cluster != b.nodes->cluster) {
     const InterClusterLink* inter = cluster_.inter_cluster_link(a.nodes->cluster, b.nodes->cluster);
     link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);

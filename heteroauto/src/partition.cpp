@@ -1,6 +1,7 @@
 #include "h2/heteroauto/partition.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 
@@ -8,24 +9,26 @@ namespace h2::heteroauto {
 
 namespace {
 
-struct Choice {
-  double time = std::numeric_limits<double>::infinity();
-  Recompute recompute = Recompute::none;
-  bool fits = false;
+// A stage's time and memory are affine in its layer count (each layer costs the same; the
+// embedding, head and recomputation buffer are fixed), so two evaluations give them exactly and
+// the largest layer count under a time or memory limit is a division, not a scan.
+struct Affine {
+  double per_layer = 0, fixed = 0;
+  double at(int n) const { return per_layer * n + fixed; }
+  // The largest n >= 0 with at(n) <= limit (relative slack absorbs rounding), capped at `most`.
+  int largest_within(double limit, int most) const {
+    if (at(1) > limit * (1 + 1e-12)) return 0;
+    if (per_layer <= 0) return most;
+    const double n = std::floor((limit * (1 + 1e-12) - fixed) / per_layer);
+    return static_cast<int>(std::min<double>(most, n));
+  }
 };
 
-// The fastest recomputation option under which `n` layers fit on the stage.
-Choice best_choice(const CostModel& cost, StageSpec stage, int n, int micro_batch, int in_flight) {
-  Choice best;
-  stage.layers = n;
-  for (Recompute r : cost.model().recompute) {
-    stage.recompute = r;
-    if (cost.stage_memory(stage, micro_batch, in_flight) > cost.device_capacity(stage)) continue;
-    const StageTime t = cost.stage_time(stage, micro_batch);
-    if (t.forward + t.backward < best.time) best = {t.forward + t.backward, r, true};
-  }
-  return best;
-}
+struct Option {
+  Recompute recompute;
+  Affine time, memory;
+  int fits = 0;  // most layers that fit in memory with this option
+};
 
 std::string gib(double bytes) {
   char text[32];
@@ -45,79 +48,114 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
     return result;
   }
   const int most = layers - (p - 1);  // every other stage keeps at least one layer
-  // choices[k][n - 1]: stage k with n layers.
-  std::vector<std::vector<Choice>> choices(p);
-  std::vector<double> candidates;
+  // options[k]: stage k's recomputation choices, fastest first.
+  std::vector<std::vector<Option>> options(p);
+  int holdable = 0;
   for (int k = 0; k < p; ++k) {
     const int in_flight = std::min(m, p - k);
-    for (int n = 1; n <= most; ++n) {
-      const Choice c = best_choice(cost, stages[k], n, micro_batch, in_flight);
-      if (!c.fits) break;  // memory only grows with n
-      choices[k].push_back(c);
-      candidates.push_back(c.time);
+    const double capacity = cost.device_capacity(stages[k]);
+    int best_fit = 0;
+    for (Recompute r : cost.model().recompute) {
+      StageSpec s = stages[k];
+      s.recompute = r;
+      double time[2], memory[2];
+      for (int n = 1; n <= 2; ++n) {
+        s.layers = n;
+        const StageTime t = cost.stage_time(s, micro_batch);
+        time[n - 1] = t.forward + t.backward;
+        memory[n - 1] = cost.stage_memory(s, micro_batch, in_flight);
+      }
+      Option o{r, {time[1] - time[0], 2 * time[0] - time[1]}, {memory[1] - memory[0], 2 * memory[0] - memory[1]}};
+      o.fits = o.memory.largest_within(capacity, most);
+      best_fit = std::max(best_fit, o.fits);
+      options[k].push_back(o);
     }
-    if (choices[k].empty()) {
-      StageSpec one = stages[k];
-      one.layers = 1;
-      one.recompute = cost.model().recompute.back();
+    std::sort(options[k].begin(), options[k].end(),
+              [](const Option& a, const Option& b) { return a.time.at(1) < b.time.at(1); });
+    if (best_fit == 0) {
+      const Option& leanest =
+          *std::min_element(options[k].begin(), options[k].end(),
+                            [](const Option& a, const Option& b) { return a.memory.at(1) < b.memory.at(1); });
       result.binding = "memory: stage " + std::to_string(k) + " (" + stages[k].nodes->device_type + ", tp " +
                        std::to_string(stages[k].tp) + ") cannot hold one layer with micro-batch " +
-                       std::to_string(micro_batch) + ": it needs " +
-                       gib(cost.stage_memory(one, micro_batch, in_flight)) + " of " + gib(cost.device_capacity(one)) +
-                       " per device";
+                       std::to_string(micro_batch) + ": it needs " + gib(leanest.memory.at(1)) + " of " +
+                       gib(capacity) + " per device";
       return result;
     }
+    holdable += best_fit;
   }
-  // The largest layer count of stage k whose time is within t (times grow with n).
+  if (holdable < layers) {
+    result.binding = "memory: the " + std::to_string(p) + " stages hold at most " + std::to_string(holdable) +
+                     " of the model's " + std::to_string(layers) + " layers with micro-batch " +
+                     std::to_string(micro_batch);
+    return result;
+  }
+  // The most layers stage k can run within time t: for each option, what fits both memory and time.
   auto capacity = [&](int k, double t) {
     int n = 0;
-    while (n < static_cast<int>(choices[k].size()) && choices[k][n].time <= t) ++n;
+    for (const Option& o : options[k]) n = std::max(n, std::min(o.fits, o.time.largest_within(t, most)));
     return n;
   };
   auto feasible = [&](double t) {
     int total = 0;
-    for (int k = 0; k < p; ++k) {
+    for (int k = 0; k < p && total < layers; ++k) {
       const int c = capacity(k, t);
       if (c == 0) return false;
       total += c;
     }
     return total >= layers;
   };
-  std::sort(candidates.begin(), candidates.end());
-  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
-  if (!feasible(candidates.back())) {
-    int total = 0;
-    for (int k = 0; k < p; ++k) total += static_cast<int>(choices[k].size());
-    result.binding = "memory: the " + std::to_string(p) + " stages hold at most " + std::to_string(total) +
-                     " of the model's " + std::to_string(layers) + " layers with micro-batch " +
-                     std::to_string(micro_batch);
+  // The smallest feasible bottleneck lies between the slowest one-layer stage and the time of the
+  // most layers any stage may hold; bisect to the precision of a double.
+  double low = 0, high = 0;
+  for (int k = 0; k < p; ++k) {
+    double slowest_option = 0;
+    for (const Option& o : options[k])
+      if (o.fits > 0) slowest_option = std::max(slowest_option, o.time.at(o.fits));
+    high = std::max(high, slowest_option);
+    double one = std::numeric_limits<double>::infinity();
+    for (const Option& o : options[k])
+      if (o.fits > 0) one = std::min(one, o.time.at(1));
+    low = std::max(low, one);
+  }
+  if (!feasible(high)) {  // cannot happen when holdable >= layers; kept as a guard
+    result.binding = "memory: no layer split of the " + std::to_string(p) + " stages fits";
     return result;
   }
-  size_t low = 0, high = candidates.size() - 1;  // candidates[high] is feasible
-  while (low < high) {
-    const size_t mid = (low + high) / 2;
-    if (feasible(candidates[mid]))
-      high = mid;
-    else
-      low = mid + 1;
+  if (!feasible(low)) {
+    for (int i = 0; i < 100 && high - low > high * 1e-13; ++i) {
+      const double mid = 0.5 * (low + high);
+      (feasible(mid) ? high : low) = mid;
+    }
+  } else {
+    high = low;
   }
-  const double bottleneck = candidates[high];
   std::vector<int> n(p);
+  std::vector<const Option*> chosen(p);
   int total = 0;
-  for (int k = 0; k < p; ++k) total += n[k] = capacity(k, bottleneck);
+  for (int k = 0; k < p; ++k) total += n[k] = capacity(k, high);
+  auto choose = [&](int k) -> const Option* {  // the fastest option that holds n[k] layers
+    for (const Option& o : options[k])
+      if (o.fits >= n[k]) return &o;
+    return &options[k].back();
+  };
   // Give back the excess from the slowest stages first, which keeps the stages balanced.
   while (total > layers) {
     int slowest = -1;
-    for (int k = 0; k < p; ++k)
-      if (n[k] > 1 && (slowest < 0 || choices[k][n[k] - 1].time > choices[slowest][n[slowest] - 1].time)) slowest = k;
+    double slowest_time = -1;
+    for (int k = 0; k < p; ++k) {
+      const double t = choose(k)->time.at(n[k]);
+      if (n[k] > 1 && t > slowest_time) slowest = k, slowest_time = t;
+    }
     --n[slowest];
     --total;
   }
   result.feasible = true;
   for (int k = 0; k < p; ++k) {
+    chosen[k] = choose(k);
     stages[k].layers = n[k];
-    stages[k].recompute = choices[k][n[k] - 1].recompute;
-    result.bottleneck = std::max(result.bottleneck, choices[k][n[k] - 1].time);
+    stages[k].recompute = chosen[k]->recompute;
+    result.bottleneck = std::max(result.bottleneck, chosen[k]->time.at(n[k]));
   }
   result.stages = std::move(stages);
   return result;

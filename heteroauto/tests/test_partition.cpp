@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 
 #include "fixtures.hpp"
@@ -73,6 +74,51 @@ TEST(PartitionTest, MoreStagesThanLayersIsExplained) {
   const Partition p = partition_layers(cost, std::vector<StageSpec>(3, StageSpec{&cluster.nodes[0], 1}), 1, 4);
   EXPECT_FALSE(p.feasible);
   EXPECT_THAT(p.binding, HasSubstr("3 stages need at least as many layers"));
+}
+
+// Every split of the layers over three stages of different types, each stage taking the fastest
+// recomputation that fits: none has a smaller bottleneck than the partition's.
+TEST(PartitionTest, MatchesBruteForceOverEverySplitAndRecomputation) {
+  const Cluster cluster = parse_cluster(test::two_type_cluster());
+  auto mj = test::model_7b();
+  mj["layers"] = 20;
+  const Model model = parse_model(mj);
+  const CostModel cost(cluster, model);
+  for (int micro_batch : {1, 2}) {
+    std::vector<StageSpec> stages{{&cluster.nodes[1], 1, 0, true, false},
+                                  {&cluster.nodes[0], 2, 0, false, false},
+                                  {&cluster.nodes[0], 1, 0, false, true}};
+    const int m = 6;
+    double best = std::numeric_limits<double>::infinity();
+    for (int a = 1; a < 20; ++a)
+      for (int b = 1; a + b < 20; ++b) {
+        const int counts[3] = {a, b, 20 - a - b};
+        double worst = 0;
+        for (int k = 0; k < 3 && worst < best; ++k) {
+          StageSpec s = stages[k];
+          s.layers = counts[k];
+          double fastest = std::numeric_limits<double>::infinity();
+          for (Recompute r : model.recompute) {
+            s.recompute = r;
+            if (cost.stage_memory(s, micro_batch, std::min(m, 3 - k)) > cost.device_capacity(s)) continue;
+            const StageTime t = cost.stage_time(s, micro_batch);
+            fastest = std::min(fastest, t.forward + t.backward);
+          }
+          worst = std::max(worst, fastest);
+        }
+        best = std::min(best, worst);
+      }
+    const Partition p = partition_layers(cost, stages, micro_batch, m);
+    ASSERT_TRUE(p.feasible) << p.binding;
+    EXPECT_NEAR(p.bottleneck, best, best * 1e-9) << "micro-batch " << micro_batch;
+    double worst = 0;
+    for (int k = 0; k < 3; ++k) {
+      const StageTime t = cost.stage_time(p.stages[k], micro_batch);
+      worst = std::max(worst, t.forward + t.backward);
+      EXPECT_LE(cost.stage_memory(p.stages[k], micro_batch, std::min(m, 3 - k)), cost.device_capacity(p.stages[k]));
+    }
+    EXPECT_NEAR(worst, p.bottleneck, best * 1e-9);
+  }
 }
 
 }  // namespace

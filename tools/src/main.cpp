@@ -6,6 +6,7 @@
 #include "devices_command.hpp"
 #include "h2/error.hpp"
 #include "h2/version.hpp"
+#include "plan_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"H2: train large language models on heterogeneous clusters"};
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   h2::tools::add_devices_command(app, devices, exit_code);
   h2::tools::ConformOptions conform;
   h2::tools::add_conform_command(app, conform, exit_code);
+  h2::tools::PlanOptions plan;
+  h2::tools::add_plan_command(app, plan, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,95 @@
+// The coarse structure of a plan, before layers and micro-batches are chosen, and the evaluator
+// that turns one into a plan under the cost model. The search (search.hpp), the baselines and the
+// exhaustive reference of bench/ all go through the same evaluator, so they are compared under one
+// cost model and one simulator.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "h2/heteroauto/cost_model.hpp"
+#include "h2/heteroauto/plan.hpp"
+#include "h2/heteroauto/simulator.hpp"
+
+namespace h2::heteroauto {
+
+// The cluster with identical node groups merged (same device type, node shape, links, NIC and
+// sub-cluster): the search works on counts of these, never on device ids. `members` maps each
+// merged group back to the described groups, in order, with their node counts.
+struct CanonicalCluster {
+  Cluster cluster;
+  std::vector<std::vector<std::pair<std::string, int>>> members;  // per cluster.nodes[g]
+};
+CanonicalCluster canonicalize(const Cluster& cluster);
+
+// Consecutive stages of one pipeline on one (canonical) node group, all with the same TP degree.
+struct Segment {
+  int group = 0;
+  int tp = 1;
+  int stages = 1;
+  int devices() const { return tp * stages; }
+};
+
+// A pipeline class: `replicas` identical pipelines, each on its own devices.
+struct ClassLayout {
+  std::vector<Segment> segments;  // in pipeline order
+  int replicas = 1;
+  int stage_count() const;
+};
+
+// A class with its layer partition chosen (stages[k].layers / recompute filled in).
+struct PartitionedClass {
+  ClassLayout layout;
+  std::vector<StageSpec> stages;
+};
+
+// Micro-batches of a class's replicas: `extra` replicas run `base + 1`, the others `base`.
+struct MicroBatchSplit {
+  int base = 1;
+  int extra = 0;
+  int most() const { return extra > 0 ? base + 1 : base; }
+};
+
+class Evaluator {
+ public:
+  Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b);
+
+  const CostModel& cost() const { return cost_; }
+  const Cluster& cluster() const { return canonical_.cluster; }
+
+  // The stages of one pipeline of the class, with nodes, tp, first and last set (layers 0).
+  std::vector<StageSpec> stage_specs(const ClassLayout& layout) const;
+  // Per-micro-batch stage and transfer times of one pipeline of a partitioned class.
+  PipelineTimes pipeline_times(const PartitionedClass& c, int micro_batch) const;
+  // Closed-form 1F1B estimate: sum of stage and transfer times + (m - 1) x the slowest stage.
+  double estimate_pipeline(const PipelineTimes& times, int micro_batches) const;
+  // Gradient averaging after the step: per stage a ring allreduce over every replica holding its
+  // layers (slowest link among them, fp32 gradients of the largest shard); the slowest stage's ring.
+  double dp_allreduce_time(const std::vector<PartitionedClass>& classes) const;
+  // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
+  double dp_allreduce_lower_bound(const ClassLayout& layout) const;
+  // Sum of one pipeline's stage-to-stage transfer times (one direction), without a partition.
+  double transfer_sum(const ClassLayout& layout, int micro_batch) const;
+  // Splits `micro_batches` over the classes' replicas so that the slowest finishes first (greedy
+  // water-filling on the closed-form estimate; exact for non-decreasing times). Every replica gets
+  // at least one; returns an empty vector when there are more replicas than micro-batches.
+  std::vector<MicroBatchSplit> split_micro_batches(const std::vector<PipelineTimes>& times,
+                                                   const std::vector<int>& replicas, int micro_batches) const;
+  // The full plan: devices assigned, every distinct pipeline simulated, prediction filled in.
+  Plan build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
+                  int micro_batch) const;
+
+ private:
+  bool segment_in_one_node(const Segment& s) const;
+  bool replicas_in_one_node(const Segment& s, int replicas) const;
+  // The link a ring over devices of these groups crosses: the node's fabric when it stays in one
+  // node, else the slowest NIC, host staging and inter-cluster link among them.
+  Link ring_link(const std::vector<int>& groups, bool in_one_node) const;
+
+  const CanonicalCluster& canonical_;
+  CostModel cost_;
+  Schedule schedule_;
+};
+
+}  // namespace h2::heteroauto

@@ -1,0 +1,57 @@
+// HeteroAuto's search: the best plans for a model on a cluster under the cost model.
+//
+// Coarse, over counts of (canonical) node groups, never device ids:
+//  - which groups form a pipeline class (a set partition of the groups used; one class is a
+//    pipeline whose stages span several device types, several classes are asymmetric data
+//    parallelism: replicas of different kinds with different micro-batch counts),
+//  - the order of the groups along the pipeline, each group's tensor-parallel degree (inside a
+//    node) and the class's replica count, which splits each group evenly over the replicas,
+//  - the micro-batch size.
+// A class's data-parallel rings then run over its own groups only: a class confined to one NIC
+// class keeps its gradient traffic there and only pipeline p2p crosses slower links (Holmes).
+// Fine, per class: the exact bottleneck layer partition under each device's memory with
+// recomputation per stage (partition.hpp). Classes are pruned with a lower bound that needs no
+// partition (the layers spread continuously over the stages' speeds). Micro-batches are
+// water-filled over the replicas (never zero). The best estimates are re-ranked with the 1F1B
+// event simulator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "h2/heteroauto/plan.hpp"
+#include "h2/heteroauto/simulator.hpp"
+
+namespace h2::heteroauto {
+
+struct SearchOptions {
+  int top = 3;          // plans returned, best first
+  int simulate = 24;    // best closed-form estimates re-ranked with the simulator
+  int per_class = 3;    // best layouts kept per set of groups, combined across classes
+  int max_classes = 3;  // pipeline classes in one plan
+  Schedule schedule = Schedule::one_f_one_b;
+  bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
+};
+
+struct SearchStats {
+  long layouts = 0;       // coarse layouts enumerated
+  long pruned = 0;        // discarded by the lower bound without a partition
+  long partitioned = 0;   // exact layer partitions computed
+  long infeasible = 0;    // partitions that did not fit in memory
+  long combinations = 0;  // multi-class combinations water-filled
+  long simulated = 0;     // plans simulated
+  int groups = 0;         // canonical node groups
+  double seconds = 0;
+};
+
+struct SearchResult {
+  std::vector<Plan> plans;  // best first; empty when nothing fits
+  std::string infeasible;   // when no plan: the binding constraint, in words
+  SearchStats stats;
+  std::vector<std::string> explanation;  // the search's reasoning, one line each, for --explain
+};
+
+// Throws DescriptionError when the cluster cannot run the model's dtype at all.
+SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options = {});
+
+}  // namespace h2::heteroauto

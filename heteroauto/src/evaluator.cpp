@@ -1,0 +1,315 @@
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <queue>
+#include <set>
+
+#include "h2/heteroauto/layout.hpp"
+
+namespace h2::heteroauto {
+
+namespace {
+
+// Gradients are averaged in fp32 whatever the model dtype (HeteroPP keeps fp32 gradients).
+constexpr double kGradientBytes = 4;
+
+std::string milliseconds(double seconds) {
+  char text[32];
+  if (seconds < 1e-4)
+    std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.1f ms", seconds * 1e3);
+  return text;
+}
+
+}  // namespace
+
+int ClassLayout::stage_count() const {
+  int p = 0;
+  for (const Segment& s : segments) p += s.stages;
+  return p;
+}
+
+Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule)
+    : canonical_(canonical), cost_(canonical.cluster, model), schedule_(schedule) {}
+
+bool Evaluator::segment_in_one_node(const Segment& s) const {
+  const int per_node = cluster().nodes[s.group].devices_per_node;
+  return s.devices() <= per_node && per_node % s.devices() == 0;
+}
+
+bool Evaluator::replicas_in_one_node(const Segment& s, int replicas) const {
+  const int per_node = cluster().nodes[s.group].devices_per_node;
+  return s.devices() * replicas <= per_node && per_node % s.devices() == 0;
+}
+
+double Evaluator::dp_allreduce_lower_bound(const ClassLayout& layout) const {
+  if (layout.replicas <= 1) return 0;
+  const int p = layout.stage_count();
+  const double layers = (cost_.model().layers + p - 1) / p;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const Segment& s : layout.segments) {
+    const Link link = ring_link({s.group}, replicas_in_one_node(s, layout.replicas));
+    const double bytes = layers * cost_.layer_parameters() * kGradientBytes / s.tp;
+    fastest = std::min(fastest, cost_.allreduce_time(link, bytes, layout.replicas));
+  }
+  return fastest;
+}
+
+double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const {
+  const double bytes = cost_.boundary_bytes(micro_batch);
+  double sum = 0;
+  for (size_t i = 0; i < layout.segments.size(); ++i) {
+    const Segment& s = layout.segments[i];
+    const StageSpec here{&cluster().nodes[s.group], s.tp};
+    if (s.stages > 1)
+      sum += (s.stages - 1) * cost_.transfer_time(cost_.link_between(here, here, segment_in_one_node(s)), bytes);
+    if (i + 1 < layout.segments.size()) {
+      const StageSpec next{&cluster().nodes[layout.segments[i + 1].group], layout.segments[i + 1].tp};
+      sum += cost_.transfer_time(cost_.link_between(here, next, false), bytes);
+    }
+  }
+  return sum;
+}
+
+std::vector<StageSpec> Evaluator::stage_specs(const ClassLayout& layout) const {
+  std::vector<StageSpec> stages;
+  for (const Segment& s : layout.segments)
+    for (int i = 0; i < s.stages; ++i) stages.push_back({&cluster().nodes[s.group], s.tp});
+  if (!stages.empty()) {
+    stages.front().first = true;
+    stages.back().last = true;
+  }
+  return stages;
+}
+
+PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_batch) const {
+  PipelineTimes times;
+  for (const StageSpec& stage : c.stages) {
+    const StageTime t = cost_.stage_time(stage, micro_batch);
+    times.forward.push_back(t.forward);
+    times.backward.push_back(t.backward);
+  }
+  // Consecutive stages of one segment share a node when the segment fits one node aligned.
+  size_t k = 0;
+  for (const Segment& s : c.layout.segments) {
+    for (int i = 0; i < s.stages; ++i, ++k) {
+      if (k + 1 >= c.stages.size()) break;
+      const bool same_segment = i + 1 < s.stages;
+      const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], same_segment && segment_in_one_node(s));
+      times.transfer.push_back(cost_.transfer_time(link, cost_.boundary_bytes(micro_batch)));
+    }
+  }
+  return times;
+}
+
+double Evaluator::estimate_pipeline(const PipelineTimes& times, int micro_batches) const {
+  double sum = 0, slowest = 0;
+  for (size_t k = 0; k < times.forward.size(); ++k) {
+    sum += times.forward[k] + times.backward[k];
+    slowest = std::max(slowest, times.forward[k] + times.backward[k]);
+  }
+  for (double t : times.transfer) sum += 2 * t;
+  return sum + (micro_batches - 1) * slowest;
+}
+
+Link Evaluator::ring_link(const std::vector<int>& groups, bool in_one_node) const {
+  const Cluster& c = cluster();
+  if (in_one_node) return cost_.intra_node_link(c.nodes[groups.front()]);
+  Link link = cost_.nic_link(c.nodes[groups.front()]);
+  for (int g : groups) {
+    const Link nic = cost_.nic_link(c.nodes[g]);
+    link.bandwidth_gbps = std::min(link.bandwidth_gbps, nic.bandwidth_gbps);
+    link.latency_us = std::max(link.latency_us, nic.latency_us);
+    link.host_link_gbps = std::min(link.host_link_gbps, nic.host_link_gbps);
+    link.host_staged = link.host_staged || nic.host_staged;
+    for (int other : groups) {
+      const DeviceType& a = c.device_type(c.nodes[g].device_type);
+      const DeviceType& b = c.device_type(c.nodes[other].device_type);
+      if (!c.device_direct(a.vendor, b.vendor)) link.host_staged = true;
+      if (c.nodes[g].cluster != c.nodes[other].cluster) {
+        const InterClusterLink* inter = c.inter_cluster_link(c.nodes[g].cluster, c.nodes[other].cluster);
+        link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);
+        link.latency_us = std::max(link.latency_us, cost_.nic_link(c.nodes[g]).latency_us + inter->latency_us);
+      }
+    }
+  }
+  return link;
+}
+
+double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes) const {
+  int replicas = 0;
+  for (const PartitionedClass& c : classes) replicas += c.layout.replicas;
+  if (replicas <= 1) return 0;
+  const double layer_parameters = cost_.layer_parameters();
+  double slowest = 0;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const PartitionedClass& c = classes[ci];
+    int first_layer = 0;
+    for (size_t k = 0; k < c.stages.size(); ++k) {
+      const StageSpec& stage = c.stages[k];
+      const int end_layer = first_layer + stage.layers;
+      // Every replica's devices that hold any of these layers (or the same embedding / head).
+      std::set<int> groups;
+      int smallest_tp = stage.tp;
+      for (const PartitionedClass& other : classes) {
+        int start = 0;
+        for (const StageSpec& s : other.stages) {
+          const bool overlaps = start < end_layer && first_layer < start + s.layers;
+          if (overlaps || (stage.first && s.first) || (stage.last && s.last)) {
+            groups.insert(static_cast<int>(s.nodes - cluster().nodes.data()));
+            smallest_tp = std::min(smallest_tp, s.tp);
+          }
+          start += s.layers;
+        }
+      }
+      // One class on one group whose replicas all sit in one node: the ring stays in the node.
+      bool in_one_node = false;
+      if (classes.size() == 1 && groups.size() == 1)
+        for (const Segment& s : c.layout.segments)
+          if (s.group == *groups.begin()) in_one_node = replicas_in_one_node(s, c.layout.replicas);
+      double parameters = stage.layers * layer_parameters;
+      if (stage.first) parameters += cost_.embedding_parameters();
+      if (stage.last) parameters += cost_.embedding_parameters();
+      const Link link = ring_link({groups.begin(), groups.end()}, in_one_node);
+      slowest = std::max(slowest, cost_.allreduce_time(link, parameters * kGradientBytes / smallest_tp, replicas));
+      first_layer = end_layer;
+    }
+  }
+  return slowest;
+}
+
+std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<PipelineTimes>& times,
+                                                            const std::vector<int>& replicas, int micro_batches) const {
+  const size_t n = times.size();
+  std::vector<MicroBatchSplit> split(n);
+  int remaining = micro_batches;
+  for (int r : replicas) remaining -= r;
+  if (remaining < 0) return {};
+  // Next finishing time of each class's next replica to receive one more micro-batch.
+  using Entry = std::pair<double, size_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+  for (size_t c = 0; c < n; ++c) next.push({estimate_pipeline(times[c], 2), c});
+  while (remaining > 0) {
+    const size_t c = next.top().second;
+    next.pop();
+    const int moved = std::min(remaining, replicas[c] - split[c].extra);
+    split[c].extra += moved;
+    remaining -= moved;
+    if (split[c].extra == replicas[c]) {
+      ++split[c].base;
+      split[c].extra = 0;
+    }
+    next.push({estimate_pipeline(times[c], split[c].base + 1), c});
+  }
+  return split;
+}
+
+Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
+                           int micro_batch) const {
+  const Cluster& c = cluster();
+  const Model& model = cost_.model();
+  Plan plan;
+  plan.cluster = c.name;
+  plan.model = model;
+  plan.micro_batch_size = micro_batch;
+  std::vector<int> cursor(c.nodes.size(), 0);  // next free device of each group
+  auto take_device = [&](int group, int rank) {
+    const int index = cursor[group]++;
+    const int per_node = c.nodes[group].devices_per_node;
+    int node = index / per_node;
+    for (const auto& [name, count] : canonical_.members[group]) {
+      if (node < count) return DeviceRef{name, node, index % per_node, rank};
+      node -= count;
+    }
+    throw std::logic_error("plan uses more devices of group '" + c.nodes[group].name + "' than it has");
+  };
+
+  int rank = 0;
+  double used_peak = 0;
+  double busy = 0, stage_time_total = 0;
+  struct Slowest {
+    double time = -1;
+    size_t pipeline = 0;
+  } slowest;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const PartitionedClass& pc = classes[ci];
+    const PipelineTimes times = pipeline_times(pc, micro_batch);
+    const int p = static_cast<int>(pc.stages.size());
+    PlanPipeline pipeline;
+    pipeline.transfer_s = times.transfer;
+    int first_layer = 0;
+    for (int k = 0; k < p; ++k) {
+      const StageSpec& s = pc.stages[k];
+      PlanStage stage;
+      stage.node_group = s.nodes->name;
+      stage.device_type = s.nodes->device_type;
+      stage.tp = s.tp;
+      stage.first_layer = first_layer;
+      stage.layers = s.layers;
+      stage.recompute = s.recompute;
+      stage.forward_s = times.forward[k];
+      stage.backward_s = times.backward[k];
+      stage.memory_bytes = cost_.stage_memory(s, micro_batch, std::min(split[ci].most(), p - k));
+      stage.capacity_bytes = cost_.device_capacity(s);
+      first_layer += s.layers;
+      pipeline.stages.push_back(stage);
+    }
+    const Simulation base = simulate_pipeline(times, split[ci].base, schedule_);
+    const Simulation more = split[ci].extra > 0 ? simulate_pipeline(times, split[ci].base + 1, schedule_) : base;
+    for (int r = 0; r < pc.layout.replicas; ++r) {
+      PlanReplica replica;
+      const bool extra = r < split[ci].extra;
+      const Simulation& sim = extra ? more : base;
+      replica.micro_batches = extra ? split[ci].base + 1 : split[ci].base;
+      replica.pipeline_time_s = sim.makespan;
+      for (const Segment& segment : pc.layout.segments) {
+        const DeviceType& type = c.device_type(c.nodes[segment.group].device_type);
+        for (int k = 0; k < segment.stages; ++k) {
+          std::vector<DeviceRef> devices;
+          for (int t = 0; t < segment.tp; ++t) devices.push_back(take_device(segment.group, rank++));
+          replica.devices.push_back(std::move(devices));
+          used_peak += segment.tp * type.peak_tflops.at(model.dtype) * 1e12;
+        }
+      }
+      for (double b : sim.busy) busy += b;
+      stage_time_total += p;  // scaled by the pipeline time below
+      if (sim.makespan > slowest.time) slowest = {sim.makespan, plan.pipelines.size()};
+      plan.prediction.pipeline_time_s = std::max(plan.prediction.pipeline_time_s, sim.makespan);
+      pipeline.replicas.push_back(std::move(replica));
+    }
+    pipeline.bubble_fraction = (split[ci].extra > 0 ? more : base).bubble_fraction;
+    plan.pipelines.push_back(std::move(pipeline));
+  }
+
+  PlanPrediction& prediction = plan.prediction;
+  prediction.dp_allreduce_s = dp_allreduce_time(classes);
+  prediction.step_time_s = prediction.pipeline_time_s + prediction.dp_allreduce_s;
+  prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;
+  prediction.mfu = cost_.step_flops() / (prediction.step_time_s * used_peak);
+  prediction.bubble_fraction = 1 - busy / (stage_time_total * prediction.pipeline_time_s);
+  prediction.devices_used = rank;
+  prediction.devices_total = c.device_count();
+
+  // The bottleneck: the slowest stage of the slowest pipeline, or the gradient allreduce.
+  const PlanPipeline& critical = plan.pipelines[slowest.pipeline];
+  size_t worst = 0;
+  for (size_t k = 1; k < critical.stages.size(); ++k)
+    if (critical.stages[k].forward_s + critical.stages[k].backward_s >
+        critical.stages[worst].forward_s + critical.stages[worst].backward_s)
+      worst = k;
+  const PlanStage& w = critical.stages[worst];
+  std::string stage_words = "pipeline " + std::to_string(slowest.pipeline) + " stage " + std::to_string(worst) + " (" +
+                            w.device_type + ", tp " + std::to_string(w.tp) + ", layers " +
+                            std::to_string(w.first_layer) + "-" + std::to_string(w.first_layer + w.layers - 1) +
+                            (w.recompute == Recompute::full ? ", recomputed" : "") + ") takes " +
+                            milliseconds(w.forward_s + w.backward_s) + " per micro-batch";
+  if (prediction.dp_allreduce_s > 0.5 * prediction.pipeline_time_s)
+    prediction.bottleneck = "data-parallel gradient allreduce: " + milliseconds(prediction.dp_allreduce_s) +
+                            " after a " + milliseconds(prediction.pipeline_time_s) + " pipeline; " + stage_words;
+  else
+    prediction.bottleneck = "compute: " + stage_words;
+  return plan;
+}
+
+}  // namespace h2::heteroauto

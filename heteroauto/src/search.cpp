@@ -1,0 +1,412 @@
+#include "h2/heteroauto/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <tuple>
+
+#include "h2/heteroauto/layout.hpp"
+#include "h2/heteroauto/partition.hpp"
+
+namespace h2::heteroauto {
+
+namespace {
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, s < 1 ? "%.1f ms" : "%.3f s", s < 1 ? s * 1e3 : s);
+  return text;
+}
+
+// A pipeline class with its partition, times and its step-time estimate when it runs alone.
+struct ClassCandidate {
+  PartitionedClass pc;
+  PipelineTimes times;
+  double standalone = 0;
+};
+
+// A plan before simulation: one candidate per block of a set partition of the groups.
+struct Combination {
+  int micro_batch = 0;
+  std::vector<const ClassCandidate*> classes;
+  std::vector<MicroBatchSplit> split;
+  double estimate = 0;
+};
+
+class Search {
+ public:
+  Search(const Cluster& cluster, const Model& model, const SearchOptions& options)
+      : canonical_(canonicalize(cluster)),
+        model_(model),
+        options_(options),
+        evaluator_(canonical_, model, options.schedule) {}
+
+  SearchResult run();
+
+ private:
+  const Cluster& groups() const { return canonical_.cluster; }
+  std::vector<int> tp_options(int group, int devices) const;
+  std::vector<std::vector<int>> orderings(std::vector<int> block) const;
+  std::vector<int> replica_options(const std::vector<int>& block, int micro_batches) const;
+  std::string describe(const ClassLayout& layout) const;
+  double lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches);
+  bool holds_model_state(const ClassLayout& layout, int micro_batch);
+  std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches);
+  void combine(int micro_batch, int micro_batches, const std::map<unsigned, std::vector<ClassCandidate>>& by_block);
+  void keep(Combination c);
+
+  CanonicalCluster canonical_;
+  const Model& model_;
+  SearchOptions options_;
+  Evaluator evaluator_;
+  SearchResult result_;
+  struct SegmentTimes {
+    double layer = 0;  // one layer's forward + backward
+    double head = 0;   // what the LM head adds on the last stage
+  };
+  std::map<std::tuple<int, int, int>, SegmentTimes> segment_times_;  // by (group, tp, micro-batch)
+  std::vector<Combination> best_;                                    // best estimates, at most options_.simulate
+  std::vector<std::unique_ptr<std::map<unsigned, std::vector<ClassCandidate>>>> storage_;
+  // The infeasible layout that came closest (largest memory over need), for the explanation.
+  double closest_fit_ = -1;
+  std::string closest_binding_;
+  long too_deep_ = 0;  // layouts with more stages than layers
+};
+
+std::vector<int> Search::tp_options(int group, int devices) const {
+  const NodeGroup& g = groups().nodes[group];
+  std::vector<int> tps;
+  for (int tp = 1; tp <= std::min(devices, g.devices_per_node); tp *= 2) {
+    if (g.devices_per_node % tp != 0 || model_.heads % tp != 0 || model_.ffn % tp != 0) continue;
+    if (model_.kv_heads % tp != 0 && tp % model_.kv_heads != 0) continue;
+    tps.push_back(tp);
+  }
+  return tps;
+}
+
+std::vector<std::vector<int>> Search::orderings(std::vector<int> block) const {
+  std::vector<std::vector<int>> result;
+  if (block.size() <= 5) {
+    std::sort(block.begin(), block.end());
+    do result.push_back(block);
+    while (std::next_permutation(block.begin(), block.end()));
+    return result;
+  }
+  // Too many permutations: memory-rich groups first (early stages hold the most activations under
+  // 1F1B), and fastest first.
+  auto memory = [&](int g) { return groups().device_type(groups().nodes[g].device_type).memory_gib; };
+  auto speed = [&](int g) {
+    const DeviceType& t = groups().device_type(groups().nodes[g].device_type);
+    return t.peak_tflops.at(model_.dtype) * t.efficiency;
+  };
+  std::stable_sort(block.begin(), block.end(), [&](int a, int b) { return memory(a) > memory(b); });
+  result.push_back(block);
+  std::stable_sort(block.begin(), block.end(), [&](int a, int b) { return speed(a) > speed(b); });
+  result.push_back(block);
+  return result;
+}
+
+std::vector<int> Search::replica_options(const std::vector<int>& block, int micro_batches) const {
+  int smallest = micro_batches;
+  for (int g : block) smallest = std::min(smallest, groups().nodes[g].count * groups().nodes[g].devices_per_node);
+  std::vector<int> options;
+  for (int r = 1; r <= smallest; ++r) {
+    bool divides = micro_batches % r == 0;
+    for (int g : block) divides = divides || (groups().nodes[g].count * groups().nodes[g].devices_per_node) % r == 0;
+    if (divides) options.push_back(r);
+  }
+  return options;
+}
+
+std::string Search::describe(const ClassLayout& layout) const {
+  std::string text;
+  for (const Segment& s : layout.segments) {
+    if (!text.empty()) text += " -> ";
+    text += groups().nodes[s.group].name + " " + std::to_string(s.stages) + "x tp" + std::to_string(s.tp);
+  }
+  return text + ", " + std::to_string(layout.replicas) + (layout.replicas == 1 ? " replica" : " replicas");
+}
+
+// No partition of this layout beats it, so it prunes without computing one: the layers spread
+// continuously over the stages' speeds bound the slowest stage (which also carries at least one
+// layer plus the LM head when it is the last); every stage runs at least one layer, the rest at
+// best at the fastest stage's speed; transfers are exact; gradients are averaged at best over the
+// fastest ring. Memory is ignored.
+double Search::lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches) {
+  double rate = 0, fastest = std::numeric_limits<double>::infinity(), one_each = 0;
+  const SegmentTimes* last = nullptr;
+  for (const Segment& s : layout.segments) {
+    auto [it, fresh] = segment_times_.try_emplace({s.group, s.tp, micro_batch});
+    if (fresh) {
+      StageSpec one{&groups().nodes[s.group], s.tp, 1};
+      const StageTime t = evaluator_.cost().stage_time(one, micro_batch);
+      one.last = true;
+      const StageTime with_head = evaluator_.cost().stage_time(one, micro_batch);
+      it->second = {t.forward + t.backward, with_head.forward + with_head.backward - (t.forward + t.backward)};
+    }
+    rate += s.stages / it->second.layer;
+    fastest = std::min(fastest, it->second.layer);
+    one_each += s.stages * it->second.layer;
+    last = &it->second;
+  }
+  const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
+  const double period = std::max(model_.layers / rate, last->layer + last->head);
+  const double fill = one_each + (model_.layers - layout.stage_count()) * fastest + last->head +
+                      2 * evaluator_.transfer_sum(layout, micro_batch);
+  return fill + (per_replica - 1) * period + evaluator_.dp_allreduce_lower_bound(layout);
+}
+
+// A necessary condition for any partition: the pipeline's memory holds the model's weights,
+// gradients and optimizer state. Records the shortfall for the explanation when it does not.
+bool Search::holds_model_state(const ClassLayout& layout, int micro_batch) {
+  const CostModel& cost = evaluator_.cost();
+  double capacity = 0;
+  for (const StageSpec& s : evaluator_.stage_specs(layout)) capacity += s.tp * cost.device_capacity(s);
+  StageSpec whole{&groups().nodes[layout.segments.front().group], 1, model_.layers, true, true};
+  const double need = cost.parameter_state_bytes(whole);
+  if (capacity >= need) return true;
+  const double fit = capacity / need;
+  if (fit > closest_fit_) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "holds %.1f GiB per pipeline, less than the %.1f GiB of weights, gradients and "
+                  "AdamW state of the model",
+                  capacity / kGiB, need / kGiB);
+    closest_fit_ = fit;
+    closest_binding_ = "memory: the largest pipelines (" + describe(layout) + ", micro-batch " +
+                       std::to_string(micro_batch) + ") " + text;
+  }
+  return false;
+}
+
+std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, int micro_batch, int micro_batches) {
+  struct Coarse {
+    ClassLayout layout;
+    double bound;
+  };
+  std::vector<Coarse> layouts;
+  for (const std::vector<int>& order : orderings(block)) {
+    for (int r : replica_options(block, micro_batches)) {
+      // Each group's devices split evenly over the replicas; each group's TP degree chosen below.
+      std::vector<std::vector<int>> tps;
+      for (int g : order)
+        tps.push_back(tp_options(g, groups().nodes[g].count * groups().nodes[g].devices_per_node / r));
+      std::vector<size_t> pick(order.size(), 0);
+      bool any = true;
+      for (const auto& t : tps) any = any && !t.empty();
+      while (any) {
+        ClassLayout layout;
+        layout.replicas = r;
+        for (size_t i = 0; i < order.size(); ++i) {
+          const int per_replica = groups().nodes[order[i]].count * groups().nodes[order[i]].devices_per_node / r;
+          const int tp = tps[i][pick[i]];
+          layout.segments.push_back({order[i], tp, per_replica / tp});
+        }
+        ++result_.stats.layouts;
+        if (layout.stage_count() > model_.layers)
+          ++too_deep_;
+        else
+          layouts.push_back({layout, lower_bound(layout, micro_batch, micro_batches)});
+        size_t i = 0;  // next TP combination
+        while (i < pick.size() && ++pick[i] == tps[i].size()) pick[i++] = 0;
+        if (i == pick.size()) break;
+      }
+    }
+  }
+  std::sort(layouts.begin(), layouts.end(), [](const Coarse& a, const Coarse& b) { return a.bound < b.bound; });
+
+  std::vector<ClassCandidate> best;  // sorted by standalone estimate, at most options_.per_class
+  const size_t keep = static_cast<size_t>(std::max(1, options_.per_class));
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (options_.prune && best.size() == keep && layouts[i].bound >= best.back().standalone) {
+      result_.stats.pruned += static_cast<long>(layouts.size() - i);
+      break;
+    }
+    const ClassLayout& layout = layouts[i].layout;
+    if (!holds_model_state(layout, micro_batch)) {
+      ++result_.stats.infeasible;
+      continue;
+    }
+    const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
+    ++result_.stats.partitioned;
+    const Partition partition =
+        partition_layers(evaluator_.cost(), evaluator_.stage_specs(layout), micro_batch, per_replica);
+    if (!partition.feasible) {
+      ++result_.stats.infeasible;
+      if (closest_fit_ < 1) {  // any layout that holds the model state is closer than one that does not
+        closest_fit_ = 1;
+        closest_binding_ = partition.binding + " (" + describe(layout) + ")";
+      }
+      continue;
+    }
+    ClassCandidate candidate{{layout, partition.stages}, {}, 0};
+    candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
+    candidate.standalone =
+        evaluator_.estimate_pipeline(candidate.times, per_replica) + evaluator_.dp_allreduce_time({candidate.pc});
+    auto at = std::upper_bound(best.begin(), best.end(), candidate.standalone,
+                               [](double t, const ClassCandidate& c) { return t < c.standalone; });
+    best.insert(at, std::move(candidate));
+    if (best.size() > keep) best.pop_back();
+  }
+  return best;
+}
+
+void Search::keep(Combination c) {
+  const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
+  if (best_.size() == limit && c.estimate >= best_.back().estimate) return;
+  auto at = std::upper_bound(best_.begin(), best_.end(), c.estimate,
+                             [](double t, const Combination& x) { return t < x.estimate; });
+  best_.insert(at, std::move(c));
+  if (best_.size() > limit) best_.pop_back();
+}
+
+void Search::combine(int micro_batch, int micro_batches,
+                     const std::map<unsigned, std::vector<ClassCandidate>>& by_block) {
+  const int n = static_cast<int>(groups().nodes.size());
+  std::vector<int> block_of(n, -1);  // -1: group unused
+  // Every assignment of groups to at most max_classes blocks (or to none), blocks numbered in
+  // order of first use so that each set partition comes once.
+  std::function<void(int, int)> assign = [&](int g, int blocks) {
+    if (g == n) {
+      if (blocks == 0) return;
+      std::vector<const std::vector<ClassCandidate>*> choices(blocks);
+      for (int b = 0; b < blocks; ++b) {
+        unsigned mask = 0;
+        for (int i = 0; i < n; ++i)
+          if (block_of[i] == b) mask |= 1u << i;
+        auto it = by_block.find(mask);
+        if (it == by_block.end() || it->second.empty()) return;
+        choices[b] = &it->second;
+      }
+      std::vector<size_t> pick(blocks, 0);
+      while (true) {
+        Combination c;
+        c.micro_batch = micro_batch;
+        std::vector<PipelineTimes> times;
+        std::vector<int> replicas;
+        std::vector<PartitionedClass> classes;
+        for (int b = 0; b < blocks; ++b) {
+          const ClassCandidate& candidate = (*choices[b])[pick[b]];
+          c.classes.push_back(&candidate);
+          times.push_back(candidate.times);
+          replicas.push_back(candidate.pc.layout.replicas);
+          classes.push_back(candidate.pc);
+        }
+        ++result_.stats.combinations;
+        c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
+        if (!c.split.empty()) {
+          for (int b = 0; b < blocks; ++b)
+            c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
+          c.estimate += evaluator_.dp_allreduce_time(classes);
+          keep(std::move(c));
+        }
+        int b = 0;
+        while (b < blocks && ++pick[b] == choices[b]->size()) pick[b++] = 0;
+        if (b == blocks) break;
+      }
+      return;
+    }
+    block_of[g] = -1;
+    assign(g + 1, blocks);
+    for (int b = 0; b < blocks; ++b) {
+      block_of[g] = b;
+      assign(g + 1, blocks);
+    }
+    if (blocks < options_.max_classes) {
+      block_of[g] = blocks;
+      assign(g + 1, blocks + 1);
+    }
+  };
+  assign(0, 0);
+}
+
+SearchResult Search::run() {
+  const auto start = std::chrono::steady_clock::now();
+  const int n = static_cast<int>(groups().nodes.size());
+  result_.stats.groups = n;
+  if (n > 16) throw DescriptionError("the cluster has more than 16 distinct node groups; merge identical ones");
+  for (int g = 0; g < n; ++g) {
+    const NodeGroup& group = groups().nodes[g];
+    result_.explanation.push_back("group " + std::to_string(g) + ": " + group.name + ": " +
+                                  std::to_string(group.count * group.devices_per_node) + " x " + group.device_type +
+                                  " (" + std::to_string(group.devices_per_node) + " per node, NIC " + group.nic +
+                                  ", cluster '" + group.cluster + "')");
+  }
+  std::vector<int> sizes;
+  for (int b : model_.micro_batch_sizes)
+    if (model_.global_batch % b == 0) sizes.push_back(b);
+  if (sizes.empty()) {
+    result_.infeasible = "batch: the global batch " + std::to_string(model_.global_batch) +
+                         " is not a multiple of any micro-batch size in micro_batch_sizes";
+    return result_;
+  }
+  for (int b : sizes) {
+    const int micro_batches = static_cast<int>(model_.global_batch / b);
+    const SearchStats before = result_.stats;
+    auto by_block = std::make_unique<std::map<unsigned, std::vector<ClassCandidate>>>();
+    for (unsigned mask = 1; mask < (1u << n); ++mask) {
+      std::vector<int> block;
+      for (int g = 0; g < n; ++g)
+        if (mask & (1u << g)) block.push_back(g);
+      std::vector<ClassCandidate> best = best_classes(block, b, micro_batches);
+      if (!best.empty())
+        result_.explanation.push_back("  micro-batch " + std::to_string(b) + ", best alone on {" +
+                                      [&] {
+                                        std::string names;
+                                        for (int g : block)
+                                          names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
+                                        return names;
+                                      }() +
+                                      "}: " + describe(best.front().pc.layout) + ": " +
+                                      seconds_text(best.front().standalone));
+      (*by_block)[mask] = std::move(best);
+    }
+    combine(b, micro_batches, *by_block);
+    storage_.push_back(std::move(by_block));
+    result_.explanation.push_back("micro-batch " + std::to_string(b) + " (" + std::to_string(micro_batches) +
+                                  " micro-batches): " + std::to_string(result_.stats.layouts - before.layouts) +
+                                  " layouts, " + std::to_string(result_.stats.pruned - before.pruned) +
+                                  " pruned by the bound, " +
+                                  std::to_string(result_.stats.partitioned - before.partitioned) + " partitioned, " +
+                                  std::to_string(result_.stats.infeasible - before.infeasible) + " did not fit, " +
+                                  std::to_string(result_.stats.combinations - before.combinations) + " combinations");
+  }
+
+  for (const Combination& c : best_) {
+    std::vector<PartitionedClass> classes;
+    for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
+    result_.plans.push_back(evaluator_.build_plan(classes, c.split, c.micro_batch));
+    ++result_.stats.simulated;
+  }
+  std::stable_sort(result_.plans.begin(), result_.plans.end(),
+                   [](const Plan& a, const Plan& b) { return a.prediction.step_time_s < b.prediction.step_time_s; });
+  if (result_.plans.size() > static_cast<size_t>(options_.top)) result_.plans.resize(options_.top);
+  if (result_.plans.empty()) {
+    if (!closest_binding_.empty())
+      result_.infeasible = closest_binding_;
+    else if (too_deep_ > 0)
+      result_.infeasible = "depth: every layout has more pipeline stages than the model's " +
+                           std::to_string(model_.layers) + " layers and no replica count or TP degree reduces them";
+    else
+      result_.infeasible = "batch: no layout has at most as many replicas as the " +
+                           std::to_string(model_.global_batch) + "-sample global batch has micro-batches";
+  }
+  result_.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result_;
+}
+
+}  // namespace
+
+SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options) {
+  if (options.top < 1 || options.per_class < 1 || options.max_classes < 1)
+    throw std::invalid_argument("search options: top, per_class and max_classes must be at least 1");
+  return Search(cluster, model, options).run();
+}
+
+}  // namespace h2::heteroauto

@@ -1,0 +1,192 @@
+// The search: invariants on random clusters, the explanation when nothing fits, asymmetric data
+// parallelism, and the water-filling of micro-batches.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "fixtures.hpp"
+#include "h2/heteroauto/layout.hpp"
+#include "h2/heteroauto/search.hpp"
+
+namespace h2::heteroauto {
+namespace {
+
+using nlohmann::json;
+
+// A random cluster of 1-3 device types in 1-2 sub-clusters, NICs of different speeds, and a random
+// small model whose global batch is a multiple of one of its micro-batch sizes.
+std::pair<json, json> random_case(std::mt19937& rng) {
+  auto pick = [&](int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); };
+  json cluster = {{"name", "random"}, {"device_types", json::array()}, {"nodes", json::array()}};
+  cluster["nic_types"] = {{{"name", "ib"}, {"type", "infiniband"}, {"bandwidth_gbps", 200}, {"latency_us", 2}},
+                          {{"name", "eth"}, {"type", "ethernet"}, {"bandwidth_gbps", 25}, {"latency_us", 20}}};
+  const int types = pick(1, 3);
+  const bool two_clusters = pick(0, 1) == 1;
+  for (int t = 0; t < types; ++t) {
+    const std::string name = "type" + std::to_string(t);
+    cluster["device_types"].push_back({{"name", name},
+                                       {"vendor", "vendor" + std::to_string(pick(0, 1))},
+                                       {"peak_tflops", {{"bf16", pick(20, 400)}}},
+                                       {"memory_gib", pick(8, 96)},
+                                       {"efficiency", pick(20, 60) / 100.0},
+                                       {"runtime_overhead_gib", 1}});
+    const int per_node = 1 << pick(0, 3);
+    cluster["nodes"].push_back({{"name", name + "-nodes"},
+                                {"device_type", name},
+                                {"count", pick(1, 3)},
+                                {"devices_per_node", per_node},
+                                {"intra_node_bandwidth_gbps", pick(100, 2400)},
+                                {"nic", pick(0, 1) ? "ib" : "eth"},
+                                {"nics_per_node", pick(1, per_node)},
+                                {"cluster", two_clusters && t % 2 ? "b" : "a"}});
+  }
+  if (two_clusters && types > 1)
+    cluster["inter_cluster_links"] =
+        json::array({{{"between", json::array({"a", "b"})}, {"bandwidth_gbps", 10}, {"latency_us", 500}}});
+  if (pick(0, 1))
+    cluster["device_direct_rdma"] =
+        json::array({json::array({"vendor0", "vendor0"}), json::array({"vendor1", "vendor1"})});
+  const int heads = 1 << pick(1, 4);
+  const int micro = 1 << pick(0, 2);
+  json model = {{"name", "random"},
+                {"layers", pick(2, 24)},
+                {"hidden", heads * 64 * pick(1, 4)},
+                {"heads", heads},
+                {"seq_len", 256 << pick(0, 3)},
+                {"vocab", pick(1000, 50000)},
+                {"global_batch", micro * pick(1, 64)},
+                {"micro_batch_sizes", {1, micro}},
+                {"dtype", "bf16"}};
+  model["ffn"] = model["hidden"].get<int>() * 4;
+  return {cluster, model};
+}
+
+TEST(Search, PlansOnRandomClustersKeepEveryInvariant) {
+  std::mt19937 rng(2026);
+  int planned = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto [cluster_json, model_json] = random_case(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + cluster_json.dump() + " " + model_json.dump());
+    const Cluster cluster = parse_cluster(cluster_json);
+    const Model model = parse_model(model_json);
+    const SearchResult result = search_plans(cluster, model, {.top = 3});
+    if (result.plans.empty()) {
+      EXPECT_FALSE(result.infeasible.empty());
+      continue;
+    }
+    ++planned;
+    double previous = 0;
+    for (const Plan& plan : result.plans) {
+      EXPECT_NO_THROW(check_plan_invariants(plan, cluster));  // layers, devices once, batch covered
+      EXPECT_EQ(plan.micro_batch_count() * plan.micro_batch_size, model.global_batch);
+      EXPECT_GE(plan.prediction.step_time_s, previous);  // best first
+      previous = plan.prediction.step_time_s;
+      EXPECT_TRUE(std::isfinite(plan.prediction.step_time_s) && plan.prediction.step_time_s > 0);
+      EXPECT_GT(plan.prediction.mfu, 0);
+      EXPECT_LE(plan.prediction.mfu, 1);
+      EXPECT_LE(plan.prediction.devices_used, cluster.device_count());
+      for (const PlanPipeline& p : plan.pipelines) {
+        for (const PlanStage& s : p.stages) EXPECT_LE(s.memory_bytes, s.capacity_bytes);
+        for (const PlanReplica& r : p.replicas) EXPECT_GE(r.micro_batches, 1);
+      }
+    }
+  }
+  EXPECT_GT(planned, 30);  // the generator mostly makes plannable cases
+}
+
+TEST(Search, TheLowerBoundNeverPrunesABetterPlan) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 25; ++i) {
+    auto [cluster_json, model_json] = random_case(rng);
+    SCOPED_TRACE("case " + std::to_string(i) + ": " + cluster_json.dump() + " " + model_json.dump());
+    const Cluster cluster = parse_cluster(cluster_json);
+    const Model model = parse_model(model_json);
+    const SearchResult pruned = search_plans(cluster, model, {.top = 1});
+    const SearchResult full = search_plans(cluster, model, {.top = 1, .prune = false});
+    ASSERT_EQ(pruned.plans.empty(), full.plans.empty());
+    if (full.plans.empty()) continue;
+    EXPECT_LE(pruned.plans[0].prediction.step_time_s, full.plans[0].prediction.step_time_s * (1 + 1e-9));
+    EXPECT_EQ(full.stats.pruned, 0);
+  }
+}
+
+TEST(Search, MoreDevicesNeverMakeTheBestPlanSlower) {
+  const Cluster both = parse_cluster(test::two_type_cluster());
+  json fast_only_json = test::two_type_cluster();
+  fast_only_json["nodes"].erase(1);
+  const Cluster fast_only = parse_cluster(fast_only_json);
+  const Model model = parse_model(test::model_7b());
+  const SearchResult mixed = search_plans(both, model);
+  const SearchResult fast = search_plans(fast_only, model);
+  ASSERT_FALSE(mixed.plans.empty()) << mixed.infeasible;
+  ASSERT_FALSE(fast.plans.empty()) << fast.infeasible;
+  EXPECT_LE(mixed.plans[0].prediction.step_time_s, fast.plans[0].prediction.step_time_s * (1 + 1e-9));
+  EXPECT_GT(mixed.stats.layouts, 0);
+  EXPECT_FALSE(mixed.explanation.empty());
+}
+
+TEST(Search, ExplainsWhenTheModelCannotFit) {
+  const Cluster cluster = parse_cluster(test::two_type_cluster());
+  json huge = test::model_7b();
+  huge["layers"] = 400;  // ~260B parameters: 4 TiB of state against 12 devices
+  huge["hidden"] = 8192;
+  huge["heads"] = 64;
+  huge["kv_heads"] = 64;
+  huge["ffn"] = 22016;
+  const SearchResult result = search_plans(cluster, parse_model(huge));
+  EXPECT_TRUE(result.plans.empty());
+  EXPECT_THAT(result.infeasible, testing::StartsWith("memory: "));
+  EXPECT_THAT(result.infeasible, testing::HasSubstr("GiB"));
+}
+
+TEST(Search, ExplainsABatchNoMicroBatchSizeDivides) {
+  json model = test::small_model();
+  model["global_batch"] = 7;
+  model["micro_batch_sizes"] = {2, 4};
+  const SearchResult result = search_plans(parse_cluster(test::two_type_cluster()), parse_model(model));
+  EXPECT_TRUE(result.plans.empty());
+  EXPECT_THAT(result.infeasible, testing::StartsWith("batch: the global batch 7"));
+}
+
+TEST(Search, WaterFillingGivesFasterReplicasMoreMicroBatchesAndNeverZero) {
+  const CanonicalCluster canonical = canonicalize(parse_cluster(test::two_type_cluster()));
+  const Model model = parse_model(test::small_model());
+  const Evaluator evaluator(canonical, model);
+  PipelineTimes fast{{1}, {2}, {}}, slow{{2}, {4}, {}};  // one stage each; slow is 2x slower
+  const auto split = evaluator.split_micro_batches({fast, slow}, {2, 1}, 10);
+  ASSERT_EQ(split.size(), 2u);
+  // 2 fast replicas at 3 s per micro-batch, 1 slow at 6 s: 4 + 4 + 2 finishes at 12 s.
+  EXPECT_EQ(split[0].base, 4);
+  EXPECT_EQ(split[0].extra, 0);
+  EXPECT_EQ(split[1].base, 2);
+  EXPECT_EQ(split[1].extra, 0);
+  // Fewer micro-batches than replicas: no plan, rather than an idle replica.
+  EXPECT_TRUE(evaluator.split_micro_batches({fast, slow}, {2, 1}, 2).empty());
+  // Every replica gets at least one, however slow.
+  PipelineTimes crawl{{100}, {200}, {}};
+  const auto lopsided = evaluator.split_micro_batches({fast, crawl}, {1, 1}, 5);
+  EXPECT_EQ(lopsided[0].most() + lopsided[1].most(), 5);
+  EXPECT_EQ(lopsided[1].base, 1);
+}
+
+TEST(Search, CanonicalizationMergesIdenticalNodeGroups) {
+  json cluster = test::two_type_cluster();
+  json copy = cluster["nodes"][0];
+  copy["name"] = "fast-nodes-2";
+  copy["count"] = 2;
+  cluster["nodes"].push_back(copy);
+  const CanonicalCluster canonical = canonicalize(parse_cluster(cluster));
+  ASSERT_EQ(canonical.cluster.nodes.size(), 2u);
+  EXPECT_EQ(canonical.cluster.nodes[0].count, 3);
+  EXPECT_EQ(canonical.members[0].size(), 2u);
+  // A plan over the merged group names the described groups' devices.
+  json model = test::model_7b();
+  const SearchResult result = search_plans(parse_cluster(cluster), parse_model(model));
+  ASSERT_FALSE(result.plans.empty()) << result.infeasible;
+  EXPECT_NO_THROW(check_plan_invariants(result.plans[0], parse_cluster(cluster)));
+}
+
+}  // namespace
+}  // namespace h2::heteroauto

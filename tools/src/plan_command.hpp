@@ -1,0 +1,25 @@
+// `h2 plan`: the best layouts of a model on a heterogeneous cluster (HeteroAuto), as a readable
+// table, as JSON, and as the plan file that `h2 train --plan` executes.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace h2::tools {
+
+struct PlanOptions {
+  std::string cluster;
+  std::string model;
+  int top = 3;
+  bool json = false;
+  bool explain = false;
+  std::string output;  // the best plan, as a plan file
+};
+
+void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code);
+int run_plan(const PlanOptions& options);
+
+}  // namespace h2::tools

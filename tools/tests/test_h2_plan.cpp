@@ -1,0 +1,102 @@
+// `h2 plan` as a user runs it: every shipped example plans (or explains why not), the JSON and the
+// plan file are what `h2 train` reads, and bad input gets a message naming it and a non-zero exit.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_test_support.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using h2::test::env_or_fail;
+using h2::test::run_h2;
+using testing::HasSubstr;
+
+std::string example(const std::string& relative) {
+  return (fs::path(env_or_fail("H2_SOURCE_ROOT")) / "examples" / relative).string();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("h2_plan_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+TEST(H2Plan, EveryExampleClusterPlansTheSevenBillionModel) {
+  for (const char* cluster : {"local", "h2-1024", "hexiscale-like", "holmes-like"}) {
+    SCOPED_TRACE(cluster);
+    auto r = run_h2("plan --cluster " + example(std::string("clusters/") + cluster + ".json") + " --model " +
+                    example("models/dense-7b.json"));
+    if (std::string(cluster) == "local") {  // 4 small CPU devices cannot hold 7B parameters
+      EXPECT_EQ(r.exit_code, 1) << r.output;
+      EXPECT_THAT(r.output, HasSubstr("nothing fits: memory"));
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      EXPECT_THAT(r.output, HasSubstr("Plan 1:"));
+      EXPECT_THAT(r.output, HasSubstr("bottleneck"));
+    }
+  }
+}
+
+TEST(H2Plan, EveryExampleModelPlansOnTheLargestCluster) {
+  for (const char* model : {"dense-7b", "dense-13b", "dense-30b", "dense-100b"}) {
+    SCOPED_TRACE(model);
+    auto r = run_h2("plan --json --cluster " + example("clusters/h2-1024.json") + " --model " +
+                    example(std::string("models/") + model + ".json"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    ASSERT_FALSE(j["plans"].empty());
+    EXPECT_EQ(j["plans"][0]["format"], "h2-plan");
+    EXPECT_GT(j["plans"][0]["prediction"]["tokens_per_s"].get<double>(), 0);
+  }
+}
+
+TEST(H2Plan, TinyModelPlansOnTheLocalCpuDevicesAndWritesThePlanFile) {
+  const fs::path out = scratch("plan.json");
+  auto r = run_h2("plan --explain --top 2 -o " + out.string() + " --cluster " + example("clusters/local.json") +
+                  " --model " + example("models/gpt-tiny.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Search"));
+  EXPECT_THAT(r.output, HasSubstr("Plan 2:"));
+  EXPECT_THAT(r.output, HasSubstr("Wrote the best plan"));
+  std::ifstream in(out);
+  const auto plan = nlohmann::json::parse(in);
+  EXPECT_EQ(plan["format"], "h2-plan");
+  EXPECT_EQ(plan["model"]["name"], "gpt-tiny");
+  fs::remove_all(out.parent_path());
+}
+
+TEST(H2Plan, BadInputIsNamed) {
+  auto missing = run_h2("plan --cluster /nonexistent.json --model " + example("models/dense-7b.json"));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.output, HasSubstr("/nonexistent.json"));
+
+  const fs::path broken = scratch("broken.json");
+  std::ofstream(broken) << R"({"name": "x", "layers": 0})";
+  auto bad_model = run_h2("plan --cluster " + example("clusters/local.json") + " --model " + broken.string());
+  EXPECT_EQ(bad_model.exit_code, 1);
+  EXPECT_THAT(bad_model.output, HasSubstr("model " + broken.string()));
+
+  std::ofstream(broken) << "{not json";
+  auto not_json = run_h2("plan --cluster " + broken.string() + " --model " + example("models/dense-7b.json"));
+  EXPECT_EQ(not_json.exit_code, 1);
+  EXPECT_THAT(not_json.output, HasSubstr("not valid JSON"));
+
+  auto flag = run_h2("plan --cluster " + example("clusters/local.json") + " --model " +
+                     example("models/dense-7b.json") + " --tpo 3");
+  EXPECT_NE(flag.exit_code, 0);
+  EXPECT_THAT(flag.output, HasSubstr("--tpo"));
+  auto top = run_h2("plan --cluster " + example("clusters/local.json") + " --model " + example("models/dense-7b.json") +
+                    " --top 0");
+  EXPECT_NE(top.exit_code, 0);
+  EXPECT_THAT(top.output, HasSubstr("--top"));
+  fs::remove_all(broken.parent_path());
+}
+
+}  // namespace
