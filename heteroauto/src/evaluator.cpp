@@ -104,13 +104,20 @@ PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_bat
 }
 
 double Evaluator::estimate_pipeline(const PipelineTimes& times, int micro_batches) const {
-  double sum = 0, slowest = 0;
-  for (size_t k = 0; k < times.forward.size(); ++k) {
-    sum += times.forward[k] + times.backward[k];
-    slowest = std::max(slowest, times.forward[k] + times.backward[k]);
-  }
+  const size_t p = times.forward.size();
+  double sum = 0;
+  for (size_t k = 0; k < p; ++k) sum += times.forward[k] + times.backward[k];
   for (double t : times.transfer) sum += 2 * t;
-  return sum + (micro_batches - 1) * slowest;
+  // The steady-state period: no stage is faster than its own forward + backward, and under 1F1B
+  // stage k keeps only p - k micro-batches in flight, so it can start a new one no more often than
+  // once per (round trip from k to the last stage and back) / (p - k).
+  double period = 0, round_trip = 0;
+  for (size_t k = p; k-- > 0;) {
+    round_trip += times.forward[k] + times.backward[k];
+    if (k + 1 < p) round_trip += 2 * times.transfer[k];
+    period = std::max({period, times.forward[k] + times.backward[k], round_trip / static_cast<double>(p - k)});
+  }
+  return sum + (micro_batches - 1) * period;
 }
 
 Link Evaluator::ring_link(const std::vector<int>& groups, bool in_one_node) const {
@@ -181,7 +188,12 @@ double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes
 
 std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<PipelineTimes>& times,
                                                             const std::vector<int>& replicas, int micro_batches) const {
-  const size_t n = times.size();
+  return split_micro_batches([&](size_t c, int m) { return estimate_pipeline(times[c], m); }, replicas, micro_batches);
+}
+
+std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::function<double(size_t, int)>& time,
+                                                            const std::vector<int>& replicas, int micro_batches) {
+  const size_t n = replicas.size();
   std::vector<MicroBatchSplit> split(n);
   int remaining = micro_batches;
   for (int r : replicas) remaining -= r;
@@ -189,7 +201,7 @@ std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<Pi
   // Next finishing time of each class's next replica to receive one more micro-batch.
   using Entry = std::pair<double, size_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
-  for (size_t c = 0; c < n; ++c) next.push({estimate_pipeline(times[c], 2), c});
+  for (size_t c = 0; c < n; ++c) next.push({time(c, 2), c});
   while (remaining > 0) {
     const size_t c = next.top().second;
     next.pop();
@@ -200,7 +212,7 @@ std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<Pi
       ++split[c].base;
       split[c].extra = 0;
     }
-    next.push({estimate_pipeline(times[c], split[c].base + 1), c});
+    next.push({time(c, split[c].base + 1), c});
   }
   return split;
 }

@@ -51,9 +51,7 @@ class Search {
 
  private:
   const Cluster& groups() const { return canonical_.cluster; }
-  std::vector<int> tp_options(int group, int devices) const;
   std::vector<std::vector<int>> orderings(std::vector<int> block) const;
-  std::vector<int> replica_options(const std::vector<int>& block, int micro_batches) const;
   std::string describe(const ClassLayout& layout) const;
   double lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches);
   bool holds_model_state(const ClassLayout& layout, int micro_batch);
@@ -79,17 +77,6 @@ class Search {
   long too_deep_ = 0;  // layouts with more stages than layers
 };
 
-std::vector<int> Search::tp_options(int group, int devices) const {
-  const NodeGroup& g = groups().nodes[group];
-  std::vector<int> tps;
-  for (int tp = 1; tp <= std::min(devices, g.devices_per_node); tp *= 2) {
-    if (g.devices_per_node % tp != 0 || model_.heads % tp != 0 || model_.ffn % tp != 0) continue;
-    if (model_.kv_heads % tp != 0 && tp % model_.kv_heads != 0) continue;
-    tps.push_back(tp);
-  }
-  return tps;
-}
-
 std::vector<std::vector<int>> Search::orderings(std::vector<int> block) const {
   std::vector<std::vector<int>> result;
   if (block.size() <= 5) {
@@ -110,18 +97,6 @@ std::vector<std::vector<int>> Search::orderings(std::vector<int> block) const {
   std::stable_sort(block.begin(), block.end(), [&](int a, int b) { return speed(a) > speed(b); });
   result.push_back(block);
   return result;
-}
-
-std::vector<int> Search::replica_options(const std::vector<int>& block, int micro_batches) const {
-  int smallest = micro_batches;
-  for (int g : block) smallest = std::min(smallest, groups().nodes[g].count * groups().nodes[g].devices_per_node);
-  std::vector<int> options;
-  for (int r = 1; r <= smallest; ++r) {
-    bool divides = micro_batches % r == 0;
-    for (int g : block) divides = divides || (groups().nodes[g].count * groups().nodes[g].devices_per_node) % r == 0;
-    if (divides) options.push_back(r);
-  }
-  return options;
 }
 
 std::string Search::describe(const ClassLayout& layout) const {
@@ -192,11 +167,12 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   };
   std::vector<Coarse> layouts;
   for (const std::vector<int>& order : orderings(block)) {
-    for (int r : replica_options(block, micro_batches)) {
+    for (int r : replica_options(groups(), block, micro_batches)) {
       // Each group's devices split evenly over the replicas; each group's TP degree chosen below.
       std::vector<std::vector<int>> tps;
       for (int g : order)
-        tps.push_back(tp_options(g, groups().nodes[g].count * groups().nodes[g].devices_per_node / r));
+        tps.push_back(tensor_parallel_options(groups().nodes[g], model_,
+                                              groups().nodes[g].count * groups().nodes[g].devices_per_node / r));
       std::vector<size_t> pick(order.size(), 0);
       bool any = true;
       for (const auto& t : tps) any = any && !t.empty();

@@ -4,6 +4,7 @@
 // cost model and one simulator.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,13 @@ struct CanonicalCluster {
   std::vector<std::vector<std::pair<std::string, int>>> members;  // per cluster.nodes[g]
 };
 CanonicalCluster canonicalize(const Cluster& cluster);
+
+// Tensor-parallel degrees a group's `devices` (per replica) may use: powers of two inside one node
+// that divide the heads, KV heads (or are multiples of them) and the FFN width.
+std::vector<int> tensor_parallel_options(const NodeGroup& group, const Model& model, int devices);
+// Replica counts for a class over `block` (indices into groups.nodes): at most the smallest group
+// and the micro-batch count, dividing one group's device count or the micro-batch count.
+std::vector<int> replica_options(const Cluster& groups, const std::vector<int>& block, int micro_batches);
 
 // Consecutive stages of one pipeline on one (canonical) node group, all with the same TP degree.
 struct Segment {
@@ -62,7 +70,8 @@ class Evaluator {
   std::vector<StageSpec> stage_specs(const ClassLayout& layout) const;
   // Per-micro-batch stage and transfer times of one pipeline of a partitioned class.
   PipelineTimes pipeline_times(const PartitionedClass& c, int micro_batch) const;
-  // Closed-form 1F1B estimate: sum of stage and transfer times + (m - 1) x the slowest stage.
+  // Closed-form 1F1B estimate: one micro-batch's way through and back, then (m - 1) periods of the
+  // slowest stage or of the slowest round trip over the micro-batches 1F1B keeps in flight.
   double estimate_pipeline(const PipelineTimes& times, int micro_batches) const;
   // Gradient averaging after the step: per stage a ring allreduce over every replica holding its
   // layers (slowest link among them, fp32 gradients of the largest shard); the slowest stage's ring.
@@ -76,6 +85,9 @@ class Evaluator {
   // at least one; returns an empty vector when there are more replicas than micro-batches.
   std::vector<MicroBatchSplit> split_micro_batches(const std::vector<PipelineTimes>& times,
                                                    const std::vector<int>& replicas, int micro_batches) const;
+  // The same water-filling on any non-decreasing time of (class, micro-batches), e.g. simulated.
+  static std::vector<MicroBatchSplit> split_micro_batches(const std::function<double(size_t, int)>& time,
+                                                          const std::vector<int>& replicas, int micro_batches);
   // The full plan: devices assigned, every distinct pipeline simulated, prediction filled in.
   Plan build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
                   int micro_batch) const;

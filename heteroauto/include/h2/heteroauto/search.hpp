@@ -27,7 +27,7 @@ namespace h2::heteroauto {
 struct SearchOptions {
   int top = 3;          // plans returned, best first
   int simulate = 24;    // best closed-form estimates re-ranked with the simulator
-  int per_class = 3;    // best layouts kept per set of groups, combined across classes
+  int per_class = 6;    // best layouts kept per set of groups, combined across classes
   int max_classes = 3;  // pipeline classes in one plan
   Schedule schedule = Schedule::one_f_one_b;
   bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
