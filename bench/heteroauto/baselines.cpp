@@ -1,5 +1,7 @@
 #include "baselines.hpp"
 
+#include "h2/heteroauto/partition.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -44,22 +46,10 @@ std::vector<int> proportional_layers(int layers, const std::vector<double>& weig
 // Sets each stage's layers and the fastest recomputation that fits; false when a stage does not fit.
 bool assign(const Evaluator& evaluator, std::vector<StageSpec>& stages, const std::vector<int>& layers, int micro_batch,
             int micro_batches) {
-  const CostModel& cost = evaluator.cost();
   const int p = static_cast<int>(stages.size());
   for (int k = 0; k < p; ++k) {
     stages[k].layers = layers[k];
-    bool fits = false;
-    double fastest = std::numeric_limits<double>::infinity();
-    Recompute best = Recompute::none;
-    for (Recompute r : cost.model().recompute) {
-      stages[k].recompute = r;
-      if (cost.stage_memory(stages[k], micro_batch, std::min(micro_batches, p - k)) > cost.device_capacity(stages[k]))
-        continue;
-      const StageTime t = cost.stage_time(stages[k], micro_batch);
-      if (t.forward + t.backward < fastest) fastest = t.forward + t.backward, best = r, fits = true;
-    }
-    if (!fits) return false;
-    stages[k].recompute = best;
+    if (!choose_recompute(evaluator.cost(), stages[k], micro_batch, std::min(micro_batches, p - k))) return false;
   }
   return true;
 }

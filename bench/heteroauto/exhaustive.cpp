@@ -1,5 +1,7 @@
 #include "exhaustive.hpp"
 
+#include "h2/heteroauto/partition.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -81,17 +83,7 @@ ExhaustiveResult exhaustive_search(const Evaluator& evaluator, int max_classes, 
               std::vector<StageSpec> stages = evaluator.stage_specs(layout);
               for (int k = 0; k < p; ++k) {
                 stages[k].layers = parts[k];
-                double fastest = std::numeric_limits<double>::infinity();
-                bool fits = false;
-                for (Recompute rc : model.recompute) {
-                  StageSpec s = stages[k];
-                  s.recompute = rc;
-                  if (cost.stage_memory(s, b, std::min(in_flight, p - k)) > cost.device_capacity(s)) continue;
-                  const StageTime t = cost.stage_time(s, b);
-                  if (t.forward + t.backward < fastest)
-                    fastest = t.forward + t.backward, stages[k].recompute = rc, fits = true;
-                }
-                if (!fits) return;
+                if (!choose_recompute(cost, stages[k], b, std::min(in_flight, p - k))) return;
               }
               Candidate c{{layout, stages}, {}, {}};
               c.times = evaluator.pipeline_times(c.pc, b);

@@ -38,6 +38,21 @@ std::string gib(double bytes) {
 
 }  // namespace
 
+bool choose_recompute(const CostModel& cost, StageSpec& stage, int micro_batch, int in_flight) {
+  double fastest = std::numeric_limits<double>::infinity();
+  Recompute best = stage.recompute;
+  for (Recompute r : cost.model().recompute) {
+    StageSpec s = stage;
+    s.recompute = r;
+    if (cost.stage_memory(s, micro_batch, in_flight) > cost.device_capacity(s)) continue;
+    const StageTime t = cost.stage_time(s, micro_batch);
+    if (t.forward + t.backward < fastest) fastest = t.forward + t.backward, best = r;
+  }
+  if (!std::isfinite(fastest)) return false;
+  stage.recompute = best;
+  return true;
+}
+
 Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages, int micro_batch, int m) {
   Partition result;
   const int p = static_cast<int>(stages.size());

@@ -58,6 +58,7 @@ class Search {
   std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches);
   void combine(int micro_batch, int micro_batches, const std::map<unsigned, std::vector<ClassCandidate>>& by_block);
   void keep(Combination c);
+  Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch);
 
   CanonicalCluster canonical_;
   const Model& model_;
@@ -302,6 +303,44 @@ void Search::combine(int micro_batch, int micro_batches,
   assign(0, 0);
 }
 
+// The bottleneck partition minimises the slowest stage, not the simulated step, in which the fill
+// and the LM head's stage also count: move single layers between neighbouring stages while the
+// simulated step improves and memory still fits.
+Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch) {
+  Plan best = evaluator_.build_plan(classes, split, micro_batch);
+  ++result_.stats.simulated;
+  for (int round = 0; round < 4 * model_.layers; ++round) {
+    bool improved = false;
+    for (size_t ci = 0; ci < classes.size() && !improved; ++ci) {
+      const int p = static_cast<int>(classes[ci].stages.size());
+      for (int k = 0; k + 1 < p && !improved; ++k) {
+        for (int from : {k, k + 1}) {
+          const int to = from == k ? k + 1 : k;
+          std::vector<PartitionedClass> moved = classes;
+          std::vector<StageSpec>& stages = moved[ci].stages;
+          if (stages[from].layers <= 1) continue;
+          --stages[from].layers;
+          ++stages[to].layers;
+          const int in_flight = split[ci].most();
+          if (!choose_recompute(evaluator_.cost(), stages[from], micro_batch, std::min(in_flight, p - from)) ||
+              !choose_recompute(evaluator_.cost(), stages[to], micro_batch, std::min(in_flight, p - to)))
+            continue;
+          Plan candidate = evaluator_.build_plan(moved, split, micro_batch);
+          ++result_.stats.simulated;
+          if (candidate.prediction.step_time_s < best.prediction.step_time_s * (1 - 1e-9)) {
+            best = std::move(candidate);
+            classes = std::move(moved);
+            improved = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return best;
+}
+
 SearchResult Search::run() {
   const auto start = std::chrono::steady_clock::now();
   const int n = static_cast<int>(groups().nodes.size());
@@ -354,11 +393,21 @@ SearchResult Search::run() {
                                   std::to_string(result_.stats.combinations - before.combinations) + " combinations");
   }
 
+  // Simulate the best estimates, then refine the layer split of the best few simulated plans.
+  std::vector<std::pair<double, const Combination*>> simulated;
   for (const Combination& c : best_) {
     std::vector<PartitionedClass> classes;
     for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
-    result_.plans.push_back(evaluator_.build_plan(classes, c.split, c.micro_batch));
+    simulated.push_back({evaluator_.build_plan(classes, c.split, c.micro_batch).prediction.step_time_s, &c});
     ++result_.stats.simulated;
+  }
+  std::stable_sort(simulated.begin(), simulated.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t refined = std::min(simulated.size(), static_cast<size_t>(std::max(options_.top, 12)));
+  for (size_t i = 0; i < refined; ++i) {
+    const Combination& c = *simulated[i].second;
+    std::vector<PartitionedClass> classes;
+    for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
+    result_.plans.push_back(refine(classes, c.split, c.micro_batch));
   }
   std::stable_sort(result_.plans.begin(), result_.plans.end(),
                    [](const Plan& a, const Plan& b) { return a.prediction.step_time_s < b.prediction.step_time_s; });

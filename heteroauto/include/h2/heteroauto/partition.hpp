@@ -20,6 +20,10 @@ struct Partition {
   std::string binding;            // when infeasible: the constraint that binds, in words
 };
 
+// Sets `stage.recompute` to the fastest option under which its layers fit its devices with
+// `in_flight` micro-batches of activations; false (and the stage unchanged) when none fits.
+bool choose_recompute(const CostModel& cost, StageSpec& stage, int micro_batch, int in_flight);
+
 // `stages` give nodes, tp, first/last; their layers and recompute are ignored.
 Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages, int micro_batch, int micro_batches);
 

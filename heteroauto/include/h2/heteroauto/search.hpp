@@ -13,7 +13,7 @@
 // recomputation per stage (partition.hpp). Classes are pruned with a lower bound that needs no
 // partition (the layers spread continuously over the stages' speeds). Micro-batches are
 // water-filled over the replicas (never zero). The best estimates are re-ranked with the 1F1B
-// event simulator.
+// event simulator, and the best few have their layer split refined on simulated step time.
 #pragma once
 
 #include <string>
