@@ -54,15 +54,10 @@ bool assign(const Evaluator& evaluator, std::vector<StageSpec>& stages, const st
   return true;
 }
 
-// Whether `layers` layers fit the stage's devices with the leanest recomputation.
+// Whether `layers` layers fit the stage's devices with some recomputation option.
 bool holds(const Evaluator& evaluator, StageSpec stage, int layers, int micro_batch, int in_flight) {
   stage.layers = layers;
-  for (Recompute r : evaluator.cost().model().recompute) {
-    stage.recompute = r;
-    if (evaluator.cost().stage_memory(stage, micro_batch, in_flight) <= evaluator.cost().device_capacity(stage))
-      return true;
-  }
-  return false;
+  return choose_recompute(evaluator.cost(), stage, micro_batch, in_flight);
 }
 
 // The best plan with one class of identical replicas over `order` (all of each group's devices
@@ -84,12 +79,7 @@ std::optional<Plan> best_uniform(const Evaluator& evaluator, const std::vector<i
     const int micro_batches = static_cast<int>(model.global_batch / b);
     for (int r : replica_options(groups, order, micro_batches)) {
       for (const std::vector<int>& tps : tps_for(r)) {
-        ClassLayout layout;
-        layout.replicas = r;
-        for (size_t i = 0; i < order.size(); ++i) {
-          const int devices = groups.nodes[order[i]].count * groups.nodes[order[i]].devices_per_node / r;
-          layout.segments.push_back({order[i], tps[i], devices / tps[i]});
-        }
+        const ClassLayout layout = even_class_layout(groups, order, tps, r);
         const int p = layout.stage_count();
         if (p > model.layers) continue;
         std::vector<StageSpec> stages = evaluator.stage_specs(layout);
@@ -136,18 +126,10 @@ std::vector<int> all_groups(const Evaluator& evaluator) {
 std::function<std::vector<std::vector<int>>(int)> uniform_tp(const Evaluator& evaluator,
                                                              const std::vector<int>& order) {
   return [&evaluator, order](int r) {
-    std::vector<std::vector<int>> result;
-    const Cluster& groups = evaluator.cluster();
-    for (int tp = 1; tp <= 64; tp *= 2) {
-      bool valid = true;
-      for (int g : order) {
-        const auto options = tensor_parallel_options(groups.nodes[g], evaluator.cost().model(),
-                                                     groups.nodes[g].count * groups.nodes[g].devices_per_node / r);
-        valid = valid && std::find(options.begin(), options.end(), tp) != options.end();
-      }
-      if (valid) result.push_back(std::vector<int>(order.size(), tp));
-    }
-    return result;
+    std::vector<std::vector<int>> uniform;
+    for (auto& tps : tensor_parallel_combinations(evaluator.cluster(), evaluator.cost().model(), order, r))
+      if (std::adjacent_find(tps.begin(), tps.end(), std::not_equal_to<>()) == tps.end()) uniform.push_back(tps);
+    return uniform;
   };
 }
 
@@ -174,7 +156,7 @@ std::optional<Plan> homogeneous_baseline(const Evaluator& evaluator) {
   const Cluster& groups = evaluator.cluster();
   std::vector<int> order = all_groups(evaluator);
   auto aggregate_speed = [&](int g) {
-    return stage_speed(evaluator, {&groups.nodes[g], 1}) * groups.nodes[g].count * groups.nodes[g].devices_per_node;
+    return stage_speed(evaluator, {&groups.nodes[g], 1}) * groups.nodes[g].devices();
   };
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return aggregate_speed(a) > aggregate_speed(b); });
   const int layers = evaluator.cost().model().layers;
@@ -206,20 +188,7 @@ std::optional<Plan> metis_style_baseline(const Evaluator& evaluator) {
   std::optional<Plan> best;
   do {
     // Every combination of per-group TP degrees (Metis varies the group size per stage).
-    auto tps_for = [&](int r) {
-      std::vector<std::vector<int>> result{{}};
-      for (int g : order) {
-        std::vector<std::vector<int>> next;
-        for (int tp : tensor_parallel_options(groups.nodes[g], model,
-                                              groups.nodes[g].count * groups.nodes[g].devices_per_node / r))
-          for (auto partial : result) {
-            partial.push_back(tp);
-            next.push_back(partial);
-          }
-        result = std::move(next);
-      }
-      return result;
-    };
+    auto tps_for = [&](int r) { return tensor_parallel_combinations(groups, model, order, r); };
     auto plan = best_uniform(
         evaluator, order, tps_for,
         [&](const std::vector<StageSpec>& stages) {

@@ -57,24 +57,8 @@ ExhaustiveResult exhaustive_search(const Evaluator& evaluator, int max_classes, 
       auto& candidates = by_block[mask];
       do {
         for (int r : replica_options(groups, order, micro_batches)) {
-          std::vector<std::vector<int>> tps{{}};
-          for (int g : order) {
-            std::vector<std::vector<int>> next;
-            for (int tp : tensor_parallel_options(groups.nodes[g], model,
-                                                  groups.nodes[g].count * groups.nodes[g].devices_per_node / r))
-              for (auto partial : tps) {
-                partial.push_back(tp);
-                next.push_back(partial);
-              }
-            tps = std::move(next);
-          }
-          for (const auto& tp : tps) {
-            ClassLayout layout;
-            layout.replicas = r;
-            for (size_t i = 0; i < order.size(); ++i) {
-              const int devices = groups.nodes[order[i]].count * groups.nodes[order[i]].devices_per_node / r;
-              layout.segments.push_back({order[i], tp[i], devices / tp[i]});
-            }
+          for (const auto& tps : tensor_parallel_combinations(groups, model, order, r)) {
+            const ClassLayout layout = even_class_layout(groups, order, tps, r);
             const int p = layout.stage_count();
             if (p > model.layers) continue;
             const int in_flight = (micro_batches + r - 1) / r;  // the planner's memory rule
@@ -96,63 +80,42 @@ ExhaustiveResult exhaustive_search(const Evaluator& evaluator, int max_classes, 
 
     // Every set partition of (a subset of) the groups into at most max_classes blocks, and every
     // choice of one candidate per block.
-    std::vector<int> block_of(n, -1);
-    std::function<void(int, int)> assign = [&](int g, int blocks) {
-      if (!result.complete) return;
-      if (g == n) {
-        if (blocks == 0) return;
-        std::vector<std::vector<Candidate>*> choices(blocks);
-        for (int k = 0; k < blocks; ++k) {
-          unsigned mask = 0;
-          for (int i = 0; i < n; ++i)
-            if (block_of[i] == k) mask |= 1u << i;
-          choices[k] = &by_block[mask];
-          if (choices[k]->empty()) return;
+    for_each_class_partition(n, max_classes, [&](const std::vector<unsigned>& masks) {
+      std::vector<std::vector<Candidate>*> choices;
+      std::vector<size_t> sizes;
+      for (unsigned mask : masks) {
+        choices.push_back(&by_block[mask]);
+        sizes.push_back(choices.back()->size());
+      }
+      for_each_pick(sizes, [&](const std::vector<size_t>& pick) {
+        if (++result.plans > budget) {
+          result.complete = false;
+          return false;
         }
-        std::vector<size_t> pick(blocks, 0);
-        while (true) {
-          if (++result.plans > budget) {
-            result.complete = false;
-            return;
-          }
-          std::vector<Candidate*> chosen;
-          std::vector<int> replicas;
-          std::vector<PartitionedClass> classes;
-          for (int k = 0; k < blocks; ++k) {
-            chosen.push_back(&(*choices[k])[pick[k]]);
-            replicas.push_back(chosen.back()->pc.layout.replicas);
-            classes.push_back(chosen.back()->pc);
-          }
-          auto simulated = [&](size_t c, int m) {
-            auto [it, fresh] = chosen[c]->makespan.try_emplace(m, 0.0);
-            if (fresh) it->second = simulate_pipeline(chosen[c]->times, m, Schedule::one_f_one_b).makespan;
-            return it->second;
-          };
-          const auto split = Evaluator::split_micro_batches(simulated, replicas, micro_batches);
-          if (!split.empty()) {
-            double step = 0;
-            for (int k = 0; k < blocks; ++k) step = std::max(step, simulated(k, split[k].most()));
-            step += evaluator.dp_allreduce_time(classes);
-            best = std::min(best, step);
-          }
-          int k = 0;
-          while (k < blocks && ++pick[k] == choices[k]->size()) pick[k++] = 0;
-          if (k == blocks) break;
+        std::vector<Candidate*> chosen;
+        std::vector<int> replicas;
+        std::vector<PartitionedClass> classes;
+        for (size_t k = 0; k < choices.size(); ++k) {
+          chosen.push_back(&(*choices[k])[pick[k]]);
+          replicas.push_back(chosen.back()->pc.layout.replicas);
+          classes.push_back(chosen.back()->pc);
         }
-        return;
-      }
-      block_of[g] = -1;
-      assign(g + 1, blocks);
-      for (int k = 0; k < blocks; ++k) {
-        block_of[g] = k;
-        assign(g + 1, blocks);
-      }
-      if (blocks < max_classes) {
-        block_of[g] = blocks;
-        assign(g + 1, blocks + 1);
-      }
-    };
-    assign(0, 0);
+        auto simulated = [&](size_t c, int m) {
+          auto [it, fresh] = chosen[c]->makespan.try_emplace(m, 0.0);
+          if (fresh) it->second = simulate_pipeline(chosen[c]->times, m, Schedule::one_f_one_b).makespan;
+          return it->second;
+        };
+        const auto split = Evaluator::split_micro_batches(simulated, replicas, micro_batches);
+        if (!split.empty()) {
+          double step = 0;
+          for (size_t k = 0; k < chosen.size(); ++k) step = std::max(step, simulated(k, split[k].most()));
+          step += evaluator.dp_allreduce_time(classes);
+          best = std::min(best, step);
+        }
+        return true;
+      });
+      return result.complete;
+    });
   }
   result.step_time_s = std::isfinite(best) ? best : 0;
   return result;

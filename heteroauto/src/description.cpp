@@ -222,14 +222,14 @@ const NicType& Cluster::nic(const std::string& nic_name) const {
 
 int Cluster::device_count() const {
   int n = 0;
-  for (const auto& g : nodes) n += g.count * g.devices_per_node;
+  for (const auto& g : nodes) n += g.devices();
   return n;
 }
 
 int Cluster::device_count(const std::string& type) const {
   int n = 0;
   for (const auto& g : nodes)
-    if (g.device_type == type) n += g.count * g.devices_per_node;
+    if (g.device_type == type) n += g.devices();
   return n;
 }
 

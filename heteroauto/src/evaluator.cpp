@@ -239,7 +239,8 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
 
   int rank = 0;
   double used_peak = 0;
-  double busy = 0, stage_time_total = 0;
+  double busy = 0;
+  int replica_stages = 0;  // stages over every replica, for the bubble
   struct Slowest {
     double time = -1;
     size_t pipeline = 0;
@@ -285,7 +286,7 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
         }
       }
       for (double b : sim.busy) busy += b;
-      stage_time_total += p;  // scaled by the pipeline time below
+      replica_stages += p;
       if (sim.makespan > slowest.time) slowest = {sim.makespan, plan.pipelines.size()};
       plan.prediction.pipeline_time_s = std::max(plan.prediction.pipeline_time_s, sim.makespan);
       pipeline.replicas.push_back(std::move(replica));
@@ -299,7 +300,7 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
   prediction.step_time_s = prediction.pipeline_time_s + prediction.dp_allreduce_s;
   prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;
   prediction.mfu = cost_.step_flops() / (prediction.step_time_s * used_peak);
-  prediction.bubble_fraction = 1 - busy / (stage_time_total * prediction.pipeline_time_s);
+  prediction.bubble_fraction = 1 - busy / (replica_stages * prediction.pipeline_time_s);
   prediction.devices_used = rank;
   prediction.devices_total = c.device_count();
 

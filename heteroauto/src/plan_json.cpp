@@ -3,6 +3,7 @@
 #include <set>
 #include <tuple>
 
+#include "h2/heteroauto/cost_model.hpp"
 #include "h2/heteroauto/plan.hpp"
 #include "json_reader.hpp"
 
@@ -40,8 +41,8 @@ PlanStage parse_stage(const nlohmann::json& j, const std::string& path) {
   s.recompute = recompute == "full" ? Recompute::full : Recompute::none;
   s.forward_s = r.number("forward_ms", 0, 0, 1e12) * 1e-3;
   s.backward_s = r.number("backward_ms", 0, 0, 1e12) * 1e-3;
-  s.memory_bytes = r.number("memory_gib", 0, 0, 1e12) * (1024.0 * 1024 * 1024);
-  s.capacity_bytes = r.number("capacity_gib", 0, 0, 1e12) * (1024.0 * 1024 * 1024);
+  s.memory_bytes = r.number("memory_gib", 0, 0, 1e12) * kGiB;
+  s.capacity_bytes = r.number("capacity_gib", 0, 0, 1e12) * kGiB;
   r.reject_unknown();
   return s;
 }
@@ -115,8 +116,8 @@ nlohmann::json to_json(const Plan& plan) {
                         {"recompute", to_string(s.recompute)},
                         {"forward_ms", s.forward_s * 1e3},
                         {"backward_ms", s.backward_s * 1e3},
-                        {"memory_gib", s.memory_bytes / (1024.0 * 1024 * 1024)},
-                        {"capacity_gib", s.capacity_bytes / (1024.0 * 1024 * 1024)}});
+                        {"memory_gib", s.memory_bytes / kGiB},
+                        {"capacity_gib", s.capacity_bytes / kGiB}});
     for (double t : p.transfer_s) transfers.push_back(t * 1e3);
     for (const PlanReplica& r : p.replicas) {
       nlohmann::json devices = nlohmann::json::array();

@@ -169,30 +169,14 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   std::vector<Coarse> layouts;
   for (const std::vector<int>& order : orderings(block)) {
     for (int r : replica_options(groups(), block, micro_batches)) {
-      // Each group's devices split evenly over the replicas; each group's TP degree chosen below.
-      std::vector<std::vector<int>> tps;
-      for (int g : order)
-        tps.push_back(tensor_parallel_options(groups().nodes[g], model_,
-                                              groups().nodes[g].count * groups().nodes[g].devices_per_node / r));
-      std::vector<size_t> pick(order.size(), 0);
-      bool any = true;
-      for (const auto& t : tps) any = any && !t.empty();
-      while (any) {
-        ClassLayout layout;
-        layout.replicas = r;
-        for (size_t i = 0; i < order.size(); ++i) {
-          const int per_replica = groups().nodes[order[i]].count * groups().nodes[order[i]].devices_per_node / r;
-          const int tp = tps[i][pick[i]];
-          layout.segments.push_back({order[i], tp, per_replica / tp});
-        }
+      // Each group's devices split evenly over the replicas, at every combination of TP degrees.
+      for (const std::vector<int>& tps : tensor_parallel_combinations(groups(), model_, order, r)) {
+        ClassLayout layout = even_class_layout(groups(), order, tps, r);
         ++result_.stats.layouts;
         if (layout.stage_count() > model_.layers)
           ++too_deep_;
         else
           layouts.push_back({layout, lower_bound(layout, micro_batch, micro_batches)});
-        size_t i = 0;  // next TP combination
-        while (i < pick.size() && ++pick[i] == tps[i].size()) pick[i++] = 0;
-        if (i == pick.size()) break;
       }
     }
   }
@@ -245,62 +229,42 @@ void Search::keep(Combination c) {
 
 void Search::combine(int micro_batch, int micro_batches,
                      const std::map<unsigned, std::vector<ClassCandidate>>& by_block) {
-  const int n = static_cast<int>(groups().nodes.size());
-  std::vector<int> block_of(n, -1);  // -1: group unused
-  // Every assignment of groups to at most max_classes blocks (or to none), blocks numbered in
-  // order of first use so that each set partition comes once.
-  std::function<void(int, int)> assign = [&](int g, int blocks) {
-    if (g == n) {
-      if (blocks == 0) return;
-      std::vector<const std::vector<ClassCandidate>*> choices(blocks);
-      for (int b = 0; b < blocks; ++b) {
-        unsigned mask = 0;
-        for (int i = 0; i < n; ++i)
-          if (block_of[i] == b) mask |= 1u << i;
-        auto it = by_block.find(mask);
-        if (it == by_block.end() || it->second.empty()) return;
-        choices[b] = &it->second;
-      }
-      std::vector<size_t> pick(blocks, 0);
-      while (true) {
-        Combination c;
-        c.micro_batch = micro_batch;
-        std::vector<PipelineTimes> times;
-        std::vector<int> replicas;
-        std::vector<PartitionedClass> classes;
-        for (int b = 0; b < blocks; ++b) {
-          const ClassCandidate& candidate = (*choices[b])[pick[b]];
-          c.classes.push_back(&candidate);
-          times.push_back(candidate.times);
-          replicas.push_back(candidate.pc.layout.replicas);
-          classes.push_back(candidate.pc);
+  // One candidate per block of every set partition of the groups, micro-batches water-filled.
+  for_each_class_partition(
+      static_cast<int>(groups().nodes.size()), options_.max_classes, [&](const std::vector<unsigned>& masks) {
+        std::vector<const std::vector<ClassCandidate>*> choices;
+        std::vector<size_t> sizes;
+        for (unsigned mask : masks) {
+          auto it = by_block.find(mask);
+          if (it == by_block.end()) return true;
+          choices.push_back(&it->second);
+          sizes.push_back(it->second.size());
         }
-        ++result_.stats.combinations;
-        c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
-        if (!c.split.empty()) {
-          for (int b = 0; b < blocks; ++b)
-            c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
-          c.estimate += evaluator_.dp_allreduce_time(classes);
-          keep(std::move(c));
-        }
-        int b = 0;
-        while (b < blocks && ++pick[b] == choices[b]->size()) pick[b++] = 0;
-        if (b == blocks) break;
-      }
-      return;
-    }
-    block_of[g] = -1;
-    assign(g + 1, blocks);
-    for (int b = 0; b < blocks; ++b) {
-      block_of[g] = b;
-      assign(g + 1, blocks);
-    }
-    if (blocks < options_.max_classes) {
-      block_of[g] = blocks;
-      assign(g + 1, blocks + 1);
-    }
-  };
-  assign(0, 0);
+        for_each_pick(sizes, [&](const std::vector<size_t>& pick) {
+          Combination c;
+          c.micro_batch = micro_batch;
+          std::vector<PipelineTimes> times;
+          std::vector<int> replicas;
+          std::vector<PartitionedClass> classes;
+          for (size_t b = 0; b < choices.size(); ++b) {
+            const ClassCandidate& candidate = (*choices[b])[pick[b]];
+            c.classes.push_back(&candidate);
+            times.push_back(candidate.times);
+            replicas.push_back(candidate.pc.layout.replicas);
+            classes.push_back(candidate.pc);
+          }
+          ++result_.stats.combinations;
+          c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
+          if (!c.split.empty()) {
+            for (size_t b = 0; b < choices.size(); ++b)
+              c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
+            c.estimate += evaluator_.dp_allreduce_time(classes);
+            keep(std::move(c));
+          }
+          return true;
+        });
+        return true;
+      });
 }
 
 // The bottleneck partition minimises the slowest stage, not the simulated step, in which the fill
@@ -349,8 +313,8 @@ SearchResult Search::run() {
   for (int g = 0; g < n; ++g) {
     const NodeGroup& group = groups().nodes[g];
     result_.explanation.push_back("group " + std::to_string(g) + ": " + group.name + ": " +
-                                  std::to_string(group.count * group.devices_per_node) + " x " + group.device_type +
-                                  " (" + std::to_string(group.devices_per_node) + " per node, NIC " + group.nic +
+                                  std::to_string(group.devices()) + " x " + group.device_type + " (" +
+                                  std::to_string(group.devices_per_node) + " per node, NIC " + group.nic +
                                   ", cluster '" + group.cluster + "')");
   }
   std::vector<int> sizes;
@@ -370,16 +334,12 @@ SearchResult Search::run() {
       for (int g = 0; g < n; ++g)
         if (mask & (1u << g)) block.push_back(g);
       std::vector<ClassCandidate> best = best_classes(block, b, micro_batches);
-      if (!best.empty())
-        result_.explanation.push_back("  micro-batch " + std::to_string(b) + ", best alone on {" +
-                                      [&] {
-                                        std::string names;
-                                        for (int g : block)
-                                          names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
-                                        return names;
-                                      }() +
-                                      "}: " + describe(best.front().pc.layout) + ": " +
-                                      seconds_text(best.front().standalone));
+      if (!best.empty()) {
+        std::string names;
+        for (int g : block) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
+        result_.explanation.push_back("  micro-batch " + std::to_string(b) + ", best alone on {" + names + "}: " +
+                                      describe(best.front().pc.layout) + ": " + seconds_text(best.front().standalone));
+      }
       (*by_block)[mask] = std::move(best);
     }
     combine(b, micro_batches, *by_block);

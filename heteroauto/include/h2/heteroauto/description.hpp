@@ -57,6 +57,8 @@ struct NodeGroup {
   std::string nic;  // a NicType name
   int nics_per_node = 1;
   std::string cluster;  // sub-cluster (datacenter) the nodes belong to
+
+  int devices() const { return count * devices_per_node; }
 };
 
 struct InterClusterLink {

@@ -31,6 +31,15 @@ std::vector<int> tensor_parallel_options(const NodeGroup& group, const Model& mo
 // and the micro-batch count, dividing one group's device count or the micro-batch count.
 std::vector<int> replica_options(const Cluster& groups, const std::vector<int>& block, int micro_batches);
 
+// Calls `each` with every pick of one index per position (`sizes[i]` choices at position i; no
+// call when a size is 0) until it returns false.
+void for_each_pick(const std::vector<size_t>& sizes, const std::function<bool(const std::vector<size_t>&)>& each);
+
+// Every set partition of a non-empty subset of `groups` groups into at most `max_classes` blocks,
+// each block given as a mask (bit g: group g), until `each` returns false.
+void for_each_class_partition(int groups, int max_classes,
+                              const std::function<bool(const std::vector<unsigned>&)>& each);
+
 // Consecutive stages of one pipeline on one (canonical) node group, all with the same TP degree.
 struct Segment {
   int group = 0;
@@ -45,6 +54,14 @@ struct ClassLayout {
   int replicas = 1;
   int stage_count() const;
 };
+
+// Every choice of one TP degree per group of `order`, each group's devices split evenly over
+// `replicas` (tensor_parallel_options per group); empty when a group has no option.
+std::vector<std::vector<int>> tensor_parallel_combinations(const Cluster& groups, const Model& model,
+                                                           const std::vector<int>& order, int replicas);
+// The class over `order` with each group's devices split evenly over the replicas, at `tps`.
+ClassLayout even_class_layout(const Cluster& groups, const std::vector<int>& order, const std::vector<int>& tps,
+                              int replicas);
 
 // A class with its layer partition chosen (stages[k].layers / recompute filled in).
 struct PartitionedClass {
