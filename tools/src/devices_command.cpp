@@ -1,10 +1,16 @@
 #include "devices_command.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
 
 #include "format.hpp"
+#include "h2/dicomm/nics.hpp"
 #include "h2/h2.hpp"
 #include "h2/version.hpp"
 #include "table.hpp"
@@ -127,14 +133,139 @@ void print_human(const Runtime& runtime, const std::vector<std::filesystem::path
   devices.print(std::cout);
 }
 
+// ---- --nics ----
+
+using dicomm::LinkLayer;
+using dicomm::Nic;
+using dicomm::NicDiscovery;
+
+// "2.5", "100": the planner's bandwidth figures, and part of a suggested NIC type's name.
+std::string gbps_text(double gbps) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", gbps);
+  return text;
+}
+
+// The planner's NIC kind ("type" in a cluster description's nic_types); "" for a layer it has no
+// kind for (loopback, unknown).
+std::string planner_nic_type(LinkLayer layer) {
+  switch (layer) {
+    case LinkLayer::infiniband: return "infiniband";
+    case LinkLayer::roce: return "roce";
+    case LinkLayer::ethernet: return "ethernet";
+    default: return "";
+  }
+}
+
+// One nic_types entry per distinct (type, speed) among the NICs that can carry a job's traffic: up,
+// not the loopback, with a known speed. An RDMA port stands for its netdev, which is the same link
+// seen by IP: counting both would offer an "ethernet" type for every RoCE port. latency_us is left
+// out: it is not measured here, and the planner then assumes its default.
+json planner_nic_types(const NicDiscovery& discovery) {
+  std::set<std::string> rdma_netdevs;
+  for (const Nic& nic : discovery.nics)
+    if (nic.rdma && !nic.netdev.empty()) rdma_netdevs.insert(nic.netdev);
+  std::set<std::pair<std::string, double>> seen;
+  json types = json::array();
+  for (const Nic& nic : discovery.nics) {
+    const std::string type = planner_nic_type(nic.link_layer);
+    if (!nic.up || type.empty() || nic.speed_gbps <= 0) continue;
+    if (!nic.rdma && rdma_netdevs.count(nic.name)) continue;
+    if (!seen.insert({type, nic.speed_gbps}).second) continue;
+    types.push_back(
+        {{"name", type + "-" + gbps_text(nic.speed_gbps)}, {"type", type}, {"bandwidth_gbps", nic.speed_gbps}});
+  }
+  return types;
+}
+
+constexpr const char* kNicTypesNote =
+    "nic_types has one entry per distinct (type, speed) among the up, non-loopback NICs whose speed is known (an "
+    "RDMA port stands for its netdev), in the schema of a cluster description's nic_types. latency_us is not "
+    "measured by discovery and is left out, so the planner assumes its default of 5 us; set it from a measurement "
+    "(for example fi_pingpong between two nodes) where it matters.";
+
+json nic_json(const Nic& nic) {
+  return {
+      {"name", nic.name},
+      {"link_layer", dicomm::link_layer_name(nic.link_layer)},
+      {"speed_gbps", nic.speed_gbps > 0 ? json(nic.speed_gbps) : json(nullptr)},
+      {"up", nic.up},
+      {"addresses", nic.addresses},
+      {"providers", nic.providers},
+      {"netdev", nic.netdev.empty() ? json(nullptr) : json(nic.netdev)},
+      {"rdma", nic.rdma},
+  };
+}
+
+json nics_json(const NicDiscovery& discovery) {
+  json nics = json::array();
+  for (const Nic& nic : discovery.nics) nics.push_back(nic_json(nic));
+  return {
+      {"nics", nics},
+      {"rdma_status", discovery.rdma_status},
+      {"libfabric",
+       {{"version", discovery.libfabric_version},
+        {"providers", discovery.providers},
+        {"status", discovery.libfabric_status}}},
+      {"nic_types", planner_nic_types(discovery)},
+      {"note", kNicTypesNote},
+  };
+}
+
+void print_nics(const NicDiscovery& discovery) {
+  Table table({"NIC", "LINK", "SPEED", "STATE", "ADDRESSES", "PROVIDERS", "NETDEV"});
+  for (const Nic& nic : discovery.nics) {
+    std::string speed = "unknown";
+    if (nic.link_layer == LinkLayer::loopback) speed = "-";  // no line rate to report
+    if (nic.speed_gbps > 0) speed = gbps_text(nic.speed_gbps) + " Gb/s";
+    table.add_row({nic.name, dicomm::link_layer_name(nic.link_layer), speed, nic.up ? "up" : "down",
+                   nic.addresses.empty() ? "-" : join(nic.addresses, ","),
+                   nic.providers.empty() ? "-" : join(nic.providers, ","), nic.netdev.empty() ? "-" : nic.netdev});
+  }
+  std::cout << "NICs\n";
+  if (table.empty()) {
+    std::cout << "  none found\n";
+  } else {
+    table.print(std::cout);
+  }
+
+  const bool any_rdma = std::any_of(discovery.nics.begin(), discovery.nics.end(), [](const Nic& n) { return n.rdma; });
+  if (!any_rdma) {
+    std::cout << "\nRDMA: no devices (" << discovery.rdma_status << ")\n";
+  } else if (!discovery.rdma_status.empty()) {
+    std::cout << "\nRDMA: " << discovery.rdma_status << "\n";
+  }
+  std::cout << (any_rdma ? "\n" : "") << "libfabric " << discovery.libfabric_version << ": ";
+  if (discovery.providers.empty()) {
+    std::cout << "no RDM provider with tagged messages (" << discovery.libfabric_status << ")\n";
+  } else {
+    std::cout << "RDM providers " << join(discovery.providers, ", ") << "\n";
+  }
+
+  const json types = planner_nic_types(discovery);
+  std::vector<std::string> names;
+  for (const auto& type : types) names.push_back(type["name"].get<std::string>());
+  std::cout << "Planner nic_types (--json prints them to paste into a cluster description): "
+            << (names.empty() ? "none (no up, non-loopback NIC reports its speed)" : join(names, ", ")) << "\n";
+}
+
 }  // namespace
 
 void add_devices_command(CLI::App& app, DevicesOptions& options, int& exit_code) {
   CLI::App* command = app.add_subcommand("devices", "List plugins, their status and their devices");
   command->add_flag("--json", options.json, "Print JSON for programs instead of tables");
-  command->add_option("--plugin", options.plugins,
-                      "Load only this plugin: a NAME (libh2-plugin-NAME.so in the search path) or a PATH; repeatable");
-  command->callback([&options, &exit_code] { exit_code = run_devices(options); });
+  CLI::Option* plugin = command->add_option(
+      "--plugin", options.plugins,
+      "Load only this plugin: a NAME (libh2-plugin-NAME.so in the search path) or a PATH; repeatable");
+  // NICs replace the plugin listing rather than add to it: they answer another question (what the
+  // fabric and the planner see), and plugin problems must not decide the exit code of NIC discovery.
+  command
+      ->add_flag("--nics", options.nics,
+                 "List this node's NICs (RDMA ports, IP interfaces, libfabric providers) and the planner's "
+                 "nic_types for them, instead of plugins and devices")
+      ->excludes(plugin);
+  command->callback(
+      [&options, &exit_code] { exit_code = options.nics ? run_nics(options.json) : run_devices(options); });
 }
 
 int run_devices(const DevicesOptions& options) {
@@ -165,6 +296,22 @@ int run_devices(const DevicesOptions& options) {
   }
   if (runtime.plugins().empty()) std::cerr << "h2 devices: no plugins found\n";
   return failed ? 1 : 0;
+}
+
+int run_nics(bool json_output) {
+  NicDiscovery discovery;
+  try {
+    discovery = dicomm::discover_nics();
+  } catch (const std::exception& error) {  // a missing RDMA stack is not one of these; it is reported
+    std::cerr << "h2 devices --nics: " << error.what() << "\n";
+    return 1;
+  }
+  if (json_output) {
+    std::cout << nics_json(discovery).dump(2) << "\n";
+  } else {
+    print_nics(discovery);
+  }
+  return 0;
 }
 
 }  // namespace h2::tools

@@ -2,10 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "bench_comm_command.hpp"
 #include "conform_command.hpp"
 #include "devices_command.hpp"
 #include "h2/error.hpp"
 #include "h2/version.hpp"
+#include "launch_command.hpp"
 #include "plan_command.hpp"
 
 int main(int argc, char** argv) {
@@ -20,6 +22,10 @@ int main(int argc, char** argv) {
   h2::tools::add_conform_command(app, conform, exit_code);
   h2::tools::PlanOptions plan;
   h2::tools::add_plan_command(app, plan, exit_code);
+  h2::tools::LaunchOptions launch;
+  h2::tools::add_launch_command(app, launch, exit_code);
+  h2::tools::BenchCommOptions bench_comm;
+  h2::tools::add_bench_command(app, bench_comm, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -3,13 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include <string>
 #include "cli_test_support.hpp"
@@ -179,6 +182,166 @@ TEST(H2Devices, EmptySearchPathSaysNoPluginsWereFound) {
   Result r = h2("devices", "H2_PLUGIN_PATH=" + empty.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("no plugins found"));
+}
+
+// ---- h2 devices --nics ----
+
+// The entry of `nics` named `name`, or null.
+const nlohmann::json* nic_named(const nlohmann::json& listing, const std::string& name) {
+  for (const auto& nic : listing["nics"])
+    if (nic["name"] == name) return &nic;
+  return nullptr;
+}
+
+// Each nic_types entry must be one a cluster description accepts (heteroauto's parse_cluster
+// rejects unknown keys), and latency is not invented.
+void expect_planner_nic_types(const nlohmann::json& types) {
+  ASSERT_TRUE(types.is_array()) << types.dump();
+  std::set<std::string> names;
+  for (const auto& type : types) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : type.items()) keys.insert(key);
+    EXPECT_EQ(keys, (std::set<std::string>{"name", "type", "bandwidth_gbps"})) << type.dump();
+    EXPECT_THAT(type["type"].get<std::string>(), testing::AnyOf("infiniband", "roce", "ethernet"));
+    EXPECT_GT(type["bandwidth_gbps"].get<double>(), 0);
+    EXPECT_TRUE(names.insert(type["name"].get<std::string>()).second) << "name used twice: " << type.dump();
+  }
+}
+
+TEST(H2DevicesNics, ListsTheLoopbackAndWhatRdmaAndLibfabricOffer) {
+  Result r = h2("devices --nics");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("NIC "));
+  EXPECT_THAT(r.output, testing::ContainsRegex("  lo +loopback +- +up +127\\.0\\.0\\.1"));
+  EXPECT_THAT(r.output, testing::ContainsRegex("libfabric [0-9]+\\.[0-9]+: RDM providers .*shm"));
+  EXPECT_THAT(r.output, HasSubstr("Planner nic_types"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Plugins")));  // NICs replace the plugin listing
+  if (!fs::exists("/sys/class/infiniband")) {        // no RDMA in this kernel: the reason is printed
+    EXPECT_THAT(r.output, HasSubstr("RDMA: no devices (ibv_get_device_list"));
+  }
+}
+
+TEST(H2DevicesNics, JsonHasTheNicsRdmaStatusLibfabricAndPlannerNicTypes) {
+  Result r = h2("devices --nics --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  for (const char* key : {"nics", "rdma_status", "libfabric", "nic_types", "note"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_THAT(j["libfabric"]["version"].get<std::string>(), testing::MatchesRegex("[0-9]+\\.[0-9]+"));
+  EXPECT_THAT(j["libfabric"]["providers"].get<std::vector<std::string>>(), testing::Contains("shm"));
+  const nlohmann::json* lo = nic_named(j, "lo");
+  ASSERT_NE(lo, nullptr) << r.output;
+  EXPECT_EQ((*lo)["link_layer"], "loopback");
+  EXPECT_EQ((*lo)["up"], true);
+  EXPECT_EQ((*lo)["rdma"], false);
+  EXPECT_TRUE((*lo)["speed_gbps"].is_null());
+  EXPECT_THAT((*lo)["addresses"].get<std::vector<std::string>>(), testing::Contains("127.0.0.1"));
+  for (const auto& nic : j["nics"])
+    for (const char* key : {"name", "link_layer", "speed_gbps", "up", "addresses", "providers", "netdev", "rdma"})
+      EXPECT_TRUE(nic.contains(key)) << key << " missing in " << nic.dump();
+  const bool any_rdma =
+      std::any_of(j["nics"].begin(), j["nics"].end(), [](const auto& n) { return n["rdma"] == true; });
+  if (!any_rdma) {
+    EXPECT_FALSE(j["rdma_status"].get<std::string>().empty());
+  }
+  expect_planner_nic_types(j["nic_types"]);
+  EXPECT_THAT(j["note"].get<std::string>(), HasSubstr("latency_us"));
+}
+
+TEST(H2DevicesNics, PluginSelectionDoesNotApply) {
+  Result r = h2("devices --nics --plugin cpu-reference");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("--plugin excludes --nics"));
+}
+
+// A network namespace of its own, with a veth pair whose both ends stay inside it (198.18.0.0/15,
+// the benchmarking range): discovery there sees exactly these interfaces, and the nic_types it
+// suggests plan in a cluster description. Nothing is sent beyond the namespace, which is always
+// deleted, veth pair included.
+class NetworkNamespace {
+ public:
+  NetworkNamespace() : name_("h2test-" + std::to_string(::getpid())) {
+    const std::string ip = "ip -n " + name_ + " ";
+    const std::string setup = "ip netns add " + name_ + " && " + ip + "link add h2nic0 type veth peer name h2nic1 && " +
+                              ip + "addr add 198.18.0.1/24 dev h2nic0 && " + ip +
+                              "addr add 198.18.0.2/24 dev h2nic1 && " + ip + "link set lo up && " + ip +
+                              "link set h2nic0 up && " + ip + "link set h2nic1 up";
+    const std::string output = run(("(" + setup + ") 2>&1").c_str(), created_);
+    if (!created_) {
+      error_ = output;
+      remove();
+    }
+  }
+  ~NetworkNamespace() { remove(); }
+  NetworkNamespace(const NetworkNamespace&) = delete;
+  NetworkNamespace& operator=(const NetworkNamespace&) = delete;
+
+  bool created() const { return created_; }
+  const std::string& error() const { return error_; }
+  // Runs a shell command inside the namespace; stdout and stderr together.
+  Result exec(const std::string& command) const {
+    Result r;
+    bool ok = false;
+    r.output = run(("ip netns exec " + name_ + " " + command + " 2>&1").c_str(), ok, &r.exit_code);
+    return r;
+  }
+
+ private:
+  static std::string run(const char* command, bool& ok, int* exit_code = nullptr) {
+    std::string output;
+    FILE* pipe = popen(command, "r");
+    if (pipe == nullptr) return "popen failed";
+    std::array<char, 4096> chunk;
+    size_t n;
+    while ((n = fread(chunk.data(), 1, chunk.size(), pipe)) > 0) output.append(chunk.data(), n);
+    const int status = pclose(pipe);
+    ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (exit_code != nullptr) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return output;
+  }
+  void remove() {
+    bool ignored = false;
+    run(("ip netns delete " + name_ + " 2>/dev/null").c_str(), ignored);
+  }
+
+  std::string name_;
+  bool created_ = false;
+  std::string error_;
+};
+
+TEST(H2DevicesNics, DiscoversAVethPairInANamespaceAndItsNicTypesPlan) {
+  NetworkNamespace ns;
+  if (!ns.created()) GTEST_SKIP() << "cannot create a network namespace with a veth pair here: " << ns.error();
+  Result r = ns.exec(env("H2_TOOL") + " devices --nics --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  const auto interfaces =
+      std::count_if(j["nics"].begin(), j["nics"].end(), [](const auto& n) { return n["rdma"] == false; });
+  EXPECT_EQ(interfaces, 3) << "lo and the veth pair only: " << r.output;
+  for (const auto& [name, address] : {std::pair{"h2nic0", "198.18.0.1"}, std::pair{"h2nic1", "198.18.0.2"}}) {
+    const nlohmann::json* nic = nic_named(j, name);
+    ASSERT_NE(nic, nullptr) << name << " missing: " << r.output;
+    EXPECT_EQ((*nic)["link_layer"], "Ethernet");
+    EXPECT_EQ((*nic)["up"], true);
+    EXPECT_EQ((*nic)["speed_gbps"], 10) << "veth reports 10000 Mb/s";
+    EXPECT_THAT((*nic)["addresses"].get<std::vector<std::string>>(), testing::Contains(address));
+    EXPECT_THAT((*nic)["providers"].get<std::vector<std::string>>(), testing::Contains("tcp;ofi_rxm"));
+  }
+  expect_planner_nic_types(j["nic_types"]);
+  ASSERT_EQ(j["nic_types"].size(), 1u) << j["nic_types"].dump();
+  EXPECT_EQ(j["nic_types"][0]["name"], "ethernet-10");
+  EXPECT_EQ(j["nic_types"][0]["type"], "ethernet");
+
+  // Pasted into a cluster description, the suggested NIC types are accepted and plan.
+  const fs::path examples = fs::path(env("H2_SOURCE_ROOT")) / "examples";
+  nlohmann::json cluster = nlohmann::json::parse(std::ifstream(examples / "clusters" / "local.json"));
+  cluster["nic_types"] = j["nic_types"];
+  for (auto& node : cluster["nodes"]) node["nic"] = "ethernet-10";
+  const fs::path file = fs::temp_directory_path() / ("h2-nics-cluster-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << cluster.dump(2);
+  Result plan = h2("plan --cluster " + file.string() + " --model " + (examples / "models" / "gpt-tiny.json").string());
+  fs::remove(file);
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_THAT(plan.output, HasSubstr("Plan 1:"));
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+// The rendezvous store: a small key-value service that rank 0 runs over TCP for the job, and the
+// job's failure detector.
+//
+// Every rank (rank 0 too) connects to it presenting the job's token; a connection with another token
+// is refused with an error naming the token. Ranks use it to exchange fabric addresses and to agree
+// on communicator ids. Each rank also holds a watch connection: when a rank's watch connection
+// closes without a goodbye (the process died) or a rank calls abort(), the store tells every other
+// rank, whose failure handler then fails all pending communication naming the rank.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "h2/dicomm/bootstrap.hpp"
+
+namespace h2::dicomm {
+
+struct RankFailure {
+  int rank = -1;       // the rank that failed
+  std::string reason;  // "the process exited without closing DiComm (connection closed)", "aborted: <reason>"
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Connects rank `info.rank` (rank 0 first starts the server on info.master_port, or on a port of
+  // its choosing when it is 0). Retries the connection until `timeout`, then throws h2::Error naming
+  // the address. Throws when the store refuses the rank (wrong token, rank already connected, world
+  // size that differs from the server's).
+  static std::unique_ptr<Store> connect(const RankInfo& info, std::chrono::milliseconds timeout);
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // The address the store listens on, "host:port" (for publishing through PMIx).
+  virtual std::string address() const = 0;
+  // The local IP address this rank uses to reach the store (selects the NIC the fabric should use).
+  virtual std::string local_address() const = 0;
+
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Waits until `key` is set, up to the timeout given to connect(); throws h2::Error naming the key.
+  virtual std::string get(const std::string& key) = 0;
+  // Atomically adds `delta` to the integer stored at `key` (absent: 0) and returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // Every rank of the world waits until all have called barrier with the same `name`.
+  virtual void barrier(const std::string& name) = 0;
+
+  // Called (from the store's own thread) once for the first failure of another rank.
+  virtual void on_failure(std::function<void(const RankFailure&)> handler) = 0;
+  // Tells every rank that this one aborted; their failure handlers run with "aborted: <reason>".
+  virtual void abort(const std::string& reason) = 0;
+  // Says goodbye: a later close of the connection is not a failure. Rank 0 keeps serving until every
+  // rank has said goodbye or died, or the timeout has passed.
+  virtual void close() = 0;
+};
+
+}  // namespace h2::dicomm

@@ -1,0 +1,353 @@
+// Communicator: argument checks, point-to-point, split and barrier; the algorithms are in
+// collective.cpp.
+#include "h2/dicomm/communicator.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include "collective.hpp"
+
+namespace h2::dicomm {
+
+namespace detail {
+
+struct RequestState {
+  std::shared_ptr<World> world;
+  std::shared_ptr<StepTask> task;
+  std::function<void()> on_complete;  // joins the caller's stream, once, in the caller's thread
+  bool completed = false;
+};
+
+namespace {
+
+[[noreturn]] void usage(const std::string& message) {
+  throw CommError(CommErrorKind::usage, -1, "DiComm: " + message);
+}
+
+void check_tensor(const char* call, const char* what, const Tensor& t) {
+  if (!t.defined()) usage(std::string(call) + ": " + what + " is undefined");
+  if (!t.is_contiguous())
+    usage(std::string(call) + ": " + what + " " + t.describe() +
+          " is not contiguous (DiComm needs contiguous tensors)");
+}
+
+void check_reducible(const char* call, const Tensor& t) {
+  const DType d = t.dtype();
+  if (d != DType::f32 && d != DType::f16 && d != DType::bf16 && d != DType::f64)
+    usage(std::string(call) + ": " + t.describe() + " cannot be reduced (f32, f16, bf16 and f64 can)");
+}
+
+bool widened(DType dtype) {
+  return dtype == DType::f16 || dtype == DType::bf16;
+}
+
+ops::BinaryOp binary_of(ReduceOp op) {
+  return op == ReduceOp::max ? ops::BinaryOp::maximum : ops::BinaryOp::add;
+}
+
+Tensor flat(const Tensor& t) {
+  return t.view({t.numel()});
+}
+
+// The work buffer a reduction runs in: fp16 and bf16 widen to fp32 (one rounding at the end), and
+// `copy` makes a private copy so the caller's tensor is not touched.
+Tensor work_buffer(Collective& c, const Tensor& source, bool copy) {
+  if (!widened(source.dtype()) && !copy) return source;
+  Tensor work = Tensor::empty(c.device(), {source.numel()}, widened(source.dtype()) ? DType::f32 : source.dtype());
+  ops::copy(c.link().stream(), source, work);
+  return work;
+}
+
+// Average and cast back: the owner of each fully reduced segment does it once.
+void finalize(Collective& c, ReduceOp op, const Tensor& reduced, const Tensor& out) {
+  if (op == ReduceOp::avg) ops::binary(c.link().stream(), ops::BinaryOp::mul, reduced, 1.0 / c.size(), reduced);
+  if (!reduced.same_view(out)) ops::copy(c.link().stream(), reduced, out);
+}
+
+}  // namespace
+}  // namespace detail
+
+using namespace detail;
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::avg: return "avg";
+    case ReduceOp::max: return "max";
+  }
+  return "?";
+}
+
+// ---- Requests ----
+
+bool Request::test() {
+  if (!state_) return true;
+  if (!state_->completed) {
+    Engine& engine = state_->world->engine();
+    engine.progress();
+    if (!state_->task->finished()) {
+      engine.throw_if_failed();
+      return false;
+    }
+    wait();
+  }
+  return true;
+}
+
+void Request::wait() {
+  if (!state_ || state_->completed) return;
+  Engine& engine = state_->world->engine();
+  engine.wait_until([&] { return state_->task->finished(); }, [&] { return state_->task->describe(); });
+  if (state_->task->failed())
+    throw CommError(engine.failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, state_->task->error_peer(),
+                    state_->task->error());
+  if (state_->on_complete) state_->on_complete();
+  state_->completed = true;
+}
+
+// ---- Communicator ----
+
+Communicator Communicator::world(const CommOptions& options) {
+  auto state = std::make_shared<CommState>();
+  state->world = World::create(options);
+  state->id = 0;
+  state->name = "world";
+  state->rank = state->world->rank();
+  for (int r = 0; r < state->world->size(); ++r) state->members.push_back(r);
+  return Communicator(std::move(state));
+}
+
+const CommState& Communicator::state() const {
+  if (!state_) usage("this communicator is not valid (split with a negative colour?)");
+  return *state_;
+}
+
+int Communicator::rank() const {
+  return state().rank;
+}
+int Communicator::size() const {
+  return static_cast<int>(state().members.size());
+}
+int Communicator::world_rank(int r) const {
+  if (r < 0 || r >= size()) usage("rank " + std::to_string(r) + " is not in communicator '" + name() + "'");
+  return state().members[r];
+}
+const std::string& Communicator::name() const {
+  return state().name;
+}
+const std::string& Communicator::provider() const {
+  return state().world->engine().provider();
+}
+
+Communicator Communicator::split(int color, int key) const {
+  CommState& parent = const_cast<CommState&>(state());
+  World& world = *parent.world;
+  const uint32_t split = parent.splits++;
+  const std::string prefix = "dicomm/split/" + std::to_string(parent.id) + "/" + std::to_string(split) + "/";
+  std::vector<std::pair<int, int>> choices(parent.members.size());  // (color, key) per parent rank
+  if (Store* store = world.store()) {
+    store->set(prefix + std::to_string(parent.rank), std::to_string(color) + " " + std::to_string(key));
+    for (size_t r = 0; r < choices.size(); ++r) {
+      const std::string value = store->get(prefix + std::to_string(r));
+      const size_t space = value.find(' ');
+      choices[r] = {std::stoi(value.substr(0, space)), std::stoi(value.substr(space + 1))};
+    }
+  } else {
+    choices[0] = {color, key};
+  }
+  if (color < 0) return Communicator();
+  std::vector<int> group;  // parent ranks with our colour, ordered by key then rank
+  for (size_t r = 0; r < choices.size(); ++r)
+    if (choices[r].first == color) group.push_back(static_cast<int>(r));
+  std::stable_sort(group.begin(), group.end(), [&](int a, int b) { return choices[a].second < choices[b].second; });
+
+  auto state = std::make_shared<CommState>();
+  state->world = parent.world;
+  state->name = parent.name + "/split(" + std::to_string(color) + ")";
+  for (size_t i = 0; i < group.size(); ++i) {
+    state->members.push_back(parent.members[group[i]]);
+    if (group[i] == parent.rank) state->rank = static_cast<int>(i);
+  }
+  // The group's first rank takes an id from the store and tells the others.
+  const std::string id_key = prefix + "id/" + std::to_string(color);
+  if (world.store() == nullptr) {
+    state->id = world.new_comm_id();
+  } else if (state->rank == 0) {
+    state->id = world.new_comm_id();
+    world.store()->set(id_key, std::to_string(state->id));
+  } else {
+    state->id = static_cast<uint32_t>(std::stoul(world.store()->get(id_key)));
+  }
+  return Communicator(std::move(state));
+}
+
+Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  check_tensor("isend", "the tensor", tensor);
+  const int to = world_rank(peer);
+  CommState& s = const_cast<CommState&>(state());
+  Link& link = s.world->link(tensor.device());
+  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
+  ready->record(stream);
+  link.stream().wait(*ready);
+  const Tensor data = flat(tensor);
+  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
+  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
+  for (auto& piece : board->pieces) piece.event = ready;
+  std::vector<StepTask::Send> sends;
+  const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, s.members[s.rank], tag);
+  for (const auto& piece : layout.segments[0])
+    sends.push_back({to, wire_tag, Span{data.slice(0, piece.begin, piece.end)}, piece.index});
+  auto task = std::make_shared<StepTask>(s.world->engine(), link, board, std::nullopt, std::move(sends),
+                                         std::vector<StepTask::Recv>{},
+                                         "send of " + tensor.describe() + " to rank " + std::to_string(peer) +
+                                             " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
+  s.world->engine().add_task(task);
+  return Request(std::make_shared<RequestState>(RequestState{s.world, task, {}, false}));
+}
+
+Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  check_tensor("irecv", "the tensor", tensor);
+  const int from = world_rank(peer);
+  CommState& s = const_cast<CommState&>(state());
+  Link& link = s.world->link(tensor.device());
+  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
+  ready->record(stream);
+  link.stream().wait(*ready);
+  const Tensor data = flat(tensor);
+  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
+  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
+  for (auto& piece : board->pieces) piece.event = ready;
+  std::vector<StepTask::Recv> recvs;
+  const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, from, tag);
+  for (const auto& piece : layout.segments[0])
+    recvs.push_back({from, wire_tag, Span{data.slice(0, piece.begin, piece.end)}, Tensor(), Tensor(), piece.index});
+  auto task = std::make_shared<StepTask>(s.world->engine(), link, board, std::nullopt, std::vector<StepTask::Send>{},
+                                         std::move(recvs),
+                                         "receive of " + tensor.describe() + " from rank " + std::to_string(peer) +
+                                             " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
+  s.world->engine().add_task(task);
+  Device device = tensor.device();
+  Stream* caller = &stream;
+  auto join = [device, &link, caller] {
+    Event done = device.create_event(false);
+    done.record(link.stream());
+    caller->wait(done);
+  };
+  return Request(std::make_shared<RequestState>(RequestState{s.world, task, join, false}));
+}
+
+void Communicator::send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  isend(stream, tensor, peer, tag).wait();
+}
+
+void Communicator::recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  irecv(stream, tensor, peer, tag).wait();
+}
+
+void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) const {
+  check_tensor("allreduce", "the tensor", tensor);
+  check_reducible("allreduce", tensor);
+  CommState& s = const_cast<CommState&>(state());
+  if (size() == 1 || tensor.numel() == 0) {
+    ++s.sequence;
+    return;  // sum, avg and max of one contribution are the contribution
+  }
+  Collective c(s, stream, tensor.device(),
+               "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
+  const Tensor data = flat(tensor);
+  const Tensor work = work_buffer(c, data, false);
+  const auto ready = widened(data.dtype()) ? c.record() : c.input_ready();
+  const size_t bytes = static_cast<size_t>(work.numel()) * dtype_size(work.dtype());
+  if (bytes <= s.world->small_bytes()) {
+    const Tensor result = recursive_doubling_allreduce(c, work, binary_of(op), ready);
+    finalize(c, op, result, data);
+  } else {
+    ring_reduce_scatter(c, work, binary_of(op), ready);
+    const int64_t begin = Layout::segment_begin(data.numel(), size(), rank());
+    const int64_t end = Layout::segment_begin(data.numel(), size(), rank() + 1);
+    finalize(c, op, work.slice(0, begin, end), data.slice(0, begin, end));
+    ring_allgather(c, data, c.record());
+  }
+  c.finish(stream);
+}
+
+void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op) const {
+  check_tensor("reduce_scatter", "the input", input);
+  check_tensor("reduce_scatter", "the output", output);
+  check_reducible("reduce_scatter", input);
+  if (input.dtype() != output.dtype() || !(input.device() == output.device()) ||
+      input.numel() != output.numel() * size())
+    usage("reduce_scatter: the input " + input.describe() + " must hold size() = " + std::to_string(size()) +
+          " times the output " + output.describe() + ", of the same dtype on the same device");
+  CommState& s = const_cast<CommState&>(state());
+  Collective c(s, stream, input.device(),
+               "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe());
+  const Tensor work = work_buffer(c, flat(input), true);
+  if (size() > 1 && output.numel() > 0) ring_reduce_scatter(c, work, binary_of(op), c.record());
+  const int64_t n = output.numel();
+  finalize(c, op, work.slice(0, rank() * n, (rank() + 1) * n), flat(output));
+  c.finish(stream);
+}
+
+void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& output) const {
+  check_tensor("allgather", "the input", input);
+  check_tensor("allgather", "the output", output);
+  if (input.dtype() != output.dtype() || !(input.device() == output.device()) ||
+      output.numel() != input.numel() * size())
+    usage("allgather: the output " + output.describe() + " must hold size() = " + std::to_string(size()) +
+          " times the input " + input.describe() + ", of the same dtype on the same device");
+  CommState& s = const_cast<CommState&>(state());
+  Collective c(s, stream, input.device(), "allgather of " + input.describe());
+  const int64_t n = input.numel();
+  const Tensor out = flat(output);
+  ops::copy(c.link().stream(), flat(input), out.slice(0, rank() * n, (rank() + 1) * n));
+  if (size() > 1 && n > 0) ring_allgather(c, out, c.record());
+  c.finish(stream);
+}
+
+void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) const {
+  check_tensor("broadcast", "the tensor", tensor);
+  world_rank(root);  // checks the root
+  CommState& s = const_cast<CommState&>(state());
+  if (size() == 1 || tensor.numel() == 0) {
+    ++s.sequence;
+    return;
+  }
+  Collective c(s, stream, tensor.device(), "broadcast from rank " + std::to_string(root) + " of " + tensor.describe());
+  const Tensor data = flat(tensor);
+  const size_t bytes = static_cast<size_t>(data.numel()) * dtype_size(data.dtype());
+  if (bytes <= s.world->small_bytes()) {
+    tree_broadcast(c, data, root);
+  } else {
+    chain_broadcast(c, data, root);
+  }
+  c.finish(stream);
+}
+
+void Communicator::barrier() const {
+  CommState& s = const_cast<CommState&>(state());
+  const uint32_t sequence = s.sequence++;
+  const int n = size(), r = rank();
+  Engine& engine = s.world->engine();
+  // Dissemination: after round k every rank has heard, indirectly, from 2^(k+1) ranks.
+  for (int distance = 1; distance < n; distance <<= 1) {
+    const int to = s.members[(r + distance) % n], from = s.members[(r - distance % n + n) % n];
+    OpPtr out = engine.send(to, make_tag(TagKind::collective, s.id, s.members[r], sequence), nullptr, 0);
+    OpPtr in = engine.recv(from, make_tag(TagKind::collective, s.id, from, sequence), nullptr, 0);
+    const auto what = [&] {
+      return "barrier on communicator '" + s.name + "' (rank " + std::to_string(r) + " of " + std::to_string(n) +
+             "): rank " + std::to_string((r - distance % n + n) % n) + " has not arrived";
+    };
+    engine.wait(in, what);
+    engine.wait(out, what);
+  }
+}
+
+void Communicator::abort(const std::string& reason) const {
+  World& world = *state().world;
+  world.engine().fail(CommErrorKind::aborted, world.rank(),
+                      "DiComm: this rank (" + std::to_string(world.rank()) + ") aborted: " + reason);
+  if (Store* store = world.store()) store->abort(reason);
+}
+
+}  // namespace h2::dicomm

@@ -1,0 +1,245 @@
+#include "engine.hpp"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+#include <sched.h>
+
+#include <cstdio>
+
+namespace h2::dicomm::detail {
+
+void Backoff::pause() {
+  ++idle_;
+  if (idle_ < 32) return;  // a few free polls: completions usually arrive within microseconds
+  if (idle_ < 256) {
+    sched_yield();  // give the core to a peer rank that shares it
+    return;
+  }
+  const int doublings = std::min(idle_ - 256, 6);
+  std::this_thread::sleep_for(std::chrono::microseconds(10 << doublings));  // 10 .. 640 µs
+}
+
+Engine::Engine(std::unique_ptr<Fabric> fabric, std::vector<fi_addr_t> peers, int rank,
+               std::chrono::milliseconds timeout)
+    : fabric_(std::move(fabric)), peers_(std::move(peers)), rank_(rank), timeout_(timeout) {
+  background_ = std::thread([this] { background_loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(idle_mutex_);
+    stopping_ = true;
+  }
+  idle_cv_.notify_all();
+  background_.join();
+  // Closing the endpoint drops posted operations; only then may their memory go.
+  std::lock_guard lock(mutex_);
+  fabric_.reset();
+  tasks_.clear();
+  inflight_.clear();
+  queued_.clear();
+}
+
+OpPtr Engine::send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive) {
+  auto op = std::make_shared<Op>();
+  op->is_send = true;
+  op->peer = peer;
+  op->tag = tag;
+  op->data = const_cast<void*>(data);
+  op->bytes = bytes;
+  op->keep_alive = std::move(keep_alive);
+  return submit(std::move(op));
+}
+
+OpPtr Engine::recv(int peer, uint64_t tag, void* data, size_t bytes, std::shared_ptr<void> keep_alive) {
+  auto op = std::make_shared<Op>();
+  op->peer = peer;
+  op->tag = tag;
+  op->data = data;
+  op->bytes = bytes;
+  op->keep_alive = std::move(keep_alive);
+  return submit(std::move(op));
+}
+
+OpPtr Engine::submit(OpPtr op) {
+  if (op->peer < 0 || op->peer >= world_size())
+    throw CommError(CommErrorKind::usage, op->peer,
+                    "DiComm: rank " + std::to_string(op->peer) + " is not in the job of " +
+                        std::to_string(world_size()) + " ranks");
+  throw_if_failed();
+  {
+    std::lock_guard lock(mutex_);
+    if (fabric_->needs_registration() && op->bytes > 0) {
+      void* handle = nullptr;
+      fabric_->register_memory(op->data, op->bytes, &handle);
+      op->mr = handle;
+    }
+    // Queue behind anything not yet posted: posting out of order would break per-tag ordering.
+    queued_.push_back(op);
+    pending_.fetch_add(1, std::memory_order_acq_rel);
+    post_queued_locked();
+  }
+  idle_cv_.notify_one();
+  return op;
+}
+
+bool Engine::post_queued_locked() {
+  bool moved = false;
+  while (!queued_.empty()) {
+    Op& op = *queued_.front();
+    void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
+    const ssize_t rc = op.is_send ? fabric_->post_send(op.data, op.bytes, desc, peers_[op.peer], op.tag, &op.context)
+                                  : fabric_->post_recv(op.data, op.bytes, desc, op.tag, &op.context);
+    if (rc == -FI_EAGAIN) break;  // the provider needs progress first (rxm connects on demand)
+    OpPtr owned = std::move(queued_.front());
+    queued_.pop_front();
+    moved = true;
+    if (rc != 0) {
+      owned->error = std::string(op.is_send ? "fi_tsend to" : "fi_trecv from") + " rank " + std::to_string(op.peer) +
+                     ": " + Fabric::error_text(rc);
+      if (owned->mr != nullptr) fabric_->deregister(owned->mr);
+      owned->state.store(OpState::failed, std::memory_order_release);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      continue;
+    }
+    owned->state.store(OpState::posted, std::memory_order_release);
+    inflight_.emplace(&owned->context, std::move(owned));
+  }
+  return moved;
+}
+
+void Engine::complete_locked(const Completion& completion) {
+  auto it = inflight_.find(completion.context);
+  if (it == inflight_.end()) return;  // not ours (cannot happen with FI_CONTEXT2 contexts)
+  OpPtr op = std::move(it->second);
+  inflight_.erase(it);
+  if (op->mr != nullptr) fabric_->deregister(op->mr);
+  if (completion.error != 0) {
+    op->error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
+                std::to_string(op->bytes) + " bytes) failed: " + completion.message;
+    op->state.store(OpState::failed, std::memory_order_release);
+  } else {
+    op->state.store(OpState::done, std::memory_order_release);
+  }
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool Engine::progress() {
+  std::unique_lock lock(mutex_, std::try_to_lock);  // another thread progressing is as good
+  if (!lock.owns_lock()) return false;              // another thread is progressing right now
+  if (!fabric_) return false;
+  bool moved = post_queued_locked();
+  completions_.clear();
+  if (fabric_->poll(completions_) > 0) moved = true;
+  for (const Completion& c : completions_) complete_locked(c);
+  for (size_t i = 0; i < tasks_.size();) {
+    Task& task = *tasks_[i];
+    try {
+      if (task.advance()) moved = true;
+    } catch (const CommError& e) {
+      task.fail(e.what(), e.peer());
+    } catch (const std::exception& e) {
+      task.fail(e.what(), -1);
+    }
+    if (task.finished()) {
+      tasks_.erase(tasks_.begin() + static_cast<std::ptrdiff_t>(i));
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      moved = true;
+    } else {
+      ++i;
+    }
+  }
+  if (moved) post_queued_locked();
+  return moved;
+}
+
+void Engine::add_task(std::shared_ptr<Task> task) {
+  throw_if_failed();
+  {
+    std::lock_guard lock(mutex_);
+    tasks_.push_back(std::move(task));
+    pending_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  idle_cv_.notify_one();
+}
+
+void Engine::run(const std::shared_ptr<Task>& task) {
+  add_task(task);
+  wait_until([&] { return task->finished(); }, [&] { return task->describe(); });
+  if (task->failed())
+    throw CommError(failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, task->error_peer(),
+                    task->error());
+}
+
+void Engine::fail(CommErrorKind kind, int peer, const std::string& message) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (failed_.load(std::memory_order_acquire)) return;
+    failure_kind_ = kind;
+    failure_peer_ = peer;
+    failure_message_ = message;
+    failed_.store(true, std::memory_order_release);
+  }
+  idle_cv_.notify_all();
+}
+
+void Engine::throw_if_failed() const {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(failure_mutex_);
+  throw CommError(failure_kind_, failure_peer_, failure_message_);
+}
+
+void Engine::check(const Op& op) const {
+  if (op.state.load(std::memory_order_acquire) == OpState::failed)
+    throw CommError(CommErrorKind::transport, op.peer, "DiComm: " + op.error);
+}
+
+void Engine::wait_until(const std::function<bool()>& done, const std::function<std::string()>& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  waiters_.fetch_add(1, std::memory_order_acq_rel);
+  struct Leave {
+    std::atomic<int>& waiters;
+    ~Leave() { waiters.fetch_sub(1, std::memory_order_acq_rel); }
+  } leave{waiters_};
+  Backoff backoff;
+  while (!done()) {
+    throw_if_failed();
+    if (progress()) {
+      backoff.reset();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw CommError(CommErrorKind::timeout, -1,
+                      "DiComm: timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                          " s waiting for " + what() + " (H2_DICOMM_TIMEOUT sets the limit)");
+    backoff.pause();
+  }
+}
+
+void Engine::wait(const OpPtr& op, const std::function<std::string()>& what) {
+  wait_until([&] { return op->finished(); }, what);
+  check(*op);
+}
+
+void Engine::background_loop() {
+  Backoff backoff;
+  for (;;) {
+    {
+      std::unique_lock lock(idle_mutex_);
+      // Sleep while there is nothing to move or a waiter is moving it already.
+      idle_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+        return stopping_ || (pending_.load(std::memory_order_acquire) > 0 &&
+                             waiters_.load(std::memory_order_acquire) == 0 && !failed_.load());
+      });
+      if (stopping_) return;
+      if (pending_.load() == 0 || waiters_.load() > 0 || failed_.load()) continue;
+    }
+    if (progress()) {
+      backoff.reset();
+    } else {
+      backoff.pause();
+    }
+  }
+}
+
+}  // namespace h2::dicomm::detail

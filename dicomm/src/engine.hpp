@@ -1,0 +1,134 @@
+// The progress engine: posts tagged sends and receives on the fabric, reads completions, and makes
+// waiting threads either see their operation complete or throw a CommError (timeout, dead peer,
+// abort, transport error) — never hang.
+//
+// Threading: any thread may submit and wait. Fabric calls are serialised by one mutex (the endpoint
+// is FI_THREAD_DOMAIN). Whoever waits drives progress itself; a background thread drives it only
+// while operations are pending and nobody waits (an isend left running while the caller computes).
+// Waiting spins briefly, then yields, then sleeps with growing intervals: ranks often outnumber
+// cores, and busy polling there is 20x slower (notes/dicomm.md §4.2).
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "fabric.hpp"
+#include "h2/dicomm/error.hpp"
+#include "task.hpp"
+
+namespace h2::dicomm::detail {
+
+enum class OpState { queued, posted, done, failed };
+
+struct Op {
+  fi_context2 context{};  // completions carry its address; must stay the first member
+  bool is_send = false;
+  int peer = -1;  // world rank
+  uint64_t tag = 0;
+  void* data = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<void> keep_alive;  // what owns data until the operation is over
+  void* mr = nullptr;                // registration, when the provider needs FI_MR_LOCAL
+  std::atomic<OpState> state{OpState::queued};
+  std::string error;  // set before state becomes failed
+
+  bool finished() const {
+    const OpState s = state.load(std::memory_order_acquire);
+    return s == OpState::done || s == OpState::failed;
+  }
+};
+using OpPtr = std::shared_ptr<Op>;
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<Fabric> fabric, std::vector<fi_addr_t> peers, int rank, std::chrono::milliseconds timeout);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return static_cast<int>(peers_.size()); }
+  const std::string& provider() const { return fabric_->provider(); }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Queue a send / receive of `bytes` at `data` (host-addressable memory the NIC may read or write)
+  // to / from world rank `peer`. Operations to one peer with one tag complete in the order posted.
+  OpPtr send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive = {});
+  OpPtr recv(int peer, uint64_t tag, void* data, size_t bytes, std::shared_ptr<void> keep_alive = {});
+
+  // Posts queued operations, reads completions and advances the tasks once. True when anything moved.
+  bool progress();
+  // Advances `task` from progress() until it finishes (successfully or not).
+  void add_task(std::shared_ptr<Task> task);
+  // Waits until `task` finishes; throws CommError when it failed (or as wait_until does).
+  void run(const std::shared_ptr<Task>& task);
+
+  // Blocks until done() is true, driving progress. Throws CommError when the job failed, this rank
+  // aborted, the deadline passed (`what()` then describes what was awaited), or an operation in
+  // `watch` failed.
+  void wait_until(const std::function<bool()>& done, const std::function<std::string()>& what);
+  void wait(const OpPtr& op, const std::function<std::string()>& what);
+  // Throws if `op` failed.
+  void check(const Op& op) const;
+
+  // From now on every wait throws this failure (first failure wins). `peer` < 0: not a peer's.
+  void fail(CommErrorKind kind, int peer, const std::string& message);
+  // Throws the recorded failure, if any.
+  void throw_if_failed() const;
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+ private:
+  OpPtr submit(OpPtr op);
+  bool post_queued_locked();
+  void complete_locked(const Completion& completion);
+  void background_loop();
+
+  std::unique_ptr<Fabric> fabric_;
+  std::vector<fi_addr_t> peers_;
+  int rank_;
+  std::chrono::milliseconds timeout_;
+
+  // Guards fabric_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
+  std::recursive_mutex mutex_;
+  std::deque<OpPtr> queued_;
+  std::vector<std::shared_ptr<Task>> tasks_;
+  std::unordered_map<void*, OpPtr> inflight_;
+  std::vector<Completion> completions_;
+  std::atomic<int> pending_{0};  // queued + in flight operations + running tasks
+  std::atomic<int> waiters_{0};
+
+  std::atomic<bool> failed_{false};
+  mutable std::mutex failure_mutex_;
+  CommErrorKind failure_kind_ = CommErrorKind::transport;
+  int failure_peer_ = -1;
+  std::string failure_message_;
+
+  std::mutex idle_mutex_;
+  std::condition_variable idle_cv_;
+  bool stopping_ = false;
+  std::thread background_;
+};
+
+// Sleeps a little longer each time nothing moved: spin, then yield, then 10 µs doubling to 500 µs.
+class Backoff {
+ public:
+  void reset() { idle_ = 0; }
+  void pause();
+
+ private:
+  int idle_ = 0;
+};
+
+}  // namespace h2::dicomm::detail

@@ -1,0 +1,212 @@
+#include "fabric.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "h2/error.hpp"
+
+namespace h2::dicomm::detail {
+
+namespace {
+
+// The libfabric API this code is written against; 1.14 is the oldest Debian/Ubuntu ship today.
+constexpr uint32_t kApiVersion = FI_VERSION(1, 14);
+
+[[noreturn]] void fail(const std::string& provider, const char* call, ssize_t code) {
+  throw Error(H2_STATUS_INTERNAL,
+              "DiComm: " + std::string(call) + " on provider '" + provider + "' failed: " + Fabric::error_text(code));
+}
+
+// Hints for what DiComm needs: reliable datagrams, tagged messages delivered in send order between
+// two ranks (collectives rely on it for the pieces of one step), manual progress is fine.
+fi_info* make_hints(const std::string& provider, const std::string& iface) {
+  fi_info* hints = fi_allocinfo();
+  if (hints == nullptr) throw Error(H2_STATUS_OUT_OF_MEMORY, "DiComm: fi_allocinfo failed");
+  hints->caps = FI_TAGGED | FI_MSG;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->tx_attr->msg_order = FI_ORDER_SAS;
+  hints->rx_attr->msg_order = FI_ORDER_SAS;
+  // Registration modes DiComm copes with (verbs and efa need FI_MR_LOCAL; tcp and shm need none).
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
+  // Socket providers list every interface; eth0 comes before lo, so without this the data of a
+  // loopback job would leave through the VM's external address (notes/dicomm.md §2.4.8).
+  if (!iface.empty() && (provider.empty() || is_socket_provider(provider)))
+    hints->domain_attr->name = strdup(iface.c_str());
+  return hints;
+}
+
+}  // namespace
+
+std::string Fabric::error_text(ssize_t code) {
+  return std::string(fi_strerror(static_cast<int>(code < 0 ? -code : code))) + " (" + std::to_string(code) + ")";
+}
+
+bool is_socket_provider(const std::string& provider) {
+  for (const char* core : {"tcp", "sockets", "udp", "net"})
+    if (provider == core || provider.rfind(std::string(core) + ";", 0) == 0) return true;
+  return false;
+}
+
+ProviderProbe probe_providers(const std::string& iface) {
+  ProviderProbe probe;
+  const uint32_t version = fi_version();
+  probe.libfabric_version = std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
+  fi_info* hints = make_hints("", "");
+  fi_info* list = nullptr;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list) == 0) {
+    for (fi_info* i = list; i != nullptr; i = i->next) {
+      const std::string name = i->fabric_attr->prov_name;
+      // A socket provider counts only when it offers the interface that reaches the store.
+      if (is_socket_provider(name) && !iface.empty() && i->domain_attr->name != nullptr &&
+          iface != i->domain_attr->name)
+        continue;
+      if (std::find(probe.providers.begin(), probe.providers.end(), name) == probe.providers.end())
+        probe.providers.push_back(name);
+    }
+    fi_freeinfo(list);
+  }
+  fi_freeinfo(hints);
+  return probe;
+}
+
+std::string choose_provider(const std::vector<std::string>& available, bool single_node) {
+  auto has = [&](const std::string& p) { return std::find(available.begin(), available.end(), p) != available.end(); };
+  // shm lacks FI_REMOTE_COMM: it is only right when no rank is on another node.
+  if (single_node && has("shm")) return "shm";
+  for (const char* preferred : {"verbs;ofi_rxm", "efa", "cxi", "tcp;ofi_rxm", "net", "tcp"})
+    if (has(preferred)) return preferred;
+  return "";
+}
+
+Fabric::Fabric(const std::string& provider, const std::string& iface) : provider_(provider) {
+  fi_info* hints = make_hints(provider, iface);
+  const int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+  fi_freeinfo(hints);
+  if (rc != 0 || info_ == nullptr)
+    throw Error(H2_STATUS_UNSUPPORTED, "DiComm: libfabric provider '" + provider +
+                                           "' offers no reliable-datagram endpoint with tagged messages" +
+                                           (iface.empty() ? "" : " on interface '" + iface + "'") + ": " +
+                                           error_text(rc) + " (see `fi_info -l`; H2_FABRIC_PROVIDER overrides)");
+  mr_local_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+
+  ssize_t rc2 = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
+  if (rc2 != 0) fail(provider_, "fi_fabric", rc2);
+  rc2 = fi_domain(fabric_, info_, &domain_, nullptr);
+  if (rc2 != 0) fail(provider_, "fi_domain", rc2);
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.wait_obj = FI_WAIT_NONE;  // DiComm polls; blocking reads hang shm in 1.17 (notes §2.4.2)
+  cq_attr.size = 4096;
+  rc2 = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
+  if (rc2 != 0) fail(provider_, "fi_cq_open", rc2);
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  rc2 = fi_av_open(domain_, &av_attr, &av_, nullptr);
+  if (rc2 != 0) fail(provider_, "fi_av_open", rc2);
+
+  rc2 = fi_endpoint(domain_, info_, &ep_, nullptr);
+  if (rc2 != 0) fail(provider_, "fi_endpoint", rc2);
+  rc2 = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
+  if (rc2 != 0) fail(provider_, "fi_ep_bind(cq)", rc2);
+  rc2 = fi_ep_bind(ep_, &av_->fid, 0);
+  if (rc2 != 0) fail(provider_, "fi_ep_bind(av)", rc2);
+  rc2 = fi_enable(ep_);
+  if (rc2 != 0) fail(provider_, "fi_enable", rc2);
+}
+
+Fabric::~Fabric() {
+  // The endpoint goes first: it drops every posted operation before the memory they name is freed.
+  if (ep_ != nullptr) fi_close(&ep_->fid);
+  if (av_ != nullptr) fi_close(&av_->fid);
+  if (cq_ != nullptr) fi_close(&cq_->fid);
+  if (domain_ != nullptr) fi_close(&domain_->fid);
+  if (fabric_ != nullptr) fi_close(&fabric_->fid);
+  if (info_ != nullptr) fi_freeinfo(info_);
+}
+
+std::vector<uint8_t> Fabric::address() const {
+  std::vector<uint8_t> name(256);
+  size_t length = name.size();
+  ssize_t rc = fi_getname(&ep_->fid, name.data(), &length);
+  if (rc == -FI_ETOOSMALL) {
+    name.resize(length);
+    rc = fi_getname(&ep_->fid, name.data(), &length);
+  }
+  if (rc != 0) fail(provider_, "fi_getname", rc);
+  name.resize(length);
+  return name;
+}
+
+std::vector<fi_addr_t> Fabric::insert(const std::vector<std::vector<uint8_t>>& addresses) {
+  std::vector<fi_addr_t> result(addresses.size(), FI_ADDR_NOTAVAIL);
+  for (size_t r = 0; r < addresses.size(); ++r) {
+    const int inserted = fi_av_insert(av_, addresses[r].data(), 1, &result[r], 0, nullptr);
+    if (inserted != 1)
+      throw Error(H2_STATUS_INTERNAL, "DiComm: fi_av_insert of rank " + std::to_string(r) + "'s address on provider '" +
+                                          provider_ + "' failed: " + error_text(inserted < 0 ? inserted : -FI_EINVAL));
+  }
+  return result;
+}
+
+void* Fabric::register_memory(void* data, size_t bytes, void** handle) {
+  fid_mr* mr = nullptr;
+  const ssize_t rc = fi_mr_reg(domain_, data, bytes, FI_SEND | FI_RECV, 0, next_key_++, 0, &mr, nullptr);
+  if (rc != 0) fail(provider_, "fi_mr_reg", rc);
+  *handle = mr;
+  return fi_mr_desc(mr);
+}
+
+void Fabric::deregister(void* handle) {
+  if (handle != nullptr) fi_close(&static_cast<fid_mr*>(handle)->fid);
+}
+
+ssize_t Fabric::post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag, void* context) {
+  return fi_tsend(ep_, data, bytes, desc, peer, tag, context);
+}
+
+ssize_t Fabric::post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context) {
+  // The sender's rank is part of the tag, so any source may match: no FI_DIRECTED_RECV needed.
+  return fi_trecv(ep_, data, bytes, desc, FI_ADDR_UNSPEC, tag, 0, context);
+}
+
+void Fabric::cancel(void* context) {
+  fi_cancel(&ep_->fid, context);
+}
+
+size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
+  fi_cq_tagged_entry entries[64];
+  const size_t want = std::min<size_t>(max, 64);
+  const ssize_t n = fi_cq_read(cq_, entries, want);
+  if (n > 0) {
+    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, ""});
+    return static_cast<size_t>(n);
+  }
+  if (n == -FI_EAGAIN) return 0;
+  if (n == -FI_EAVAIL) {
+    fi_cq_err_entry err{};
+    if (fi_cq_readerr(cq_, &err, 0) == 1) {
+      std::string text = fi_strerror(err.err);
+      if (err.prov_errno != 0) {
+        const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
+        if (detail != nullptr && *detail != '\0') text += " (" + std::string(detail) + ")";
+      }
+      out.push_back({err.op_context, err.err, text});
+      return 1;
+    }
+    return 0;
+  }
+  fail(provider_, "fi_cq_read", n);
+}
+
+}  // namespace h2::dicomm::detail

@@ -1,0 +1,83 @@
+// One libfabric reliable-datagram endpoint with tagged messages: the wire under DiComm.
+//
+// Not thread-safe: the endpoint is opened with FI_THREAD_DOMAIN, so the Engine serialises every
+// call. Providers on this machine need manual progress (tcp;ofi_rxm and shm move nothing unless the
+// completion queue is read), which is why poll() is the only way completions are found.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace h2::dicomm::detail {
+
+// What libfabric offers for RDM + tagged on this node, probed before choosing a provider.
+struct ProviderProbe {
+  std::string libfabric_version;       // fi_version() as "1.17"
+  std::vector<std::string> providers;  // prov_name of every RDM/tagged info, first occurrence order
+};
+// `iface` restricts socket providers to one interface (the one that reaches the store).
+ProviderProbe probe_providers(const std::string& iface);
+
+// The provider DiComm prefers among `available` (ranks pass the intersection of theirs):
+// shm when every rank is on one node, then verbs, efa, cxi, then tcp.
+std::string choose_provider(const std::vector<std::string>& available, bool single_node);
+
+// True for providers whose domains are IP interfaces (tcp, sockets, udp, net).
+bool is_socket_provider(const std::string& provider);
+
+struct Completion {
+  void* context = nullptr;  // the context the operation was posted with
+  int error = 0;            // 0, or a positive FI_E* / errno value
+  std::string message;      // the provider's text when error != 0
+};
+
+class Fabric {
+ public:
+  // Opens fabric, domain, completion queue, address vector and endpoint for `provider`.
+  // Throws h2::Error naming the provider and the failing call.
+  Fabric(const std::string& provider, const std::string& iface);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  const std::string& provider() const { return provider_; }
+  // The endpoint's address, to publish through the store.
+  std::vector<uint8_t> address() const;
+  // Inserts every rank's address, in rank order; returns their fi_addr_t.
+  std::vector<fi_addr_t> insert(const std::vector<std::vector<uint8_t>>& addresses);
+  // Whether buffers must be registered (FI_MR_LOCAL); descriptors come from register_memory.
+  bool needs_registration() const { return mr_local_; }
+  // Registers [data, data+bytes) and returns its descriptor; the registration lives until
+  // deregister(). Unique keys always (libfabric #10882).
+  void* register_memory(void* data, size_t bytes, void** handle);
+  void deregister(void* handle);
+
+  // Post a tagged send / receive. Return 0, -FI_EAGAIN (progress, then retry) or another negative
+  // error. `context` must point to a struct fi_context2 that lives until its completion.
+  ssize_t post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag, void* context);
+  ssize_t post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context);
+  // Cancels a posted receive; its completion arrives with FI_ECANCELED.
+  void cancel(void* context);
+  // Reads up to `max` completions (successful and failed). Returns how many were found.
+  size_t poll(std::vector<Completion>& out, size_t max = 64);
+  // "fi_tsend: Resource temporarily unavailable" etc.
+  static std::string error_text(ssize_t code);
+
+ private:
+  std::string provider_;
+  bool mr_local_ = false;
+  uint64_t next_key_ = 1;
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_ep* ep_ = nullptr;
+};
+
+}  // namespace h2::dicomm::detail

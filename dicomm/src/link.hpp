@@ -1,0 +1,51 @@
+// How one device's memory meets the wire: directly (the NIC reads and writes device memory) or
+// staged through pinned host buffers of the device's plugin. One Link per device per process,
+// shared by every communicator; its stream carries DiComm's copies and reductions on that device,
+// so they never sit in the middle of the caller's own work.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "h2/buffer.hpp"
+#include "h2/device.hpp"
+#include "h2/stream.hpp"
+
+namespace h2::dicomm::detail {
+
+// Pinned host memory for one piece in flight.
+struct StagingSlot {
+  PinnedHostBuffer buffer;
+  std::shared_ptr<Event> copied;  // the device copy that reads or writes it, when one is pending
+};
+
+class Link {
+ public:
+  // `staged` forces host staging even where the device allows direct access (H2_DICOMM_STAGING=1).
+  Link(const Device& device, size_t piece_bytes, bool force_staging);
+
+  const Device& device() const { return device_; }
+  // The NIC reads and writes this device's memory directly.
+  bool direct() const { return direct_; }
+  Stream& stream() { return stream_; }
+  size_t piece_bytes() const { return piece_bytes_; }
+
+  // A free staging slot, or nullptr when `kMaxSlots` are in use (the caller retries later).
+  std::unique_ptr<StagingSlot> acquire();
+  void release(std::unique_ptr<StagingSlot> slot);
+
+  static constexpr size_t kMaxSlots = 16;
+
+ private:
+  Device device_;
+  bool direct_;
+  size_t piece_bytes_;
+  Stream stream_;
+  std::vector<std::unique_ptr<StagingSlot>> free_;
+  size_t allocated_ = 0;
+};
+
+// Whether a device's memory can be handed to the NIC as it is.
+bool nic_can_access(const DeviceProperties& properties);
+
+}  // namespace h2::dicomm::detail

@@ -1,0 +1,463 @@
+#include "h2/dicomm/store.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "h2/error.hpp"
+#include "h2/log.hpp"
+#include "pmix_bootstrap.hpp"
+#include "socket.hpp"
+#include "store_protocol.hpp"
+#include "store_server.hpp"
+
+namespace h2::dicomm {
+
+namespace {
+
+using detail::Clock;
+using detail::FrameReader;
+using detail::FrameWriter;
+using detail::MessageType;
+
+constexpr std::string_view kLogSource = "dicomm.store";
+// Extra time a client waits beyond its own timeout for the server's answer to a get or barrier, so
+// that the server's own timeout message (which names the key) normally wins.
+constexpr std::chrono::milliseconds kReplyGrace{2000};
+
+std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "?";
+  return host;
+}
+
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 8; ++i) {
+    uint32_t word = device();
+    for (int j = 0; j < 4; ++j) {
+      token += hex[(word >> 4) & 15];
+      token += hex[word & 15];
+      word >>= 8;
+    }
+  }
+  return token;
+}
+
+// Reads one frame from a blocking socket; nothing on EOF, error or receive timeout.
+std::optional<std::string> read_frame(int fd) {
+  char prefix[4];
+  if (!detail::recv_all(fd, prefix, 4)) return std::nullopt;
+  uint32_t length = detail::frame_length(prefix);
+  if (length == 0 || length > detail::kMaxFrameBytes) return std::nullopt;
+  std::string payload(length, '\0');
+  if (!detail::recv_all(fd, payload.data(), length)) return std::nullopt;
+  return payload;
+}
+
+class TcpStore final : public Store {
+ public:
+  TcpStore(const RankInfo& info, std::chrono::milliseconds timeout) : info_(info), timeout_(timeout) {}
+
+  ~TcpStore() override {
+    // A destructor is a clean exit unless the rank aborted; only a process that dies without
+    // running destructors counts as failed for the others.
+    close();
+  }
+
+  void start(std::unique_ptr<detail::StoreServer> server) {
+    server_ = std::move(server);
+    Clock::time_point deadline = Clock::now() + timeout_;
+    address_ = detail::join_host_port(info_.master_addr, info_.master_port);
+    connect_until(deadline);
+    reader_ = std::thread([this] { read_loop(); });
+  }
+
+  int rank() const override { return info_.rank; }
+  int world_size() const override { return info_.world_size; }
+  std::string address() const override { return address_; }
+  std::string local_address() const override { return local_address_; }
+
+  void set(const std::string& key, const std::string& value) override {
+    call("set('" + key + "')", [&](uint64_t id) { return FrameWriter(MessageType::set).u64(id).str(key).str(value); },
+         timeout_);
+  }
+
+  std::string get(const std::string& key) override {
+    return call(
+        "get('" + key + "')",
+        [&](uint64_t id) { return FrameWriter(MessageType::get).u64(id).str(key).i64(timeout_.count()); },
+        timeout_ + kReplyGrace);
+  }
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    std::string text = call(
+        "add('" + key + "')", [&](uint64_t id) { return FrameWriter(MessageType::add).u64(id).str(key).i64(delta); },
+        timeout_);
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw Error(H2_STATUS_INTERNAL, "rendezvous store answered add('" + key + "') with '" + text + "'");
+    return value;
+  }
+
+  void barrier(const std::string& name) override {
+    call(
+        "barrier('" + name + "')",
+        [&](uint64_t id) { return FrameWriter(MessageType::barrier).u64(id).str(name).i64(timeout_.count()); },
+        timeout_ + kReplyGrace);
+  }
+
+  void on_failure(std::function<void(const RankFailure&)> handler) override {
+    std::optional<RankFailure> already;
+    {
+      std::lock_guard lock(mutex_);
+      handler_ = std::move(handler);
+      if (failure_ && !handler_called_ && handler_) {
+        handler_called_ = true;
+        already = failure_;
+      }
+    }
+    if (already) invoke(*already);
+  }
+
+  void abort(const std::string& reason) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_ || aborted_) return;
+      aborted_ = true;
+    }
+    // Waiting for the acknowledgement makes sure the notice left this process before it exits.
+    try {
+      call("abort", [&](uint64_t id) { return FrameWriter(MessageType::abort).u64(id).str(reason); }, timeout_);
+    } catch (const Error& e) {
+      log(LogLevel::warning, kLogSource, "rank " + std::to_string(info_.rank) + " could not report its abort: " + e.what());
+    }
+  }
+
+  void close() override {
+    Clock::time_point deadline = Clock::now() + timeout_;
+    bool say_goodbye = false;
+    bool was_aborted = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (closing_) return;
+      if (reader_.joinable() && std::this_thread::get_id() == reader_.get_id()) {
+        // Joining the reader from itself would deadlock; close() belongs outside the handler.
+        log(LogLevel::error, kLogSource, "Store::close() called from the failure handler; ignored");
+        return;
+      }
+      closing_ = true;
+      say_goodbye = !aborted_ && !lost_ && reader_.joinable();
+      was_aborted = aborted_;
+    }
+    if (say_goodbye) {
+      try {
+        call("close", [&](uint64_t id) { return FrameWriter(MessageType::goodbye).u64(id); }, timeout_);
+      } catch (const Error& e) {
+        log(LogLevel::info, kLogSource, "rank " + std::to_string(info_.rank) + " could not say goodbye: " + e.what());
+      }
+    }
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+    if (socket_.valid()) ::shutdown(socket_.get(), SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    {
+      std::lock_guard lock(send_mutex_);
+      socket_.reset();
+    }
+    if (server_) {
+      // A rank 0 that never got its own connection (or aborted) has nobody to wait for.
+      bool connected = say_goodbye;
+      server_->stop(was_aborted || !connected ? Clock::now() : deadline);
+      server_.reset();
+    }
+  }
+
+ private:
+  void connect_until(Clock::time_point deadline) {
+    auto backoff = std::chrono::milliseconds(10);
+    std::string last_error;
+    while (true) {
+      std::vector<detail::SocketAddress> addresses = detail::resolve(info_.master_addr, info_.master_port, last_error);
+      for (const detail::SocketAddress& address : addresses) {
+        std::string error;
+        detail::Fd fd = detail::connect_before(address, deadline, error);
+        if (!fd.valid()) {
+          last_error = address.ip() + ": " + error;
+          continue;
+        }
+        if (handshake(fd, deadline, last_error)) {
+          socket_ = std::move(fd);
+          return;
+        }
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) break;
+      std::this_thread::sleep_for(std::min(backoff, left));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+    }
+    throw Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) +
+                                            " could not connect to the rendezvous store at " + address_ + " within " +
+                                            ms_text(timeout_) + ": " + last_error + " (" + info_.describe() + ")");
+  }
+
+  // Says hello; true when welcomed. Throws when refused: retrying cannot help.
+  bool handshake(detail::Fd& fd, Clock::time_point deadline, std::string& error) {
+    detail::set_nodelay(fd.get());
+    std::string hello = FrameWriter(MessageType::hello)
+                            .u32(detail::kStoreMagic)
+                            .u16(detail::kStoreProtocolVersion)
+                            .str(info_.token)
+                            .i32(info_.rank)
+                            .i32(info_.world_size)
+                            .i32(static_cast<int32_t>(::getpid()))
+                            .str(host_name())
+                            .finish();
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    detail::set_io_timeouts(fd.get(), std::max(left, std::chrono::milliseconds(1)), timeout_);
+    if (!detail::send_all(fd.get(), hello.data(), hello.size())) {
+      error = "the connection closed during the hello";
+      return false;
+    }
+    std::optional<std::string> answer = read_frame(fd.get());
+    if (!answer) {
+      error = Clock::now() >= deadline ? "no answer to the hello (is another service listening on that port?)"
+                                       : "the connection closed during the hello";
+      return false;
+    }
+    try {
+      FrameReader in(*answer);
+      MessageType type = in.type();
+      if (type == MessageType::refused)
+        throw Error(H2_STATUS_INVALID_ARGUMENT, "rendezvous store at " + address_ + " refused rank " +
+                                                    std::to_string(info_.rank) + ": " + in.str());
+      if (type != MessageType::welcome) {
+        error = "unexpected answer to the hello";
+        return false;
+      }
+    } catch (const detail::ProtocolError& e) {
+      error = std::string("malformed answer to the hello: ") + e.what();
+      return false;
+    }
+    // From here on the reader thread blocks without a limit and send() is bounded by the timeout.
+    detail::set_io_timeouts(fd.get(), std::chrono::milliseconds(0), timeout_);
+    local_address_ = detail::local_address_of(fd.get()).ip();
+    return true;
+  }
+
+  template <typename Build>
+  std::string call(const std::string& what, Build build, std::chrono::milliseconds wait) {
+    uint64_t id = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_ || (closing_ && what != "close"))
+        throw Error(H2_STATUS_INVALID_ARGUMENT, "Store::" + what + " after close()");
+      if (lost_) throw lost_error(what);
+      id = next_id_++;
+    }
+    FrameWriter frame = build(id);
+    const std::string& bytes = frame.finish();
+    bool sent = false;
+    {
+      std::lock_guard lock(send_mutex_);
+      sent = socket_.valid() && detail::send_all(socket_.get(), bytes.data(), bytes.size());
+    }
+    std::unique_lock lock(mutex_);
+    if (!sent) {
+      connection_lost_locked("sending failed");
+      throw lost_error(what);
+    }
+    Clock::time_point deadline = Clock::now() + wait;
+    cv_.wait_until(lock, deadline, [&] { return replies_.contains(id) || lost_ || closed_; });
+    auto found = replies_.find(id);
+    if (found == replies_.end()) {
+      if (lost_ || closed_) throw lost_error(what);
+      throw Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) + ": Store::" + what +
+                                              ": no answer from the rendezvous store at " + address_ + " within " +
+                                              ms_text(wait));
+    }
+    auto [ok, text] = std::move(found->second);
+    replies_.erase(found);
+    if (!ok)
+      throw Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) + ": Store::" + what + ": " + text);
+    return text;
+  }
+
+  Error lost_error(const std::string& what) const {
+    return Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) + ": Store::" + what +
+                                             ": the connection to the rendezvous store at " + address_ +
+                                             " is gone (" + (lost_reason_.empty() ? "closed" : lost_reason_) + ")");
+  }
+
+  void connection_lost_locked(const std::string& reason) {
+    if (!lost_) lost_reason_ = reason;
+    lost_ = true;
+    cv_.notify_all();
+  }
+
+  // Records the first failure of another rank and runs the handler for it, outside the lock.
+  void report(const RankFailure& failure) {
+    bool call_now = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (failure_) return;
+      failure_ = failure;
+      if (handler_) {
+        handler_called_ = true;
+        call_now = true;
+      }
+    }
+    if (call_now) invoke(failure);
+  }
+
+  void invoke(const RankFailure& failure) {
+    std::function<void(const RankFailure&)> handler;
+    {
+      std::lock_guard lock(mutex_);
+      handler = handler_;
+    }
+    try {
+      handler(failure);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, kLogSource, std::string("the failure handler threw: ") + e.what());
+    }
+  }
+
+  void read_loop() {
+    std::string why = "the rendezvous store closed the connection";
+    while (true) {
+      std::optional<std::string> frame = read_frame(socket_.get());
+      if (!frame) break;
+      try {
+        FrameReader in(*frame);
+        MessageType type = in.type();
+        if (type == MessageType::reply) {
+          uint64_t id = in.u64();
+          bool ok = in.u8() != 0;
+          std::string text = in.str();
+          {
+            std::lock_guard lock(mutex_);
+            replies_[id] = {ok, std::move(text)};
+          }
+          cv_.notify_all();
+        } else if (type == MessageType::failure) {
+          int rank = in.i32();
+          std::string reason = in.str();
+          report(RankFailure{rank, std::move(reason)});
+        } else if (type == MessageType::shutdown) {
+          why = in.str();
+          std::lock_guard lock(mutex_);
+          // After our goodbye the store may stop at any time; that is no failure.
+          if (!closing_) failure_reason_for_shutdown_ = why;
+        } else {
+          why = "unexpected message from the rendezvous store";
+          break;
+        }
+      } catch (const detail::ProtocolError& e) {
+        why = std::string("malformed message from the rendezvous store: ") + e.what();
+        break;
+      }
+    }
+    bool report_rank0 = false;
+    std::string reason;
+    {
+      std::lock_guard lock(mutex_);
+      connection_lost_locked(why);
+      // Closing on our side, or after our goodbye or abort, is expected; anything else means rank 0
+      // (which runs the store) is gone.
+      if (!closing_ && !aborted_ && info_.rank != 0) {
+        report_rank0 = true;
+        reason = failure_reason_for_shutdown_.empty()
+                     ? "the process running the rendezvous store exited without closing DiComm (its connection to " +
+                           address_ + " closed)"
+                     : failure_reason_for_shutdown_;
+      }
+    }
+    if (report_rank0) report(RankFailure{0, reason});
+  }
+
+  RankInfo info_;
+  std::chrono::milliseconds timeout_;
+  std::string address_;
+  std::string local_address_;
+  std::unique_ptr<detail::StoreServer> server_;
+  detail::Fd socket_;
+  std::thread reader_;
+
+  std::mutex send_mutex_;  // one frame at a time on the socket
+  std::mutex mutex_;       // everything below
+  std::condition_variable cv_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::pair<bool, std::string>> replies_;
+  bool lost_ = false;
+  std::string lost_reason_;
+  bool closing_ = false;  // close() began: the goodbye is on its way
+  bool closed_ = false;   // close() said goodbye (or gave up): no more requests
+  bool aborted_ = false;
+  std::string failure_reason_for_shutdown_;
+  std::function<void(const RankFailure&)> handler_;
+  std::optional<RankFailure> failure_;
+  bool handler_called_ = false;
+};
+
+// Every process of a PMIx job calls connect the same number of times, so a per-process count keeps
+// the keys of successive stores apart.
+std::atomic<int> pmix_store_count{0};
+
+}  // namespace
+
+std::unique_ptr<Store> Store::connect(const RankInfo& info, std::chrono::milliseconds timeout) {
+  if (info.world_size < 1)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "Store::connect: world size " + std::to_string(info.world_size) + " < 1");
+  RankInfo resolved = info;
+  std::unique_ptr<detail::StoreServer> server;
+  if (info.source == LaunchSource::pmix) {
+    std::string suffix = std::to_string(pmix_store_count++);
+    std::string address_key = "h2.dicomm.store.address." + suffix;
+    std::string token_key = "h2.dicomm.store.token." + suffix;
+    if (info.rank == 0) {
+      server = std::make_unique<detail::StoreServer>(info.master_addr, info.master_port, info.world_size, info.token);
+      resolved.master_port = server->port();
+      if (resolved.token.empty()) resolved.token = random_token();
+      detail::pmix_publish(address_key, detail::join_host_port(resolved.master_addr, resolved.master_port));
+      detail::pmix_publish(token_key, resolved.token);
+    }
+    detail::pmix_fence(timeout);
+    if (info.rank != 0) {
+      std::string address = detail::pmix_lookup(0, address_key);
+      size_t colon = address.rfind(':');
+      if (colon == std::string::npos)
+        throw Error(H2_STATUS_INTERNAL, "rank 0 published the store address '" + address + "' through PMIx");
+      std::string host = address.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+      resolved.master_addr = host;
+      resolved.master_port = std::stoi(address.substr(colon + 1));
+      resolved.token = detail::pmix_lookup(0, token_key);
+    }
+  } else if (info.rank == 0) {
+    server = std::make_unique<detail::StoreServer>(info.master_addr, info.master_port, info.world_size, info.token);
+    resolved.master_port = server->port();
+  }
+  auto store = std::make_unique<TcpStore>(resolved, timeout);
+  store->start(std::move(server));
+  return store;
+}
+
+}  // namespace h2::dicomm

@@ -1,0 +1,256 @@
+#include "world.hpp"
+
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "h2/log.hpp"
+
+namespace h2::dicomm::detail {
+
+namespace {
+
+using json = nlohmann::json;
+
+uint64_t env_size(const char* name, uint64_t fallback, uint64_t min, uint64_t max) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value < min || value > max)
+    throw CommError(CommErrorKind::usage, -1,
+                    std::string("DiComm: ") + name + "='" + text + "' is not a whole number from " +
+                        std::to_string(min) + " to " + std::to_string(max));
+  return value;
+}
+
+// The interface that carries `address` (the one this rank reaches the store through), so socket
+// providers use the same network as the rendezvous: lo for a local job, the test host's veth in a
+// network namespace, the cluster NIC on a real job.
+std::string interface_of(const std::string& address) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = list; i != nullptr && name.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+    char host[NI_MAXHOST];
+    const socklen_t length =
+        i->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : static_cast<socklen_t>(sizeof(sockaddr_in6));
+    if (getnameinfo(i->ifa_addr, length, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0 && address == host)
+      name = i->ifa_name;
+  }
+  freeifaddrs(list);
+  return name;
+}
+
+// Ranks on one node can use shared memory. A network namespace counts as a node of its own, so
+// tests with namespaces see separate hosts.
+std::string node_identity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::error_code error;
+  const auto netns = std::filesystem::read_symlink("/proc/self/ns/net", error);
+  return std::string(host) + "/" + (error ? "" : netns.string());
+}
+
+std::string hex(const std::vector<uint8_t>& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string text;
+  for (uint8_t b : bytes) {
+    text += digits[b >> 4];
+    text += digits[b & 15];
+  }
+  return text;
+}
+
+std::vector<uint8_t> unhex(const std::string& text) {
+  std::vector<uint8_t> bytes(text.size() / 2);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return bytes;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? "none" : text;
+}
+
+// Every rank must use the same provider of the same libfabric: `net` and `tcp;ofi_rxm` do not talk
+// to each other, nor do different libfabric majors (notes/dicomm.md §2.4.6).
+std::string agree_on_provider(const std::vector<json>& ranks) {
+  const std::string version = ranks[0]["libfabric"];
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r]["libfabric"] != version)
+      throw CommError(CommErrorKind::usage, static_cast<int>(r),
+                      "DiComm: rank " + std::to_string(r) + " has libfabric " +
+                          ranks[r]["libfabric"].get<std::string>() + " but rank 0 has " + version +
+                          "; every rank of a job needs the same libfabric");
+  const std::string requested = ranks[0]["requested"];
+  for (size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r]["requested"] != requested)
+      throw CommError(CommErrorKind::usage, static_cast<int>(r),
+                      "DiComm: rank " + std::to_string(r) + " asks for provider '" +
+                          ranks[r]["requested"].get<std::string>() + "' but rank 0 for '" + requested +
+                          "' (H2_FABRIC_PROVIDER must be the same on every rank)");
+  if (!requested.empty()) {
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const auto providers = ranks[r]["providers"].get<std::vector<std::string>>();
+      if (std::find(providers.begin(), providers.end(), requested) == providers.end())
+        throw CommError(CommErrorKind::usage, static_cast<int>(r),
+                        "DiComm: rank " + std::to_string(r) + " (" + ranks[r]["node"].get<std::string>() +
+                            ") has no libfabric provider '" + requested + "' (it has: " + join(providers) + ")");
+    }
+    return requested;
+  }
+  std::vector<std::string> common = ranks[0]["providers"];
+  bool single_node = true;
+  for (const json& rank : ranks) {
+    const auto providers = rank["providers"].get<std::vector<std::string>>();
+    std::erase_if(common, [&](const std::string& p) {
+      return std::find(providers.begin(), providers.end(), p) == providers.end();
+    });
+    single_node = single_node && rank["node"] == ranks[0]["node"];
+  }
+  const std::string chosen = choose_provider(common, single_node);
+  if (chosen.empty()) {
+    std::string detail;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      detail += "; rank " + std::to_string(r) + ": " + join(ranks[r]["providers"].get<std::vector<std::string>>());
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: the ranks share no usable libfabric provider" + detail +
+                        " (set H2_FABRIC_PROVIDER to one they all have)");
+  }
+  return chosen;
+}
+
+}  // namespace
+
+uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence) {
+  return (static_cast<uint64_t>(kind) << 62) | (static_cast<uint64_t>(comm_id & (kMaxCommunicators - 1)) << 48) |
+         (static_cast<uint64_t>(sender & (kMaxWorldSize - 1)) << 32) | sequence;
+}
+
+std::shared_ptr<World> World::create(const CommOptions& options) {
+  std::shared_ptr<World> world(new World());
+  const RankInfo info = rank_info_from_environment();
+  if (info.world_size > kMaxWorldSize)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: a job of " + std::to_string(info.world_size) + " ranks is larger than the " +
+                        std::to_string(kMaxWorldSize) + " DiComm supports");
+  world->rank_ = info.rank;
+  world->size_ = info.world_size;
+  const auto timeout = options.timeout.count() > 0
+                           ? options.timeout
+                           : std::chrono::milliseconds(1000 * env_size("H2_DICOMM_TIMEOUT", 300, 1, 86400 * 7));
+  // Pieces are the unit on the wire and of the staging pipeline; every rank must cut alike.
+  world->piece_bytes_ = env_size("H2_DICOMM_PIECE_BYTES", 1 << 20, 4096, 1ull << 30);
+  world->small_bytes_ = env_size("H2_DICOMM_SMALL_BYTES", 64 << 10, 0, 1ull << 30);
+  world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
+  const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
+  const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
+
+  std::string iface = "lo";
+  if (info.world_size > 1) {
+    world->store_ = Store::connect(info, timeout);
+    const std::string found = interface_of(world->store_->local_address());
+    if (!found.empty()) iface = found;
+  }
+  // Socket providers read their interface when libfabric first initialises them; a user's
+  // setting wins.
+  for (const char* variable : {"FI_TCP_IFACE", "FI_NET_IFACE", "FI_SOCKETS_IFACE"}) setenv(variable, iface.c_str(), 0);
+  const ProviderProbe probe = probe_providers(iface);
+
+  std::string provider = requested;
+  if (world->store_) {
+    Store& store = *world->store_;
+    const std::string prefix = "dicomm/rank/";
+    store.set(prefix + std::to_string(info.rank), json{{"node", node_identity()},
+                                                       {"providers", probe.providers},
+                                                       {"libfabric", probe.libfabric_version},
+                                                       {"requested", requested},
+                                                       {"piece_bytes", world->piece_bytes_},
+                                                       {"small_bytes", world->small_bytes_}}
+                                                      .dump());
+    std::vector<json> ranks;
+    for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
+    for (int r = 1; r < info.world_size; ++r)
+      if (ranks[r]["piece_bytes"] != ranks[0]["piece_bytes"] || ranks[r]["small_bytes"] != ranks[0]["small_bytes"])
+        throw CommError(CommErrorKind::usage, r,
+                        "DiComm: rank " + std::to_string(r) +
+                            " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES than rank 0; set them alike");
+    provider = agree_on_provider(ranks);
+  } else if (provider.empty()) {
+    provider = choose_provider(probe.providers, true);
+    if (provider.empty())
+      throw CommError(CommErrorKind::usage, -1, "DiComm: libfabric offers no usable provider here (see fi_info -l)");
+  }
+
+  auto fabric = std::make_unique<Fabric>(provider, is_socket_provider(provider) ? iface : "");
+  std::vector<std::vector<uint8_t>> addresses(info.world_size);
+  if (world->store_) {
+    Store& store = *world->store_;
+    store.set("dicomm/address/" + std::to_string(info.rank), hex(fabric->address()));
+    for (int r = 0; r < info.world_size; ++r) addresses[r] = unhex(store.get("dicomm/address/" + std::to_string(r)));
+  } else {
+    addresses[0] = fabric->address();
+  }
+  std::vector<fi_addr_t> peers = fabric->insert(addresses);
+  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(peers), info.rank, timeout);
+  if (world->store_) {
+    Engine* engine = world->engine_.get();
+    world->store_->on_failure([engine](const RankFailure& failure) {
+      engine->fail(CommErrorKind::peer_failed, failure.rank,
+                   "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason);
+    });
+    world->store_->barrier("dicomm/world");
+  }
+  log(LogLevel::info, "dicomm",
+      info.describe() + ": provider " + provider + (is_socket_provider(provider) ? " on " + iface : "") +
+          ", libfabric " + probe.libfabric_version);
+  return world;
+}
+
+World::~World() {
+  // No rank may close its endpoint while another still needs data from it (the last pieces of a
+  // rendezvous send), so healthy ranks meet once more before closing.
+  if (store_ && engine_ && !engine_->failed()) {
+    try {
+      store_->barrier("dicomm/finalize");
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
+    }
+  }
+  links_.clear();
+  engine_.reset();
+  if (store_) {
+    try {
+      store_->close();
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "dicomm", std::string("closing the store: ") + e.what());
+    }
+  }
+}
+
+Link& World::link(const Device& device) {
+  std::lock_guard lock(links_mutex_);
+  auto& slot = links_[device.label()];
+  if (!slot) slot = std::make_unique<Link>(device, piece_bytes_, force_staging_);
+  return *slot;
+}
+
+uint32_t World::new_comm_id() {
+  const int64_t id = store_ ? store_->add("dicomm/next_comm_id", 1) : next_local_id_++;
+  if (id >= static_cast<int64_t>(kMaxCommunicators))
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: the job has created " + std::to_string(kMaxCommunicators - 1) +
+                        " communicators, the most its message tags can tell apart");
+  return static_cast<uint32_t>(id);
+}
+
+}  // namespace h2::dicomm::detail

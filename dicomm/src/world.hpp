@@ -1,0 +1,67 @@
+// The process's membership of the job: the rendezvous store, the fabric endpoint every
+// communicator shares, the progress engine, and one Link per device in use. Created once by
+// Communicator::world(); communicators hold it, so it lives as long as any of them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine.hpp"
+#include "h2/dicomm/communicator.hpp"
+#include "h2/dicomm/store.hpp"
+#include "link.hpp"
+
+namespace h2::dicomm::detail {
+
+enum class TagKind : uint64_t { collective = 1, p2p = 2 };
+// 64-bit tag: kind (2 bits) | communicator id (14) | sender's world rank (16) | sequence (32).
+// The sender's rank in the tag lets receives match any source (no FI_DIRECTED_RECV needed).
+uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence);
+constexpr int kMaxWorldSize = 1 << 16;
+constexpr uint32_t kMaxCommunicators = 1u << 14;
+
+class World {
+ public:
+  static std::shared_ptr<World> create(const CommOptions& options);
+  ~World();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Engine& engine() { return *engine_; }
+  Store* store() { return store_.get(); }  // nullptr in a job of one rank
+  size_t piece_bytes() const { return piece_bytes_; }
+  size_t small_bytes() const { return small_bytes_; }
+  // The Link of `device`, created on first use. Call with the engine's lock held or before any
+  // task runs on that device (Link is not thread-safe; the engine serialises tasks).
+  Link& link(const Device& device);
+  // A new communicator id, unique in the job (the store counts them).
+  uint32_t new_comm_id();
+
+ private:
+  World() = default;
+  int rank_ = 0;
+  int size_ = 1;
+  size_t piece_bytes_ = 0;
+  size_t small_bytes_ = 0;
+  uint32_t next_local_id_ = 1;
+  bool force_staging_ = false;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Engine> engine_;
+  std::mutex links_mutex_;
+  std::map<std::string, std::unique_ptr<Link>> links_;
+};
+
+// What a communicator is: its members (world ranks, in communicator order) and its sequence numbers.
+struct CommState {
+  std::shared_ptr<World> world;
+  uint32_t id = 0;
+  std::string name;
+  std::vector<int> members;  // world rank of each communicator rank
+  int rank = 0;              // this process's rank in the communicator
+  uint32_t sequence = 0;     // collectives issued so far (every member issues the same ones)
+  uint32_t splits = 0;
+};
+
+}  // namespace h2::dicomm::detail

@@ -1,0 +1,240 @@
+// One rank of the multi-process DiComm tests, started by `h2 launch` (test_collectives.cpp).
+// `collectives_rank check` runs every collective and point-to-point check on this rank's device
+// and exits 0 when all hold; the other modes play a failure and report what the survivors saw:
+//   kill      the last rank dies (SIGKILL) in the middle of an allreduce
+//   abort     rank 0 aborts with a reason
+//   stall     the last rank never joins (the others must time out)
+//   token     rank 1 presents a wrong job token
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "h2/dicomm/communicator.hpp"
+#include "h2/dicomm/device_select.hpp"
+#include "h2/h2.hpp"
+
+using h2::DType;
+using h2::Tensor;
+using h2::dicomm::Communicator;
+using h2::dicomm::ReduceOp;
+
+namespace {
+
+int failures = 0;
+int checks = 0;
+std::string prefix;
+
+void expect(bool ok, const std::string& what) {
+  ++checks;
+  if (!ok) {
+    ++failures;
+    if (failures < 20) std::cerr << prefix << "FAILED: " << what << "\n";
+  }
+}
+
+// Small integers: sums over 4 ranks stay exact in fp16 and bf16.
+double value(int rank, int64_t i) {
+  return static_cast<double>(((rank + 1) * 3 + i * 7) % 13 - 6);
+}
+
+std::vector<double> values(int rank, int64_t n, int64_t offset = 0) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = value(rank, i + offset);
+  return v;
+}
+
+double tolerance(DType dtype) {
+  return dtype == DType::f32 ? 1e-6 : dtype == DType::f64 ? 1e-12 : 8e-3;
+}
+
+bool close(double got, double want, DType dtype) {
+  return std::abs(got - want) <= tolerance(dtype) * (1 + std::abs(want));
+}
+
+std::string name(const char* what, DType dtype, int64_t n) {
+  return std::string(what) + " " + std::string(h2::dtype_name(dtype)) + "[" + std::to_string(n) + "]";
+}
+
+void check_allreduce(const Communicator& comm, h2::Stream& stream, const h2::Device& device, DType dtype, int64_t n,
+                     ReduceOp op) {
+  const int size = comm.size();
+  Tensor t = Tensor::from_host(stream, values(comm.rank(), n), {n}, dtype);
+  comm.allreduce(stream, t, op);
+  const std::vector<double> got = t.to_host(stream);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double want = op == ReduceOp::max ? -1e300 : 0;
+    for (int r = 0; r < size; ++r) want = op == ReduceOp::max ? std::max(want, value(r, i)) : want + value(r, i);
+    if (op == ReduceOp::avg) want /= size;
+    if (!close(got[static_cast<size_t>(i)], want, dtype) && bad++ < 3)
+      std::cerr << prefix << "  element " << i << ": " << got[static_cast<size_t>(i)] << ", expected " << want << "\n";
+  }
+  expect(bad == 0, name("allreduce", dtype, n) + " " + h2::dicomm::reduce_op_name(op));
+  // Every rank must hold the very same bits: gather everyone's result and compare.
+  if (n > 0 && n < 5000) {
+    Tensor all = Tensor::empty(device, {size * n}, dtype);
+    comm.allgather(stream, t, all);
+    const std::vector<double> everyone = all.to_host(stream);
+    bool same = true;
+    for (int r = 0; r < size; ++r)
+      for (int64_t i = 0; i < n; ++i)
+        same = same && everyone[static_cast<size_t>(r * n + i)] == got[static_cast<size_t>(i)];
+    expect(same, name("allreduce", dtype, n) + " bit-identical on every rank");
+  }
+}
+
+void check_reduce_scatter(const Communicator& comm, h2::Stream& stream, const h2::Device& device, DType dtype,
+                          int64_t n, ReduceOp op) {
+  const int size = comm.size();
+  Tensor in = Tensor::from_host(stream, values(comm.rank(), size * n), {size * n}, dtype);
+  Tensor out = Tensor::empty(device, {n}, dtype);
+  comm.reduce_scatter(stream, in, out, op);
+  const std::vector<double> got = out.to_host(stream);
+  const std::vector<double> input_after = in.to_host(stream);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t at = comm.rank() * n + i;
+    double want = op == ReduceOp::max ? -1e300 : 0;
+    for (int r = 0; r < size; ++r) want = op == ReduceOp::max ? std::max(want, value(r, at)) : want + value(r, at);
+    if (op == ReduceOp::avg) want /= size;
+    if (!close(got[static_cast<size_t>(i)], want, dtype)) ++bad;
+  }
+  expect(bad == 0, name("reduce_scatter", dtype, n) + " " + h2::dicomm::reduce_op_name(op));
+  expect(input_after == in.to_host(stream) && input_after == values(comm.rank(), size * n),
+         name("reduce_scatter", dtype, n) + " leaves its input alone");
+}
+
+void check_allgather(const Communicator& comm, h2::Stream& stream, const h2::Device& device, DType dtype, int64_t n) {
+  const int size = comm.size();
+  Tensor in = Tensor::from_host(stream, values(comm.rank(), n), {n}, dtype);
+  Tensor out = Tensor::empty(device, {size * n}, dtype);
+  comm.allgather(stream, in, out);
+  const std::vector<double> got = out.to_host(stream);
+  bool ok = true;
+  for (int r = 0; r < size; ++r)
+    for (int64_t i = 0; i < n; ++i) ok = ok && got[static_cast<size_t>(r * n + i)] == value(r, i);
+  expect(ok, name("allgather", dtype, n));
+}
+
+void check_broadcast(const Communicator& comm, h2::Stream& stream, DType dtype, int64_t n, int root) {
+  Tensor t = Tensor::from_host(stream, values(comm.rank(), n), {n}, dtype);
+  comm.broadcast(stream, t, root);
+  expect(t.to_host(stream) == values(root, n), name("broadcast", dtype, n) + " from rank " + std::to_string(root));
+}
+
+void check_point_to_point(const Communicator& comm, h2::Stream& stream, const h2::Device& device) {
+  const int size = comm.size(), rank = comm.rank();
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  // Several messages with one tag arrive in the order sent; another tag interleaves freely; a
+  // message of several pieces (3 MiB) and an empty one pass too.
+  const std::vector<int64_t> lengths = {1, 17, 786432, 0, 5};
+  std::vector<Tensor> outgoing, incoming;
+  std::vector<h2::dicomm::Request> requests;
+  for (size_t m = 0; m < lengths.size(); ++m) {
+    incoming.push_back(Tensor::empty(device, {lengths[m]}, DType::f32));
+    requests.push_back(comm.irecv(stream, incoming.back(), prev, m == 2 ? 9 : 4));
+  }
+  for (size_t m = 0; m < lengths.size(); ++m) {
+    outgoing.push_back(
+        Tensor::from_host(stream, values(rank, lengths[m], static_cast<int64_t>(m)), {lengths[m]}, DType::f32));
+    requests.push_back(comm.isend(stream, outgoing.back(), next, m == 2 ? 9 : 4));
+  }
+  for (auto& request : requests) request.wait();
+  for (size_t m = 0; m < lengths.size(); ++m)
+    expect(incoming[m].to_host(stream) == values(prev, lengths[m], static_cast<int64_t>(m)),
+           "point-to-point message " + std::to_string(m) + " (" + std::to_string(lengths[m]) + " floats) in order");
+}
+
+int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& device) {
+  const int size = world.size();
+  const std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16};
+  // Empty, one element, counts not divisible by the rank count, the small-message algorithm, the
+  // ring, and the ring with several pieces per segment.
+  const std::vector<int64_t> counts = {0, 1, 5, 1023, 40001, 700001};
+  for (DType dtype : dtypes)
+    for (int64_t n : counts)
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+        if (n == 700001 && dtype != DType::f32 && op != ReduceOp::sum) continue;  // keeps the test short
+        check_allreduce(world, stream, device, dtype, n, op);
+      }
+  for (DType dtype : dtypes)
+    for (int64_t n : {0, 1, 3, 5001, 300001}) {
+      check_reduce_scatter(world, stream, device, dtype, n, n == 5001 ? ReduceOp::avg : ReduceOp::sum);
+      check_allgather(world, stream, device, dtype, n);
+    }
+  for (int root = 0; root < size; ++root)
+    for (int64_t n : {1, 1000, 600001}) check_broadcast(world, stream, DType::f32, n, root);
+  check_broadcast(world, stream, DType::bf16, 333, size - 1);
+  check_point_to_point(world, stream, device);
+  world.barrier();
+
+  // Sub-communicators: even and odd ranks, ordered backwards by key.
+  Communicator half = world.split(world.rank() % 2, -world.rank());
+  std::vector<int> members;
+  for (int r = size - 1; r >= 0; --r)
+    if (r % 2 == world.rank() % 2) members.push_back(r);
+  expect(half.size() == static_cast<int>(members.size()), "split size");
+  bool order = true;
+  for (int i = 0; i < half.size(); ++i) order = order && half.world_rank(i) == members[static_cast<size_t>(i)];
+  expect(order, "split order by key");
+  Tensor t = Tensor::from_host(stream, std::vector<double>(100001, world.rank()), {100001}, DType::f32);
+  half.allreduce(stream, t, ReduceOp::sum);
+  double want = 0;
+  for (int r : members) want += r;
+  const auto got = t.to_host(stream);
+  expect(got.front() == want && got.back() == want, "allreduce on a split communicator");
+  if (half.size() > 1) check_point_to_point(half, stream, device);
+  Communicator none = world.split(world.rank() == 0 ? -1 : 0, 0);
+  expect(none.valid() == (world.rank() != 0), "split with a negative colour leaves the rank out");
+  world.barrier();
+  return failures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "check";
+  try {
+    const auto info = h2::dicomm::rank_info_from_environment();
+    prefix = "rank " + std::to_string(info.rank) + ": ";
+    if (mode == "token" && info.rank == 1) setenv("H2_JOB_TOKEN", "not-the-job-token", 1);
+    h2::Runtime runtime(h2::dicomm::runtime_options_for_device());
+    const h2::Device device = h2::dicomm::select_device(runtime, info);
+    h2::Stream stream = device.create_stream();
+    if (mode == "stall" && info.rank == info.world_size - 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      return 0;
+    }
+    Communicator world = Communicator::world();
+    std::cout << prefix << "device " << device.label() << ", provider " << world.provider() << std::endl;
+    if (mode == "check") {
+      const int failed = run_checks(world, stream, device);
+      std::cout << prefix << checks - failed << " of " << checks << " checks passed" << std::endl;
+      return failed == 0 ? 0 : 1;
+    }
+    Tensor t = Tensor::from_host(stream, std::vector<double>(1 << 20, 1.0), {1 << 20}, DType::f32);
+    world.allreduce(stream, t);  // everyone is connected and alive
+    if (mode == "kill" && info.rank == info.world_size - 1) raise(SIGKILL);
+    if (mode == "abort" && info.rank == 0) {
+      world.abort("the test aborts on purpose");
+      return 3;
+    }
+    for (int i = 0; i < 1000; ++i) world.allreduce(stream, t);
+    std::cout << prefix << "no failure seen" << std::endl;
+    return 1;
+  } catch (const h2::dicomm::CommError& e) {
+    std::cout << prefix << "CommError(peer " << e.peer() << "): " << e.what() << std::endl;
+    return 3;
+  } catch (const std::exception& e) {
+    std::cout << prefix << "error: " << e.what() << std::endl;
+    return 4;
+  }
+}

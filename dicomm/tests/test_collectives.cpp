@@ -1,0 +1,129 @@
+// Multi-process DiComm tests: ranks started by `h2 launch` run collectives_rank.cpp, over shm and
+// tcp;ofi_rxm on loopback, with direct and host-staged memory, on two different plugins, and with
+// a peer that dies, aborts, stalls or presents a wrong token.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+
+#include "cli_test_support.hpp"
+
+namespace {
+
+using h2::test::CliResult;
+using h2::test::env_or_fail;
+using h2::test::run_h2;
+using testing::HasSubstr;
+
+// Runs N ranks of the test program in `mode`; `environment` applies to every rank.
+CliResult launch(int ranks, const std::string& mode, const std::string& environment = "",
+                 const std::string& launch_flags = "") {
+  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
+  return run_h2("launch -n " + std::to_string(ranks) + " " + launch_flags + " -- " + rank_program + " " + mode,
+                environment);
+}
+
+void expect_all_passed(const CliResult& result, int ranks) {
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  for (int r = 0; r < ranks; ++r) {
+    // "rank R: N of N checks passed" with the same N twice.
+    const std::regex all_passed("rank " + std::to_string(r) + ": ([0-9]+) of \\1 checks passed");
+    EXPECT_TRUE(std::regex_search(result.output, all_passed)) << "rank " << r << ":\n" << result.output;
+  }
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("FAILED"))) << result.output;
+}
+
+TEST(Collectives, TwoRanksOverSharedMemory) {
+  const CliResult result = launch(2, "check", "H2_FABRIC_PROVIDER=shm");
+  expect_all_passed(result, 2);
+  EXPECT_THAT(result.output, HasSubstr("provider shm"));
+}
+
+TEST(Collectives, ThreeRanksOverTcp) {
+  const CliResult result = launch(3, "check", "H2_FABRIC_PROVIDER='tcp;ofi_rxm'");
+  expect_all_passed(result, 3);
+  EXPECT_THAT(result.output, HasSubstr("provider tcp;ofi_rxm"));
+}
+
+TEST(Collectives, FourRanksChooseSharedMemoryOnOneNode) {
+  const CliResult result = launch(4, "check");
+  expect_all_passed(result, 4);
+  EXPECT_THAT(result.output, HasSubstr("provider shm"));
+}
+
+// Rank 1 stages through pinned host memory by request, rank 2's device memory is not host-readable
+// (strict mode) so it must stage, rank 0 lets the NIC use device memory: one communicator.
+TEST(Collectives, DirectAndStagedRanksTogether) {
+  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
+  const CliResult result = run_h2(
+      "launch -n 3 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_STAGING=1; fi; "
+      "if [ $H2_RANK = 2 ]; then export H2_CPU_REFERENCE_STRICT=1; fi; exec " +
+          rank_program + " check'",
+      "H2_FABRIC_PROVIDER='tcp;ofi_rxm' H2_DICOMM_PIECE_BYTES=65536");
+  expect_all_passed(result, 3);
+}
+
+// Ranks on two different plugins (separately loaded libraries with their own streams and events).
+TEST(Collectives, RanksOnTwoPlugins) {
+  const std::string second = env_or_fail("H2_TEST_SECOND_PLUGIN");
+  const CliResult result = launch(3, "check", "", "--devices cpu-reference:0," + second + ":0,cpu-reference:0");
+  expect_all_passed(result, 3);
+  EXPECT_THAT(result.output, HasSubstr("rank 1: device cpu-reference-defective:0"));
+}
+
+TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult result = launch(3, "kill", "H2_DICOMM_TIMEOUT=60", "--grace 30");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("rank 2 (pid"));
+  EXPECT_THAT(result.output, HasSubstr("was killed by signal 9"));
+  // Detection comes from the store, long before the 60 s timeout.
+  EXPECT_THAT(result.output, testing::ContainsRegex("rank 0: CommError\\(peer 2\\): DiComm: rank 2 failed"));
+  EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 2\\): DiComm: rank 2 failed"));
+  EXPECT_LT(seconds, 50) << result.output;
+}
+
+TEST(Faults, AbortReachesEveryRank) {
+  const CliResult result = launch(3, "abort", "H2_DICOMM_TIMEOUT=60");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  for (const char* rank : {"rank 1: ", "rank 2: "})
+    EXPECT_THAT(result.output, HasSubstr(std::string(rank) + "CommError(peer 0): DiComm: rank 0 failed: aborted: "
+                                                             "the test aborts on purpose"))
+        << result.output;
+}
+
+TEST(Faults, StalledPeerTimesOutWithAMessage) {
+  const CliResult result = launch(3, "stall", "H2_DICOMM_TIMEOUT=2", "--grace 10");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("rank 0: error: "));
+  EXPECT_THAT(result.output, HasSubstr("timed out"));
+  EXPECT_THAT(result.output, HasSubstr("'dicomm/rank/2'"));
+}
+
+TEST(Faults, WrongJobTokenIsRefused) {
+  const CliResult result = launch(3, "token", "H2_DICOMM_TIMEOUT=5", "--grace 10");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("refused rank 1: wrong job token (H2_JOB_TOKEN)"));
+}
+
+TEST(Faults, ProvidersThatDifferBetweenRanksAreRefused) {
+  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
+  const CliResult result = run_h2(
+      "launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export "
+      "H2_FABRIC_PROVIDER=\"tcp;ofi_rxm\"; fi; exec " +
+          rank_program + " check'",
+      "H2_FABRIC_PROVIDER=shm H2_DICOMM_TIMEOUT=10");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("rank 1 asks for provider 'tcp;ofi_rxm' but rank 0 for 'shm'"));
+}
+
+TEST(Faults, UnknownProviderIsNamed) {
+  const CliResult result = launch(2, "check", "H2_FABRIC_PROVIDER=carrier-pigeon H2_DICOMM_TIMEOUT=10");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("has no libfabric provider 'carrier-pigeon'"));
+}
+
+}  // namespace

@@ -1,0 +1,525 @@
+// The rendezvous store across real processes: every rank is a fork()ed child talking TCP on
+// loopback to the store that its rank 0 runs. A child reports through its exit status (and prints
+// what went wrong); the parent bounds every child's time and kills what overruns.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "h2/dicomm/store.hpp"
+#include "h2/error.hpp"
+
+namespace h2::dicomm {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using ::testing::HasSubstr;
+
+constexpr std::chrono::milliseconds kTimeout = 5000ms;
+// A child that has not finished by then is stuck: the parent kills it and fails the test.
+constexpr std::chrono::seconds kChildLimit{20};
+
+#define CHILD_CHECK(cond)                                                                                  \
+  do {                                                                                                     \
+    if (!(cond)) {                                                                                         \
+      std::fprintf(stderr, "%s:%d: check failed in pid %d: %s\n", __FILE__, __LINE__, ::getpid(), #cond); \
+      return 1;                                                                                            \
+    }                                                                                                      \
+  } while (0)
+
+#define CHILD_CHECK_MSG(cond, text)                                                                     \
+  do {                                                                                                  \
+    if (!(cond)) {                                                                                      \
+      std::fprintf(stderr, "%s:%d: check failed in pid %d: %s (%s)\n", __FILE__, __LINE__, ::getpid(), \
+                   #cond, std::string(text).c_str());                                                   \
+      return 1;                                                                                         \
+    }                                                                                                   \
+  } while (0)
+
+long long ms_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// Collects what the failure handler is given.
+class Failures {
+ public:
+  std::function<void(const RankFailure&)> handler() {
+    return [this](const RankFailure& f) {
+      std::lock_guard lock(mutex_);
+      seen_.push_back(f);
+      cv_.notify_all();
+    };
+  }
+  std::optional<RankFailure> wait(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, limit, [&] { return !seen_.empty(); });
+    if (seen_.empty()) return std::nullopt;
+    return seen_.front();
+  }
+  size_t count() {
+    std::lock_guard lock(mutex_);
+    return seen_.size();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<RankFailure> seen_;
+};
+
+RankInfo rank_info(int rank, int world_size, int port, std::string token = "job-token") {
+  RankInfo info;
+  info.rank = rank;
+  info.world_size = world_size;
+  info.local_rank = rank;
+  info.local_world_size = world_size;
+  info.master_addr = "127.0.0.1";
+  info.master_port = port;
+  info.token = std::move(token);
+  info.source = LaunchSource::h2;
+  return info;
+}
+
+// The message of the h2::Error that `body` throws, or "" (and a failure printed) when it does not.
+std::string error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  std::fprintf(stderr, "expected an h2::Error\n");
+  return "";
+}
+
+pid_t spawn(const std::function<int()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      rc = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pid %d failed: %s\n", ::getpid(), e.what());
+    }
+    std::fflush(nullptr);
+    ::_exit(rc);
+  }
+  return pid;
+}
+
+// Rank 0 runs in a child too (so that it can die); it reports the store's port through a pipe.
+struct Job {
+  std::vector<pid_t> pids;
+  int port = 0;
+};
+
+Job start_rank0(int world_size, const std::function<int(Store&)>& body, std::string token = "job-token",
+                std::chrono::milliseconds timeout = kTimeout) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  pid_t pid = spawn([&]() -> int {
+    ::close(fds[0]);
+    auto store = Store::connect(rank_info(0, world_size, 0, token), timeout);
+    int port = std::stoi(store->address().substr(store->address().rfind(':') + 1));
+    if (::write(fds[1], &port, sizeof(port)) != sizeof(port)) return 1;
+    ::close(fds[1]);
+    return body(*store);
+  });
+  ::close(fds[1]);
+  Job job;
+  job.pids.push_back(pid);
+  pollfd pfd{fds[0], POLLIN, 0};
+  if (::poll(&pfd, 1, 10'000) == 1 && ::read(fds[0], &job.port, sizeof(job.port)) != sizeof(job.port)) job.port = 0;
+  ::close(fds[0]);
+  return job;
+}
+
+void start_rank(Job& job, int rank, int world_size, const std::function<int(Store&)>& body,
+                std::chrono::milliseconds timeout = kTimeout) {
+  int port = job.port;
+  job.pids.push_back(spawn([&]() -> int {
+    auto store = Store::connect(rank_info(rank, world_size, port), timeout);
+    return body(*store);
+  }));
+}
+
+// Exit codes of every child (-signal for a killed one); kills them all once `limit` has passed.
+std::vector<int> wait_all(const std::vector<pid_t>& pids, std::chrono::seconds limit = kChildLimit) {
+  Clock::time_point deadline = Clock::now() + limit;
+  std::vector<int> codes(pids.size(), 1000);
+  std::vector<bool> done(pids.size(), false);
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int status = 0;
+      if (::waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+        done[i] = true;
+        --left;
+        codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      }
+    }
+    if (left == 0) break;
+    if (Clock::now() > deadline) {
+      for (size_t i = 0; i < pids.size(); ++i)
+        if (!done[i]) {
+          ADD_FAILURE() << "child " << i << " (pid " << pids[i] << ") overran " << limit.count() << " s; killed";
+          ::kill(pids[i], SIGKILL);
+          ::waitpid(pids[i], nullptr, 0);
+        }
+      break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return codes;
+}
+
+void expect_all_succeeded(const std::vector<int>& codes) {
+  for (size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(codes[i], 0) << "child " << i;
+}
+
+TEST(Store, FourRanksSetGetAddBarrier) {
+  constexpr int kWorld = 4;
+  auto body = [](int rank) {
+    return [rank](Store& store) -> int {
+      Failures failures;
+      store.on_failure(failures.handler());
+      CHILD_CHECK(store.rank() == rank);
+      CHILD_CHECK(store.world_size() == kWorld);
+      CHILD_CHECK(store.local_address() == "127.0.0.1");
+      CHILD_CHECK(store.address().starts_with("127.0.0.1:"));
+
+      store.set("key/" + std::to_string(rank), "value " + std::to_string(rank));
+      store.add("counter", 1);
+      // Several threads of one rank share the store.
+      std::atomic<int> thread_errors{0};
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&store, &thread_errors, rank, t] {
+          try {
+            for (int i = 0; i < 25; ++i) {
+              store.add("threaded", 1);
+              std::string key = "t/" + std::to_string(rank) + "/" + std::to_string(t) + "/" + std::to_string(i);
+              store.set(key, key);
+              if (store.get(key) != key) ++thread_errors;
+            }
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "thread: %s\n", e.what());
+            ++thread_errors;
+          }
+        });
+      for (auto& t : threads) t.join();
+      CHILD_CHECK(thread_errors == 0);
+      store.barrier("after-set");
+
+      for (int r = 0; r < kWorld; ++r) CHILD_CHECK(store.get("key/" + std::to_string(r)) == "value " + std::to_string(r));
+      CHILD_CHECK(store.get("counter") == "4");
+      CHILD_CHECK(store.get("threaded") == "400");
+      CHILD_CHECK(store.add("counter", 0) == 4);
+      CHILD_CHECK(store.add("negative/" + std::to_string(rank), -5) == -5);
+
+      // get blocks until another rank sets the key.
+      if (rank == 3) {
+        std::this_thread::sleep_for(300ms);
+        store.set("late", "here");
+      } else {
+        Clock::time_point start = Clock::now();
+        CHILD_CHECK(store.get("late") == "here");
+        CHILD_CHECK_MSG(ms_since(start) >= 200, std::to_string(ms_since(start)) + " ms");
+      }
+      // A barrier name can be used again once every rank has passed it.
+      store.barrier("again");
+      store.barrier("again");
+      Clock::time_point start = Clock::now();
+      store.close();
+      CHILD_CHECK_MSG(ms_since(start) < 1500, std::to_string(ms_since(start)) + " ms");
+      CHILD_CHECK(failures.count() == 0);
+      CHILD_CHECK(error_of([&] { store.get("key/0"); }).find("after close()") != std::string::npos);
+      return 0;
+    };
+  };
+  Clock::time_point start = Clock::now();
+  Job job = start_rank0(kWorld, body(0));
+  ASSERT_NE(job.port, 0);
+  for (int r = 1; r < kWorld; ++r) start_rank(job, r, kWorld, body(r));
+  expect_all_succeeded(wait_all(job.pids));
+  EXPECT_LT(ms_since(start), 10'000);
+}
+
+TEST(Store, WrongTokenIsRefusedAndTheStoreKeepsServing) {
+  Job job = start_rank0(2, [](Store& store) -> int {
+    Failures failures;
+    store.on_failure(failures.handler());
+    store.barrier("joined");
+    store.close();
+    CHILD_CHECK(failures.count() == 0);  // a refused connection is no rank failure
+    return 0;
+  });
+  ASSERT_NE(job.port, 0);
+  int port = job.port;
+  job.pids.push_back(spawn([port]() -> int {
+    Clock::time_point start = Clock::now();
+    std::string message = error_of([&] { Store::connect(rank_info(1, 2, port, "wrong-token"), kTimeout); });
+    std::string expected = "rendezvous store at 127.0.0.1:" + std::to_string(port) +
+                           " refused rank 1: wrong job token (H2_JOB_TOKEN)";
+    CHILD_CHECK_MSG(message == expected, message);
+    CHILD_CHECK_MSG(ms_since(start) < 2000, "a refusal is final, not retried until the timeout");
+    try {
+      Store::connect(rank_info(1, 2, port, "wrong-token"), kTimeout);
+    } catch (const Error& e) {
+      CHILD_CHECK(e.status() == H2_STATUS_INVALID_ARGUMENT);
+    }
+    auto store = Store::connect(rank_info(1, 2, port), kTimeout);
+    store->barrier("joined");
+    store->close();
+    return 0;
+  }));
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+TEST(Store, DuplicateRankOutOfRangeRankAndOtherWorldSizeAreRefused) {
+  Job job = start_rank0(2, [](Store& store) -> int {
+    Failures failures;
+    store.on_failure(failures.handler());
+    store.barrier("checked");
+    store.close();
+    CHILD_CHECK(failures.count() == 0);
+    return 0;
+  });
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, 2, [port = job.port](Store& store) -> int {
+    std::string prefix = "rendezvous store at 127.0.0.1:" + std::to_string(port) + " refused rank ";
+    std::string duplicate = error_of([&] { Store::connect(rank_info(1, 2, port), kTimeout); });
+    CHILD_CHECK_MSG(duplicate.starts_with(prefix + "1: duplicate rank: rank 1 (pid " + std::to_string(::getpid())),
+                    duplicate);
+    CHILD_CHECK_MSG(duplicate.ends_with(") is already connected"), duplicate);
+    std::string range = error_of([&] { Store::connect(rank_info(2, 2, port), kTimeout); });
+    CHILD_CHECK_MSG(range == prefix + "2: rank 2 is not below the world size 2", range);
+    std::string world = error_of([&] { Store::connect(rank_info(1, 3, port), kTimeout); });
+    CHILD_CHECK_MSG(world == prefix + "1: its world size 3 differs from the store's world size 2", world);
+    store.barrier("checked");
+    store.close();
+    return 0;
+  });
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+// One rank in this process: the store's threads are joined before any later test forks.
+TEST(Store, GetTimesOutNamingTheKey) {
+  RankInfo info;  // a single process: rank 0 of 1, ephemeral port
+  auto store = Store::connect(info, 300ms);
+  store->set("present", "yes");
+  EXPECT_EQ(store->get("present"), "yes");
+  store->barrier("alone");  // a world of one passes at once
+  Clock::time_point start = Clock::now();
+  try {
+    store->get("never-set");
+    FAIL() << "get returned";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("get('never-set')"));
+    EXPECT_THAT(e.what(), HasSubstr("timed out after 300 ms waiting for key 'never-set' to be set"));
+  }
+  EXPECT_GE(ms_since(start), 250);
+  EXPECT_LT(ms_since(start), 2500);
+  // The store still serves after a timeout.
+  EXPECT_EQ(store->add("n", 2), 2);
+  EXPECT_THAT(error_of([&] { store->add("present", 1); }), HasSubstr("key 'present' holds 'yes', not an integer"));
+  start = Clock::now();
+  store->close();
+  EXPECT_LT(ms_since(start), 1000);
+}
+
+TEST(Store, ConnectGivesUpAfterTheTimeoutNamingTheAddress) {
+  // A port that nothing listens on: bind one, then let it go.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  int port = ntohs(address.sin_port);
+  ::close(fd);
+
+  Clock::time_point start = Clock::now();
+  std::string message = error_of([&] { Store::connect(rank_info(1, 2, port), 400ms); });
+  EXPECT_THAT(message, HasSubstr("could not connect to the rendezvous store at 127.0.0.1:" + std::to_string(port) +
+                                 " within 400 ms"));
+  EXPECT_THAT(message, HasSubstr("Connection refused"));
+  EXPECT_GE(ms_since(start), 350);
+  EXPECT_LT(ms_since(start), 3000);
+}
+
+TEST(Store, ARankThatExitsWithoutClosingIsReportedToTheOthers) {
+  constexpr int kWorld = 3;
+  auto survivor = [](int rank) {
+    return [rank](Store& store) -> int {
+      Failures failures;
+      if (rank == 0) store.on_failure(failures.handler());
+      store.barrier("ready");
+      Clock::time_point start = Clock::now();
+      // A barrier that the dead rank can never reach fails instead of waiting for the timeout.
+      std::string message = error_of([&] { store.barrier("never"); });
+      CHILD_CHECK_MSG(message.find("barrier 'never' cannot complete: rank 2 failed") != std::string::npos, message);
+      CHILD_CHECK_MSG(ms_since(start) < 3000, std::to_string(ms_since(start)) + " ms");
+      if (rank == 0) {
+        auto failure = failures.wait(3000ms);
+        CHILD_CHECK(failure.has_value());
+        CHILD_CHECK(failure->rank == 2);
+        CHILD_CHECK_MSG(failure->reason.find("exited without closing DiComm") != std::string::npos, failure->reason);
+        store.set("dead-seen", "1");
+      } else {
+        // A handler installed after the failure is run at once with it.
+        store.get("dead-seen");
+        store.on_failure(failures.handler());
+        auto failure = failures.wait(100ms);
+        CHILD_CHECK(failure.has_value());
+        CHILD_CHECK(failure->rank == 2);
+      }
+      std::this_thread::sleep_for(200ms);
+      CHILD_CHECK(failures.count() == 1);  // once only
+      Clock::time_point closing = Clock::now();
+      store.close();
+      CHILD_CHECK_MSG(ms_since(closing) < 2000, std::to_string(ms_since(closing)) + " ms");
+      return 0;
+    };
+  };
+  Job job = start_rank0(kWorld, survivor(0));
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, kWorld, survivor(1));
+  start_rank(job, 2, kWorld, [](Store& store) -> int {
+    store.barrier("ready");
+    ::_exit(0);  // no close, no destructors: as if the process had crashed
+  });
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+TEST(Store, AbortPropagatesTheReason) {
+  constexpr int kWorld = 3;
+  auto witness = [](Store& store) -> int {
+    Failures failures;
+    store.on_failure(failures.handler());
+    store.barrier("ready");
+    auto failure = failures.wait(3000ms);
+    CHILD_CHECK(failure.has_value());
+    CHILD_CHECK(failure->rank == 1);
+    CHILD_CHECK_MSG(failure->reason == "aborted: loss is NaN", failure->reason);
+    store.close();
+    return 0;
+  };
+  Job job = start_rank0(kWorld, witness);
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, kWorld, [](Store& store) -> int {
+    store.barrier("ready");
+    store.abort("loss is NaN");
+    return 0;  // the destructor after abort() closes without a goodbye
+  });
+  start_rank(job, 2, kWorld, witness);
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+TEST(Store, RankZeroDeathIsReportedToTheOthers) {
+  constexpr int kWorld = 3;
+  auto survivor = [](Store& store) -> int {
+    Failures failures;
+    store.on_failure(failures.handler());
+    store.barrier("ready");
+    Clock::time_point start = Clock::now();
+    auto failure = failures.wait(3000ms);
+    CHILD_CHECK(failure.has_value());
+    CHILD_CHECK(failure->rank == 0);
+    CHILD_CHECK_MSG(failure->reason.find("exited without closing DiComm") != std::string::npos, failure->reason);
+    CHILD_CHECK_MSG(ms_since(start) < 2000, std::to_string(ms_since(start)) + " ms");
+    // The store is gone: calls fail at once rather than wait for the timeout.
+    start = Clock::now();
+    std::string message = error_of([&] { store.get("anything"); });
+    CHILD_CHECK_MSG(message.find("the connection to the rendezvous store") != std::string::npos, message);
+    CHILD_CHECK(ms_since(start) < 1000);
+    start = Clock::now();
+    store.close();
+    CHILD_CHECK_MSG(ms_since(start) < 1000, std::to_string(ms_since(start)) + " ms");
+    return 0;
+  };
+  Job job = start_rank0(kWorld, [](Store& store) -> int {
+    store.barrier("ready");
+    ::_exit(0);
+  });
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, kWorld, survivor);
+  start_rank(job, 2, kWorld, survivor);
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+TEST(Store, CleanCloseIsFastAndReportsNothing) {
+  constexpr int kWorld = 4;
+  auto body = [](int rank) {
+    return [rank](Store& store) -> int {
+      Failures failures;
+      store.on_failure(failures.handler());
+      store.barrier("ready");
+      if (rank == 3) return 0;  // the destructor closes: a clean exit, not a failure
+      Clock::time_point start = Clock::now();
+      store.close();
+      CHILD_CHECK_MSG(ms_since(start) < 1000, std::to_string(ms_since(start)) + " ms");
+      store.close();  // a second close does nothing
+      CHILD_CHECK(failures.count() == 0);
+      return 0;
+    };
+  };
+  Clock::time_point start = Clock::now();
+  Job job = start_rank0(kWorld, body(0));
+  ASSERT_NE(job.port, 0);
+  for (int r = 1; r < kWorld; ++r) start_rank(job, r, kWorld, body(r));
+  expect_all_succeeded(wait_all(job.pids));
+  EXPECT_LT(ms_since(start), 5000);
+}
+
+TEST(Store, RankZeroCloseIsBoundedByTheTimeout) {
+  constexpr auto kShort = 800ms;
+  Job job = start_rank0(
+      2,
+      [](Store& store) -> int {
+        store.barrier("ready");
+        Clock::time_point start = Clock::now();
+        store.close();  // rank 1 does not close: wait for it no longer than the timeout
+        CHILD_CHECK_MSG(ms_since(start) >= 600 && ms_since(start) < 2500, std::to_string(ms_since(start)) + " ms");
+        return 0;
+      },
+      "job-token", kShort);
+  ASSERT_NE(job.port, 0);
+  start_rank(
+      job, 1, 2,
+      [](Store& store) -> int {
+        Failures failures;
+        store.on_failure(failures.handler());
+        store.barrier("ready");
+        auto failure = failures.wait(4000ms);
+        CHILD_CHECK(failure.has_value());
+        CHILD_CHECK(failure->rank == 0);
+        CHILD_CHECK_MSG(failure->reason.find("rank 0 closed the rendezvous store after waiting") != std::string::npos,
+                        failure->reason);
+        store.close();
+        return 0;
+      },
+      kShort);
+  expect_all_succeeded(wait_all(job.pids));
+}
+
+}  // namespace
+}  // namespace h2::dicomm
