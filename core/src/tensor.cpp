@@ -125,6 +125,19 @@ Tensor Tensor::empty(const Device& device, Shape shape, DType dtype) {
   return Tensor(std::move(storage), 0, dtype, std::move(shape), std::move(strides));
 }
 
+Tensor Tensor::from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, DType dtype) {
+  for (int64_t size : shape)
+    if (size < 0) invalid("tensor shape " + shape_string(shape) + " has a negative size");
+  if (shape.size() > H2_MAX_RANK) invalid("tensor shape " + shape_string(shape) + " has more than 8 dimensions");
+  if (!storage) invalid("Tensor::from_buffer: no buffer");
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (bytes > storage->size())
+    invalid("Tensor::from_buffer: " + shape_string(shape) + " of " + std::string(dtype_name(dtype)) + " needs " +
+            std::to_string(bytes) + " bytes, the buffer has " + std::to_string(storage->size()));
+  Shape strides = contiguous_strides(shape);
+  return Tensor(std::move(storage), 0, dtype, std::move(shape), std::move(strides));
+}
+
 Tensor Tensor::from_host(Stream& stream, std::span<const double> values, Shape shape, DType dtype) {
   Tensor tensor = empty(stream.device(), std::move(shape), dtype);
   tensor.copy_from_host(stream, values);

@@ -69,10 +69,16 @@ void Collective::run(const std::shared_ptr<Board>& board, std::optional<ops::Bin
   comm_.world->engine().run(task);
 }
 
+Tensor Collective::scratch(int64_t numel, DType dtype) {
+  scratch_.push_back(link_.take_scratch(numel, dtype));
+  return scratch_.back();
+}
+
 void Collective::finish(Stream& stream) {
-  Event done = device_.create_event(false);
-  done.record(link_.stream());
-  stream.wait(done);
+  auto done = record();
+  stream.wait(*done);
+  for (const Tensor& t : scratch_) link_.return_scratch(t, done);
+  scratch_.clear();
 }
 
 void ring_reduce_scatter(Collective& c, const Tensor& work, ops::BinaryOp op, const std::shared_ptr<Event>& ready) {
@@ -82,7 +88,7 @@ void ring_reduce_scatter(Collective& c, const Tensor& work, ops::BinaryOp op, co
   // Two halves, alternating by step: a half is reused two steps later, when the pieces reduced from
   // it have been sent on (the next step waits for that), so nothing still reads it.
   const int64_t largest = layout.largest();
-  const Tensor scratch = Tensor::empty(c.device(), {2 * largest}, work.dtype());
+  const Tensor scratch = c.scratch(2 * largest, work.dtype());
   for (int step = 0; step < n - 1; ++step) {
     const int send_segment = c.mod(r - step - 1), recv_segment = c.mod(r - step - 2);
     std::vector<StepTask::Send> sends;
@@ -124,10 +130,10 @@ Tensor recursive_doubling_allreduce(Collective& c, const Tensor& work, ops::Bina
   // never reads what a reduction is writing.
   const Layout layout(work.numel(), 1, dtype_size(work.dtype()), c.link().piece_bytes());
   const int k = layout.pieces;
-  Tensor buffers[2] = {work, Tensor::empty(c.device(), {work.numel()}, work.dtype())};
+  Tensor buffers[2] = {work, c.scratch(work.numel(), work.dtype())};
   // Scratch halves alternate by step for the reason ring_reduce_scatter gives.
   const int64_t count = work.numel();
-  const Tensor scratch = Tensor::empty(c.device(), {2 * count}, work.dtype());
+  const Tensor scratch = c.scratch(2 * count, work.dtype());
   int steps = 0;
   // Board: pieces [0, k) of buffers[0], [k, 2k) of buffers[1].
   auto board = std::make_shared<Board>(static_cast<size_t>(2 * k));

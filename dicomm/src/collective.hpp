@@ -52,6 +52,8 @@ class Collective {
   StepTask::Recv recv(int peer, const Tensor& flat, const Layout::Piece& piece) const;
   void run(const std::shared_ptr<Board>& board, std::optional<ops::BinaryOp> reduce, std::vector<StepTask::Send> sends,
            std::vector<StepTask::Recv> recvs, const std::string& step);
+  // Device memory for the call, from the Link's pool; given back at finish().
+  Tensor scratch(int64_t numel, DType dtype);
   // The caller's stream waits for everything DiComm enqueued.
   void finish(Stream& stream);
 
@@ -62,6 +64,7 @@ class Collective {
   std::string name_;
   uint32_t sequence_;
   std::shared_ptr<Event> input_ready_;
+  std::vector<Tensor> scratch_;
 };
 
 // Reduces `work` (1-D, contiguous) so that segment rank() of `layout` holds the reduction of every

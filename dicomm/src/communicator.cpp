@@ -53,7 +53,7 @@ Tensor flat(const Tensor& t) {
 // `copy` makes a private copy so the caller's tensor is not touched.
 Tensor work_buffer(Collective& c, const Tensor& source, bool copy) {
   if (!widened(source.dtype()) && !copy) return source;
-  Tensor work = Tensor::empty(c.device(), {source.numel()}, widened(source.dtype()) ? DType::f32 : source.dtype());
+  Tensor work = c.scratch(source.numel(), widened(source.dtype()) ? DType::f32 : source.dtype());
   ops::copy(c.link().stream(), source, work);
   return work;
 }

@@ -1,5 +1,7 @@
 #include "link.hpp"
 
+#include <algorithm>
+
 namespace h2::dicomm::detail {
 
 bool nic_can_access(const DeviceProperties& properties) {
@@ -15,22 +17,50 @@ Link::Link(const Device& device, size_t piece_bytes, bool force_staging)
       piece_bytes_(piece_bytes),
       stream_(device.create_stream()) {}
 
-std::unique_ptr<StagingSlot> Link::acquire() {
+std::shared_ptr<StagingSlot> Link::acquire() {
   if (!free_.empty()) {
-    std::unique_ptr<StagingSlot> slot = std::move(free_.back());
+    std::shared_ptr<StagingSlot> slot = std::move(free_.back());
     free_.pop_back();
     return slot;
   }
   if (allocated_ >= kMaxSlots) return nullptr;
   ++allocated_;
-  auto slot = std::make_unique<StagingSlot>();
+  auto slot = std::make_shared<StagingSlot>();
   slot->buffer = device_.allocate_pinned_host(piece_bytes_);
   return slot;
 }
 
-void Link::release(std::unique_ptr<StagingSlot> slot) {
+void Link::release(std::shared_ptr<StagingSlot> slot) {
   slot->copied.reset();
   free_.push_back(std::move(slot));
+}
+
+}  // namespace h2::dicomm::detail
+
+namespace h2::dicomm::detail {
+
+Tensor Link::take_scratch(int64_t numel, DType dtype) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(numel, 1)) * dtype_size(dtype);
+  {
+    std::lock_guard lock(scratch_mutex_);
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      auto& [buffer, done] = scratch_[i];
+      // Only once the last work on it has finished: the NIC writes into it as soon as a receive is posted.
+      if (buffer->size() >= bytes && (!done || done->ready())) {
+        std::shared_ptr<DeviceBuffer> reused = std::move(buffer);
+        scratch_.erase(scratch_.begin() + static_cast<std::ptrdiff_t>(i));
+        return Tensor::from_buffer(std::move(reused), {numel}, dtype);
+      }
+    }
+  }
+  return Tensor::from_buffer(std::make_shared<DeviceBuffer>(device_.allocate(bytes)), {numel}, dtype);
+}
+
+void Link::return_scratch(const Tensor& scratch, std::shared_ptr<Event> done) {
+  std::lock_guard lock(scratch_mutex_);
+  scratch_.emplace_back(scratch.buffer(), std::move(done));
+  // Keep a few: a job uses one or two sizes over and over.
+  if (scratch_.size() > 4) scratch_.erase(scratch_.begin());
 }
 
 }  // namespace h2::dicomm::detail

@@ -52,7 +52,12 @@ bool StepTask::advance_receives() {
       if (!r.slot) break;
       target = r.slot->buffer.data();
     }
-    r.op = engine_.recv(r.recv.peer, r.recv.tag, target, r.recv.destination.bytes());
+    // The operation keeps its memory alive: if this task fails, the NIC may still write there.
+    std::shared_ptr<void> keep =
+        r.slot
+            ? std::shared_ptr<void>(r.slot)
+            : std::shared_ptr<void>((r.recv.scratch.defined() ? r.recv.scratch : r.recv.destination.tensor).buffer());
+    r.op = engine_.recv(r.recv.peer, r.recv.tag, target, r.recv.destination.bytes(), std::move(keep));
     r.state = State::posted;
     ++next_recv_;
     ++active_recvs_;
@@ -109,7 +114,7 @@ bool StepTask::advance_sends() {
     if (!board_->landed(s.send.piece)) break;
     if (link_.direct()) {
       if (!board_->ready(s.send.piece)) break;
-      s.op = engine_.send(s.send.peer, s.send.tag, source.tensor.data(), source.bytes());
+      s.op = engine_.send(s.send.peer, s.send.tag, source.tensor.data(), source.bytes(), source.tensor.buffer());
       s.state = State::posted;
     } else {
       s.slot = link_.acquire();
@@ -129,7 +134,7 @@ bool StepTask::advance_sends() {
     SendState& s = sends_[i];
     if (s.state == State::staging) {
       if (!s.slot->copied->ready()) break;
-      s.op = engine_.send(s.send.peer, s.send.tag, s.slot->buffer.data(), s.send.source.bytes());
+      s.op = engine_.send(s.send.peer, s.send.tag, s.slot->buffer.data(), s.send.source.bytes(), s.slot);
       s.state = State::posted;
       moved = true;
     }

@@ -70,13 +70,13 @@ class StepTask : public Task {
   struct SendState {
     Send send;
     State state = State::waiting;
-    std::unique_ptr<StagingSlot> slot;
+    std::shared_ptr<StagingSlot> slot;
     OpPtr op;
   };
   struct RecvState {
     Recv recv;
     State state = State::waiting;
-    std::unique_ptr<StagingSlot> slot;
+    std::shared_ptr<StagingSlot> slot;
     OpPtr op;
   };
 

@@ -33,6 +33,9 @@ class Tensor {
 
   // A new contiguous tensor; the contents are unspecified.
   static Tensor empty(const Device& device, Shape shape, DType dtype);
+  // A contiguous tensor over the start of existing device memory, which must hold it (for buffers a
+  // library reuses between calls, such as DiComm's scratch).
+  static Tensor from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, DType dtype);
   // A new contiguous tensor holding `values` rounded to `dtype` (fp16 and bf16 through fp32).
   // Blocks until the data is on the device.
   static Tensor from_host(Stream& stream, std::span<const double> values, Shape shape, DType dtype);
