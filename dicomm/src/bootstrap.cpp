@@ -18,7 +18,9 @@ namespace {
 
 constexpr int kSlurmBasePort = 29500;
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(H2_STATUS_INVALID_ARGUMENT, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(H2_STATUS_INVALID_ARGUMENT, message);
+}
 
 // An empty variable counts as unset, so `export H2_RANK=` clears it the way users expect.
 std::optional<std::string> env(const char* name) {
@@ -27,7 +29,9 @@ std::optional<std::string> env(const char* name) {
   return std::string(value);
 }
 
-std::string show(const char* name, const std::string& value) { return std::string(name) + "='" + value + "'"; }
+std::string show(const char* name, const std::string& value) {
+  return std::string(name) + "='" + value + "'";
+}
 
 long long parse_number(const char* name, const std::string& value) {
   long long n = 0;
@@ -258,7 +262,8 @@ const char* launch_source_name(LaunchSource source) {
 }
 
 std::string RankInfo::describe() const {
-  std::string store = master_port == 0 ? master_addr + ", port chosen by rank 0" : master_addr + ":" + std::to_string(master_port);
+  std::string store =
+      master_port == 0 ? master_addr + ", port chosen by rank 0" : master_addr + ":" + std::to_string(master_port);
   return "rank " + std::to_string(rank) + " of " + std::to_string(world_size) + " (" + launch_source_name(source) +
          ", store " + store + ")";
 }

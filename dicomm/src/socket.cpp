@@ -36,7 +36,9 @@ namespace {
 [[maybe_unused]] std::string strerror_result(int result, const char* buffer) {
   return result == 0 ? std::string(buffer) : std::string("unknown error");
 }
-[[maybe_unused]] std::string strerror_result(const char* result, const char*) { return std::string(result); }
+[[maybe_unused]] std::string strerror_result(const char* result, const char*) {
+  return std::string(result);
+}
 
 }  // namespace
 
@@ -134,7 +136,7 @@ Fd connect_before(const SocketAddress& address, Clock::time_point deadline, std:
     while (true) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) {
-        error = "connection attempt timed out";
+        error = kConnectTimedOut;
         return Fd();
       }
       pollfd pfd{fd.get(), POLLOUT, 0};

@@ -52,6 +52,7 @@ std::vector<SocketAddress> resolve(const std::string& host, int port, std::strin
 // The wildcard address of a family, for listening on every interface.
 SocketAddress wildcard_address(int family, int port);
 
+inline constexpr const char* kConnectTimedOut = "connection attempt timed out";
 // Connects within `deadline`; returns an invalid Fd and sets `error` when it cannot.
 Fd connect_before(const SocketAddress& address, Clock::time_point deadline, std::string& error);
 // A listening socket with SO_REUSEADDR; returns an invalid Fd and sets `error` when it cannot.

@@ -34,7 +34,9 @@ constexpr std::string_view kLogSource = "dicomm.store";
 // that the server's own timeout message (which names the key) normally wins.
 constexpr std::chrono::milliseconds kReplyGrace{2000};
 
-std::string ms_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
+std::string ms_text(std::chrono::milliseconds ms) {
+  return std::to_string(ms.count()) + " ms";
+}
 
 std::string host_name() {
   char host[256] = {};
@@ -92,8 +94,9 @@ class TcpStore final : public Store {
   std::string local_address() const override { return local_address_; }
 
   void set(const std::string& key, const std::string& value) override {
-    call("set('" + key + "')", [&](uint64_t id) { return FrameWriter(MessageType::set).u64(id).str(key).str(value); },
-         timeout_);
+    call(
+        "set('" + key + "')", [&](uint64_t id) { return FrameWriter(MessageType::set).u64(id).str(key).str(value); },
+        timeout_);
   }
 
   std::string get(const std::string& key) override {
@@ -142,9 +145,11 @@ class TcpStore final : public Store {
     }
     // Waiting for the acknowledgement makes sure the notice left this process before it exits.
     try {
-      call("abort", [&](uint64_t id) { return FrameWriter(MessageType::abort).u64(id).str(reason); }, timeout_);
+      call(
+          "abort", [&](uint64_t id) { return FrameWriter(MessageType::abort).u64(id).str(reason); }, timeout_);
     } catch (const Error& e) {
-      log(LogLevel::warning, kLogSource, "rank " + std::to_string(info_.rank) + " could not report its abort: " + e.what());
+      log(LogLevel::warning, kLogSource,
+          "rank " + std::to_string(info_.rank) + " could not report its abort: " + e.what());
     }
   }
 
@@ -166,7 +171,8 @@ class TcpStore final : public Store {
     }
     if (say_goodbye) {
       try {
-        call("close", [&](uint64_t id) { return FrameWriter(MessageType::goodbye).u64(id); }, timeout_);
+        call(
+            "close", [&](uint64_t id) { return FrameWriter(MessageType::goodbye).u64(id); }, timeout_);
       } catch (const Error& e) {
         log(LogLevel::info, kLogSource, "rank " + std::to_string(info_.rank) + " could not say goodbye: " + e.what());
       }
@@ -200,7 +206,8 @@ class TcpStore final : public Store {
         std::string error;
         detail::Fd fd = detail::connect_before(address, deadline, error);
         if (!fd.valid()) {
-          last_error = address.ip() + ": " + error;
+          // The attempt the deadline cut short says less than the refusal before it.
+          if (last_error.empty() || error != detail::kConnectTimedOut) last_error = address.ip() + ": " + error;
           continue;
         }
         if (handshake(fd, deadline, last_error)) {
@@ -302,8 +309,8 @@ class TcpStore final : public Store {
 
   Error lost_error(const std::string& what) const {
     return Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) + ": Store::" + what +
-                                             ": the connection to the rendezvous store at " + address_ +
-                                             " is gone (" + (lost_reason_.empty() ? "closed" : lost_reason_) + ")");
+                                             ": the connection to the rendezvous store at " + address_ + " is gone (" +
+                                             (lost_reason_.empty() ? "closed" : lost_reason_) + ")");
   }
 
   void connection_lost_locked(const std::string& reason) {
@@ -433,9 +440,11 @@ std::unique_ptr<Store> Store::connect(const RankInfo& info, std::chrono::millise
     std::string address_key = "h2.dicomm.store.address." + suffix;
     std::string token_key = "h2.dicomm.store.token." + suffix;
     if (info.rank == 0) {
-      server = std::make_unique<detail::StoreServer>(info.master_addr, info.master_port, info.world_size, info.token);
-      resolved.master_port = server->port();
+      // Without H2_JOB_TOKEN, a token only the job's processes learn (through PMIx) guards the store.
       if (resolved.token.empty()) resolved.token = random_token();
+      server = std::make_unique<detail::StoreServer>(resolved.master_addr, resolved.master_port, resolved.world_size,
+                                                     resolved.token);
+      resolved.master_port = server->port();
       detail::pmix_publish(address_key, detail::join_host_port(resolved.master_addr, resolved.master_port));
       detail::pmix_publish(token_key, resolved.token);
     }

@@ -27,7 +27,9 @@ constexpr std::string_view kLogSource = "dicomm.store";
 // notice) to clients that do not read.
 constexpr std::chrono::milliseconds kFinalFlush{1000};
 
-std::string ms_text(int64_t ms) { return std::to_string(ms) + " ms"; }
+std::string ms_text(int64_t ms) {
+  return std::to_string(ms) + " ms";
+}
 
 // Compares without an early exit, so response time does not reveal how much of a token matched.
 bool same_token(const std::string& a, const std::string& b) {
@@ -113,6 +115,12 @@ struct StoreServer::Impl {
     queue(connection, FrameWriter(MessageType::reply).u64(request).u8(ok ? 1 : 0).str(text).finish());
   }
 
+  // Answers the waiters of a key, rank 0's own last (see handle_barrier).
+  void answer_in_order(std::vector<Waiter>& waiters, const std::string& value) {
+    std::stable_partition(waiters.begin(), waiters.end(), [](const Waiter& w) { return w.rank != 0; });
+    for (const Waiter& w : waiters) reply(w.connection, w.request, true, value);
+  }
+
   void fail_barriers(const std::string& why) {
     for (auto& [name, waiters] : barriers)
       for (const Waiter& w : waiters)
@@ -155,8 +163,9 @@ struct StoreServer::Impl {
     uint16_t version = in.u16();
     if (magic != kStoreMagic) throw ProtocolError("not an H2 rendezvous client");
     if (version != kStoreProtocolVersion) {
-      refuse(id, c, "a client", "protocol version " + std::to_string(version) + " (this store speaks " +
-                                    std::to_string(kStoreProtocolVersion) + "; mixed H2 builds in one job?)");
+      refuse(id, c, "a client",
+             "protocol version " + std::to_string(version) + " (this store speaks " +
+                 std::to_string(kStoreProtocolVersion) + "; mixed H2 builds in one job?)");
       return;
     }
     std::string client_token = in.str();
@@ -178,7 +187,8 @@ struct StoreServer::Impl {
       case Phase::absent: break;
       case Phase::connected: return refuse(id, c, who, "duplicate rank: " + rank_text(rank) + " is already connected");
       case Phase::left: return refuse(id, c, who, "rank " + std::to_string(rank) + " already closed DiComm");
-      case Phase::failed: return refuse(id, c, who, "rank " + std::to_string(rank) + " already failed: " + state.failure);
+      case Phase::failed:
+        return refuse(id, c, who, "rank " + std::to_string(rank) + " already failed: " + state.failure);
     }
     state = RankState{Phase::connected, pid, host, id, {}};
     c.rank = rank;
@@ -202,6 +212,9 @@ struct StoreServer::Impl {
       }
     waiters.push_back(Waiter{id, request, rank, Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms});
     if (static_cast<int>(waiters.size()) < world_size) return;
+    // Rank 0's own connection last: the server runs inside rank 0, and a rank 0 that exits as soon as
+    // its barrier returns would otherwise take the other ranks' answers down with it.
+    std::stable_partition(waiters.begin(), waiters.end(), [](const Waiter& w) { return w.rank != 0; });
     for (const Waiter& w : waiters) reply(w.connection, w.request, true, {});
     barriers.erase(name);
   }
@@ -214,7 +227,7 @@ struct StoreServer::Impl {
         std::string value = in.str();
         auto waiting = gets.find(key);
         if (waiting != gets.end()) {
-          for (const Waiter& w : waiting->second) reply(w.connection, w.request, true, value);
+          answer_in_order(waiting->second, value);
           gets.erase(waiting);
         }
         values[key] = std::move(value);
@@ -226,7 +239,8 @@ struct StoreServer::Impl {
         int64_t timeout_ms = in.i64();
         auto found = values.find(key);
         if (found != values.end()) return reply(id, request, true, found->second);
-        gets[key].push_back(Waiter{id, request, c.rank, Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms});
+        gets[key].push_back(
+            Waiter{id, request, c.rank, Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms});
         return;
       }
       case MessageType::add: {
@@ -246,7 +260,7 @@ struct StoreServer::Impl {
         std::string value = std::to_string(sum);
         auto waiting = gets.find(key);
         if (waiting != gets.end()) {
-          for (const Waiter& w : waiting->second) reply(w.connection, w.request, true, value);
+          answer_in_order(waiting->second, value);
           gets.erase(waiting);
         }
         values[key] = value;
@@ -304,7 +318,8 @@ struct StoreServer::Impl {
     try {
       while (c.in.size() - offset >= 4) {
         uint32_t length = frame_length(c.in.data() + offset);
-        if (length == 0 || length > kMaxFrameBytes) throw ProtocolError("frame of " + std::to_string(length) + " bytes");
+        if (length == 0 || length > kMaxFrameBytes)
+          throw ProtocolError("frame of " + std::to_string(length) + " bytes");
         if (c.in.size() - offset - 4 < length) break;
         handle_frame(id, c, std::string_view(c.in).substr(offset + 4, length));
         offset += 4 + length;
@@ -328,8 +343,7 @@ struct StoreServer::Impl {
                               ") exited without closing DiComm (its connection to the rendezvous store closed)");
     }
     for (auto* table : {&gets, &barriers})
-      for (auto& [name, waiters] : *table)
-        std::erase_if(waiters, [id](const Waiter& w) { return w.connection == id; });
+      for (auto& [name, waiters] : *table) std::erase_if(waiters, [id](const Waiter& w) { return w.connection == id; });
     std::erase_if(gets, [](const auto& entry) { return entry.second.empty(); });
     std::erase_if(barriers, [](const auto& entry) { return entry.second.empty(); });
     connections.erase(it);
@@ -401,8 +415,8 @@ struct StoreServer::Impl {
   // Tells the ranks still here that the store is going away and gives the notices a moment to leave.
   void finish(bool waited, Clock::time_point stop_requested_at, Clock::time_point deadline) {
     int64_t waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - stop_requested_at).count();
-    std::string why = waited ? "rank 0 closed the rendezvous store after waiting " + ms_text(std::max<int64_t>(waited_ms, 0)) +
-                                   " for the other ranks to close"
+    std::string why = waited ? "rank 0 closed the rendezvous store after waiting " +
+                                   ms_text(std::max<int64_t>(waited_ms, 0)) + " for the other ranks to close"
                              : "rank 0 stopped the rendezvous store";
     std::string notice = FrameWriter(MessageType::shutdown).str(why).finish();
     for (auto& [id, c] : connections)
@@ -503,7 +517,8 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
   std::vector<SocketAddress> addresses = resolve(host, port, error);
   if (addresses.empty())
     throw Error(H2_STATUS_INVALID_ARGUMENT, "rank 0 cannot start the rendezvous store at " + where + ": " + error);
-  bool local_only = std::all_of(addresses.begin(), addresses.end(), [](const SocketAddress& a) { return a.is_loopback(); });
+  bool local_only =
+      std::all_of(addresses.begin(), addresses.end(), [](const SocketAddress& a) { return a.is_loopback(); });
   std::vector<SocketAddress> candidates = addresses;
   if (!local_only) candidates = {wildcard_address(AF_INET6, port), wildcard_address(AF_INET, port)};
   std::string errors;
@@ -515,9 +530,11 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
   if (!impl_->listener.valid()) {
     std::string hint;
     if (errors.find("Address already in use") != std::string::npos)
-      hint = " (another process holds the port; under torchrun the agent's own store may use MASTER_PORT: set "
-             "H2_MASTER_PORT to a free port)";
-    throw Error(H2_STATUS_INVALID_ARGUMENT, "rank 0 cannot listen for the rendezvous store at " + where + ": " + errors + hint);
+      hint =
+          " (another process holds the port; under torchrun the agent's own store may use MASTER_PORT: set "
+          "H2_MASTER_PORT to a free port)";
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                "rank 0 cannot listen for the rendezvous store at " + where + ": " + errors + hint);
   }
   set_nonblocking(impl_->listener.get());
   impl_->bound_port = local_address_of(impl_->listener.get()).port();
@@ -538,9 +555,13 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
   });
 }
 
-StoreServer::~StoreServer() { stop(Clock::now()); }
+StoreServer::~StoreServer() {
+  stop(Clock::now());
+}
 
-int StoreServer::port() const { return impl_->bound_port; }
+int StoreServer::port() const {
+  return impl_->bound_port;
+}
 
 void StoreServer::stop(Clock::time_point deadline) {
   if (!impl_->thread.joinable()) return;

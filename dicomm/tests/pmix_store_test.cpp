@@ -30,13 +30,12 @@ constexpr int kSkip = 77;
 constexpr const char* kSkipMarker = "H2_PMIX_SKIP:";
 constexpr int kLaunchLimitSeconds = 90;
 
-#define CHECK(cond)                                                                                  \
-  do {                                                                                               \
-    if (!(cond)) {                                                                                   \
-      std::fprintf(stderr, "rank %s: %s:%d: check failed: %s\n", std::getenv("PMIX_RANK"), __FILE__, \
-                   __LINE__, #cond);                                                                 \
-      return 1;                                                                                      \
-    }                                                                                                \
+#define CHECK(cond)                                                                                                    \
+  do {                                                                                                                 \
+    if (!(cond)) {                                                                                                     \
+      std::fprintf(stderr, "rank %s: %s:%d: check failed: %s\n", std::getenv("PMIX_RANK"), __FILE__, __LINE__, #cond); \
+      return 1;                                                                                                        \
+    }                                                                                                                  \
   } while (0)
 
 int run_rank() {
@@ -104,9 +103,19 @@ int launch(const std::string& mpirun, const char* self) {
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     std::string np = std::to_string(kRanks);
-    std::vector<const char*> argv = {mpirun.c_str(), "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                                     "-np",          np.c_str(),            "--mca",           "btl",       "self,tcp",
-                                     self,           "--rank",              nullptr};
+    std::vector<const char*> argv = {mpirun.c_str(),
+                                     "--allow-run-as-root",
+                                     "--oversubscribe",
+                                     "--bind-to",
+                                     "none",
+                                     "-np",
+                                     np.c_str(),
+                                     "--mca",
+                                     "btl",
+                                     "self,tcp",
+                                     self,
+                                     "--rank",
+                                     nullptr};
     ::execv(mpirun.c_str(), const_cast<char* const*>(argv.data()));
     std::fprintf(stderr, "cannot run %s: %s\n", mpirun.c_str(), std::strerror(errno));
     ::_exit(127);
@@ -160,7 +169,12 @@ int launch(const std::string& mpirun, const char* self) {
 
 int main(int argc, char** argv) {
   try {
-    if (argc == 3 && std::string(argv[1]) == "--launch") return launch(argv[2], argv[0]);
+    if (argc == 3 && std::string(argv[1]) == "--launch") {
+      // argv[0] may be relative to a directory mpirun does not start in.
+      char self[4096] = {};
+      ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+      return launch(argv[2], n > 0 ? self : argv[0]);
+    }
     if (argc == 2 && std::string(argv[1]) == "--rank") return run_rank();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

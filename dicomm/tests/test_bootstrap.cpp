@@ -37,11 +37,12 @@ class Environment {
 
  private:
   static constexpr const char* kNames[] = {
-      "H2_RANK",        "H2_WORLD_SIZE",      "H2_LOCAL_RANK",       "H2_LOCAL_WORLD_SIZE",   "H2_MASTER_ADDR",
-      "H2_MASTER_PORT", "H2_JOB_TOKEN",       "RANK",                "WORLD_SIZE",            "LOCAL_RANK",
-      "LOCAL_WORLD_SIZE", "MASTER_ADDR",      "MASTER_PORT",         "PMIX_RANK",             "PMIX_NAMESPACE",
-      "SLURM_PROCID",   "SLURM_NTASKS",       "SLURM_LOCALID",       "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
-      "SLURM_NODEID",   "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST", "SLURM_JOB_ID",
+      "H2_RANK",        "H2_WORLD_SIZE",      "H2_LOCAL_RANK",         "H2_LOCAL_WORLD_SIZE",
+      "H2_MASTER_ADDR", "H2_MASTER_PORT",     "H2_JOB_TOKEN",          "RANK",
+      "WORLD_SIZE",     "LOCAL_RANK",         "LOCAL_WORLD_SIZE",      "MASTER_ADDR",
+      "MASTER_PORT",    "PMIX_RANK",          "PMIX_NAMESPACE",        "SLURM_PROCID",
+      "SLURM_NTASKS",   "SLURM_LOCALID",      "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+      "SLURM_NODEID",   "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST",   "SLURM_JOB_ID",
   };
   std::map<std::string, std::string> saved_;
 };
@@ -211,8 +212,8 @@ TEST(Bootstrap, SlurmFirstHostOfTheNodeList) {
   Environment env;
   set_slurm(env);
   const std::pair<const char*, const char*> cases[] = {
-      {"node[01-04,07]", "node01"}, {"gpu7,cpu[1-2]", "gpu7"},       {"rack[2-3]-n[005-006]", "rack2-n005"},
-      {"single", "single"},         {"n[9],m[1-3]", "n9"},           {"x[10,3-4]", "x10"},
+      {"node[01-04,07]", "node01"}, {"gpu7,cpu[1-2]", "gpu7"}, {"rack[2-3]-n[005-006]", "rack2-n005"},
+      {"single", "single"},         {"n[9],m[1-3]", "n9"},     {"x[10,3-4]", "x10"},
   };
   for (const auto& [list, first] : cases) {
     env.set("SLURM_JOB_NODELIST", list);
@@ -248,20 +249,31 @@ TEST(Bootstrap, MalformedH2Values) {
       {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "70000"}},
        "H2_MASTER_PORT=70000 is not a TCP port (0-65535)"},
       {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "port"}}, "H2_MASTER_PORT='port' is not a number"},
-      {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}}, "H2_WORLD_SIZE=2 but H2_MASTER_PORT is not set"},
+      {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}},
+       "H2_WORLD_SIZE=2 but H2_MASTER_PORT is not set: the other ranks need to know the port of rank 0's rendezvous "
+       "store"},
       {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "0"}},
        "H2_MASTER_PORT=0 with H2_WORLD_SIZE=2: the other ranks cannot find a port that rank 0 picks"},
       {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "1"}, {"H2_LOCAL_RANK", "0"}},
        "H2_LOCAL_RANK is set but H2_LOCAL_WORLD_SIZE is not"},
       {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "1"}, {"H2_LOCAL_WORLD_SIZE", "2"}},
        "H2_LOCAL_WORLD_SIZE is set but H2_LOCAL_RANK is not"},
-      {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "1"}, {"H2_LOCAL_RANK", "2"},
+      {{{"H2_RANK", "0"},
+        {"H2_WORLD_SIZE", "2"},
+        {"H2_MASTER_PORT", "1"},
+        {"H2_LOCAL_RANK", "2"},
         {"H2_LOCAL_WORLD_SIZE", "2"}},
        "H2_LOCAL_RANK=2 is not below H2_LOCAL_WORLD_SIZE=2"},
-      {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "1"}, {"H2_LOCAL_RANK", "a"},
+      {{{"H2_RANK", "0"},
+        {"H2_WORLD_SIZE", "2"},
+        {"H2_MASTER_PORT", "1"},
+        {"H2_LOCAL_RANK", "a"},
         {"H2_LOCAL_WORLD_SIZE", "2"}},
        "H2_LOCAL_RANK='a' is not a number"},
-      {{{"H2_RANK", "0"}, {"H2_WORLD_SIZE", "2"}, {"H2_MASTER_PORT", "1"}, {"H2_LOCAL_RANK", "0"},
+      {{{"H2_RANK", "0"},
+        {"H2_WORLD_SIZE", "2"},
+        {"H2_MASTER_PORT", "1"},
+        {"H2_LOCAL_RANK", "0"},
         {"H2_LOCAL_WORLD_SIZE", "3"}},
        "H2_LOCAL_WORLD_SIZE=3 is larger than H2_WORLD_SIZE=2"},
       {{{"H2_MASTER_PORT", "-5"}}, "H2_MASTER_PORT=-5 is not a TCP port (0-65535)"},
@@ -279,7 +291,8 @@ TEST(Bootstrap, MalformedTorchrunValues) {
       {{{"WORLD_SIZE", "2"}}, "WORLD_SIZE is set but RANK is not"},
       {{{"RANK", "r"}, {"WORLD_SIZE", "2"}}, "RANK='r' is not a number"},
       {{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}}, "RANK=2 is not below WORLD_SIZE=2"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "WORLD_SIZE=2 but MASTER_PORT is not set"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}},
+       "WORLD_SIZE=2 but MASTER_PORT is not set: the other ranks need to know the port of rank 0's rendezvous store"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "65536"}}, "MASTER_PORT=65536 is not a TCP port (0-65535)"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "1"}, {"LOCAL_RANK", "0"}},
        "LOCAL_RANK is set but LOCAL_WORLD_SIZE is not"},
@@ -309,7 +322,8 @@ TEST(Bootstrap, MalformedSlurmValues) {
       {{{"SLURM_TASKS_PER_NODE", "4(x2"}}, "SLURM_TASKS_PER_NODE='4(x2' is not a list like '4(x2),3'"},
       {{{"SLURM_TASKS_PER_NODE", "4,,2"}}, "SLURM_TASKS_PER_NODE='4,,2' is not a list like '4(x2),3'"},
       {{{"SLURM_TASKS_PER_NODE", "four"}}, "SLURM_TASKS_PER_NODE='four' is not a list like '4(x2),3'"},
-      {{{"SLURM_TASKS_PER_NODE", "4,2"}}, "SLURM_TASKS_PER_NODE='4,2' differs between nodes but SLURM_NODEID is not set"},
+      {{{"SLURM_TASKS_PER_NODE", "4,2"}},
+       "SLURM_TASKS_PER_NODE='4,2' differs between nodes but SLURM_NODEID is not set"},
       {{{"SLURM_TASKS_PER_NODE", "4,2"}, {"SLURM_NODEID", "2"}},
        "SLURM_NODEID=2 is not below the 2 nodes of SLURM_TASKS_PER_NODE='4,2'"},
       {{{"SLURM_NTASKS_PER_NODE", "16"}}, "SLURM_NTASKS_PER_NODE=16 is larger than SLURM_NTASKS=8"},
@@ -319,7 +333,8 @@ TEST(Bootstrap, MalformedSlurmValues) {
       {{{"SLURM_JOB_NODELIST", "node]"}}, "SLURM_JOB_NODELIST='node]' is not a Slurm host list: unmatched ']'"},
       {{{"SLURM_JOB_NODELIST", "node[a-b]"}},
        "SLURM_JOB_NODELIST='node[a-b]' is not a Slurm host list: '[a-b]' is not a range of numbers"},
-      {{{"SLURM_JOB_NODELIST", "n[1-]"}}, "SLURM_JOB_NODELIST='n[1-]' is not a Slurm host list: '[1-]' is not a range of numbers"},
+      {{{"SLURM_JOB_NODELIST", "n[1-]"}},
+       "SLURM_JOB_NODELIST='n[1-]' is not a Slurm host list: '[1-]' is not a range of numbers"},
       {{{"SLURM_JOB_NODELIST", ",n1"}}, "SLURM_JOB_NODELIST=',n1' is not a Slurm host list: no host"},
       {{{"SLURM_JOB_NODELIST", ""}},
        "SLURM_PROCID is set but SLURM_JOB_NODELIST is not (set H2_MASTER_ADDR to rank 0's host)"},

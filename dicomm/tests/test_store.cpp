@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,52 +36,56 @@ constexpr std::chrono::milliseconds kTimeout = 5000ms;
 // A child that has not finished by then is stuck: the parent kills it and fails the test.
 constexpr std::chrono::seconds kChildLimit{20};
 
-#define CHILD_CHECK(cond)                                                                                  \
-  do {                                                                                                     \
-    if (!(cond)) {                                                                                         \
+#define CHILD_CHECK(cond)                                                                                 \
+  do {                                                                                                    \
+    if (!(cond)) {                                                                                        \
       std::fprintf(stderr, "%s:%d: check failed in pid %d: %s\n", __FILE__, __LINE__, ::getpid(), #cond); \
-      return 1;                                                                                            \
-    }                                                                                                      \
+      return 1;                                                                                           \
+    }                                                                                                     \
   } while (0)
 
-#define CHILD_CHECK_MSG(cond, text)                                                                     \
-  do {                                                                                                  \
-    if (!(cond)) {                                                                                      \
-      std::fprintf(stderr, "%s:%d: check failed in pid %d: %s (%s)\n", __FILE__, __LINE__, ::getpid(), \
-                   #cond, std::string(text).c_str());                                                   \
-      return 1;                                                                                         \
-    }                                                                                                   \
+#define CHILD_CHECK_MSG(cond, text)                                                                           \
+  do {                                                                                                        \
+    if (!(cond)) {                                                                                            \
+      std::fprintf(stderr, "%s:%d: check failed in pid %d: %s (%s)\n", __FILE__, __LINE__, ::getpid(), #cond, \
+                   std::string(text).c_str());                                                                \
+      return 1;                                                                                               \
+    }                                                                                                         \
   } while (0)
 
 long long ms_since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
 }
 
-// Collects what the failure handler is given.
+// Collects what the failure handler is given. The handler shares the state, so a body that returns
+// early (a failed check) does not leave the store's thread writing into a dead object.
 class Failures {
  public:
   std::function<void(const RankFailure&)> handler() {
-    return [this](const RankFailure& f) {
-      std::lock_guard lock(mutex_);
-      seen_.push_back(f);
-      cv_.notify_all();
+    return [state = state_](const RankFailure& f) {
+      std::lock_guard lock(state->mutex);
+      state->seen.push_back(f);
+      state->cv.notify_all();
     };
   }
   std::optional<RankFailure> wait(std::chrono::milliseconds limit) {
-    std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, limit, [&] { return !seen_.empty(); });
-    if (seen_.empty()) return std::nullopt;
-    return seen_.front();
+    std::unique_lock lock(state_->mutex);
+    state_->cv.wait_for(lock, limit, [&] { return !state_->seen.empty(); });
+    if (state_->seen.empty()) return std::nullopt;
+    return state_->seen.front();
   }
   size_t count() {
-    std::lock_guard lock(mutex_);
-    return seen_.size();
+    std::lock_guard lock(state_->mutex);
+    return state_->seen.size();
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::vector<RankFailure> seen_;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<RankFailure> seen;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 RankInfo rank_info(int rank, int world_size, int port, std::string token = "job-token") {
@@ -228,7 +233,8 @@ TEST(Store, FourRanksSetGetAddBarrier) {
       CHILD_CHECK(thread_errors == 0);
       store.barrier("after-set");
 
-      for (int r = 0; r < kWorld; ++r) CHILD_CHECK(store.get("key/" + std::to_string(r)) == "value " + std::to_string(r));
+      for (int r = 0; r < kWorld; ++r)
+        CHILD_CHECK(store.get("key/" + std::to_string(r)) == "value " + std::to_string(r));
       CHILD_CHECK(store.get("counter") == "4");
       CHILD_CHECK(store.get("threaded") == "400");
       CHILD_CHECK(store.add("counter", 0) == 4);
@@ -276,8 +282,8 @@ TEST(Store, WrongTokenIsRefusedAndTheStoreKeepsServing) {
   job.pids.push_back(spawn([port]() -> int {
     Clock::time_point start = Clock::now();
     std::string message = error_of([&] { Store::connect(rank_info(1, 2, port, "wrong-token"), kTimeout); });
-    std::string expected = "rendezvous store at 127.0.0.1:" + std::to_string(port) +
-                           " refused rank 1: wrong job token (H2_JOB_TOKEN)";
+    std::string expected =
+        "rendezvous store at 127.0.0.1:" + std::to_string(port) + " refused rank 1: wrong job token (H2_JOB_TOKEN)";
     CHILD_CHECK_MSG(message == expected, message);
     CHILD_CHECK_MSG(ms_since(start) < 2000, "a refusal is final, not retried until the timeout");
     try {

@@ -6,6 +6,23 @@
 // on communicator ids. Each rank also holds a watch connection: when a rank's watch connection
 // closes without a goodbye (the process died) or a rank calls abort(), the store tells every other
 // rank, whose failure handler then fails all pending communication naming the rank.
+//
+// Implementation notes (dicomm/src/store*.cpp, store_protocol.hpp for the wire format):
+// - Each rank holds one TCP connection (TCP_NODELAY) to the store, used both for requests and as
+//   the watch connection: a reader thread matches replies to requests by id (so several threads of
+//   a rank may call concurrently) and receives failure notices pushed by the server.
+// - A rank "died" when its connection closes without a goodbye: the process exited or crashed
+//   without running destructors. Destroying a Store without close() is a clean exit (the destructor
+//   calls close()), unless abort() was called, in which case it closes without a goodbye and the
+//   others have already been told "aborted: <reason>".
+// - When rank 0's process (and with it the server) dies, every other rank's reader sees the
+//   connection close and reports rank 0. When rank 0 closes while others are still connected, it
+//   waits for them up to the timeout, then tells the rest (their handler runs with rank 0 and
+//   "rank 0 closed the rendezvous store after waiting ...").
+// - A barrier fails at once, naming the rank, when a rank has failed or closed: it can never
+//   complete. A get keeps waiting (another rank may still set the key) until the timeout.
+// - Errors are h2::Error: H2_STATUS_INVALID_ARGUMENT when the store refuses the rank or a call comes
+//   after close(), H2_STATUS_DEVICE_ERROR for timeouts, an unreachable store and a lost connection.
 #pragma once
 
 #include <chrono>
@@ -49,12 +66,18 @@ class Store {
   // Every rank of the world waits until all have called barrier with the same `name`.
   virtual void barrier(const std::string& name) = 0;
 
-  // Called (from the store's own thread) once for the first failure of another rank.
+  // Called (from the store's own thread) once for the first failure of another rank. When that
+  // failure happened before the handler was set, the handler runs at once, on the calling thread.
+  // The handler must not call close() or destroy the Store (close() from it is ignored and logged);
+  // abort() is fine. Exceptions it throws are logged.
   virtual void on_failure(std::function<void(const RankFailure&)> handler) = 0;
   // Tells every rank that this one aborted; their failure handlers run with "aborted: <reason>".
+  // Returns once the store has acknowledged it (or the timeout passed), so the notice has left this
+  // process even if it exits right after.
   virtual void abort(const std::string& reason) = 0;
   // Says goodbye: a later close of the connection is not a failure. Rank 0 keeps serving until every
-  // rank has said goodbye or died, or the timeout has passed.
+  // rank has said goodbye or died, or the timeout has passed. Never throws; a second call does
+  // nothing; later set/get/add/barrier calls throw.
   virtual void close() = 0;
 };
 
