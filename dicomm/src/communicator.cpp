@@ -58,6 +58,27 @@ Tensor work_buffer(Collective& c, const Tensor& source, bool copy) {
   return work;
 }
 
+// What isend and irecv share: the tensor cut into pieces on its device's Link, every piece usable once
+// the work enqueued on the caller's stream so far has run.
+struct PointToPoint {
+  Link& link;
+  Tensor data;  // the tensor, flat
+  Layout layout;
+  std::shared_ptr<Board> board;
+};
+
+PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& tensor) {
+  Link& link = s.world->link(tensor.device());
+  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
+  ready->record(stream);
+  link.stream().wait(*ready);
+  const Tensor data = flat(tensor);
+  Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
+  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
+  for (auto& piece : board->pieces) piece.event = ready;
+  return {link, data, std::move(layout), std::move(board)};
+}
+
 // Average and cast back: the owner of each fully reduced segment does it once.
 void finalize(Collective& c, ReduceOp op, const Tensor& reduced, const Tensor& out) {
   if (op == ReduceOp::avg) ops::binary(c.link().stream(), ops::BinaryOp::mul, reduced, 1.0 / c.size(), reduced);
@@ -96,11 +117,7 @@ bool Request::test() {
 
 void Request::wait() {
   if (!state_ || state_->completed) return;
-  Engine& engine = state_->world->engine();
-  engine.wait_until([&] { return state_->task->finished(); }, [&] { return state_->task->describe(); });
-  if (state_->task->failed())
-    throw CommError(engine.failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, state_->task->error_peer(),
-                    state_->task->error());
+  state_->world->engine().wait_task(*state_->task);
   if (state_->on_complete) state_->on_complete();
   state_->completed = true;
 }
@@ -185,19 +202,12 @@ Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint
   check_tensor("isend", "the tensor", tensor);
   const int to = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  Link& link = s.world->link(tensor.device());
-  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
-  ready->record(stream);
-  link.stream().wait(*ready);
-  const Tensor data = flat(tensor);
-  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
-  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
-  for (auto& piece : board->pieces) piece.event = ready;
+  PointToPoint p = prepare_point_to_point(s, stream, tensor);
   std::vector<StepTask::Send> sends;
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, s.members[s.rank], tag);
-  for (const auto& piece : layout.segments[0])
-    sends.push_back({to, wire_tag, Span{data.slice(0, piece.begin, piece.end)}, piece.index});
-  auto task = std::make_shared<StepTask>(s.world->engine(), link, board, std::nullopt, std::move(sends),
+  for (const auto& piece : p.layout.segments[0])
+    sends.push_back({to, wire_tag, Span{p.data.slice(0, piece.begin, piece.end)}, piece.index});
+  auto task = std::make_shared<StepTask>(s.world->engine(), p.link, p.board, std::nullopt, std::move(sends),
                                          std::vector<StepTask::Recv>{},
                                          "send of " + tensor.describe() + " to rank " + std::to_string(peer) +
                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
@@ -209,25 +219,19 @@ Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint
   check_tensor("irecv", "the tensor", tensor);
   const int from = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  Link& link = s.world->link(tensor.device());
-  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
-  ready->record(stream);
-  link.stream().wait(*ready);
-  const Tensor data = flat(tensor);
-  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
-  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
-  for (auto& piece : board->pieces) piece.event = ready;
+  PointToPoint p = prepare_point_to_point(s, stream, tensor);
   std::vector<StepTask::Recv> recvs;
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, from, tag);
-  for (const auto& piece : layout.segments[0])
-    recvs.push_back({from, wire_tag, Span{data.slice(0, piece.begin, piece.end)}, Tensor(), Tensor(), piece.index});
-  auto task = std::make_shared<StepTask>(s.world->engine(), link, board, std::nullopt, std::vector<StepTask::Send>{},
-                                         std::move(recvs),
+  for (const auto& piece : p.layout.segments[0])
+    recvs.push_back({from, wire_tag, Span{p.data.slice(0, piece.begin, piece.end)}, Tensor(), Tensor(), piece.index});
+  auto task = std::make_shared<StepTask>(s.world->engine(), p.link, p.board, std::nullopt,
+                                         std::vector<StepTask::Send>{}, std::move(recvs),
                                          "receive of " + tensor.describe() + " from rank " + std::to_string(peer) +
                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
   s.world->engine().add_task(task);
   Device device = tensor.device();
   Stream* caller = &stream;
+  Link& link = p.link;
   auto join = [device, &link, caller] {
     Event done = device.create_event(false);
     done.record(link.stream());

@@ -163,12 +163,15 @@ void Engine::add_task(std::shared_ptr<Task> task) {
   idle_cv_.notify_one();
 }
 
+void Engine::wait_task(const Task& task) {
+  wait_until([&] { return task.finished(); }, [&] { return task.describe(); });
+  if (task.failed())
+    throw CommError(failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, task.error_peer(), task.error());
+}
+
 void Engine::run(const std::shared_ptr<Task>& task) {
   add_task(task);
-  wait_until([&] { return task->finished(); }, [&] { return task->describe(); });
-  if (task->failed())
-    throw CommError(failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, task->error_peer(),
-                    task->error());
+  wait_task(*task);
 }
 
 void Engine::fail(CommErrorKind kind, int peer, const std::string& message) {

@@ -72,7 +72,9 @@ class Engine {
   bool progress();
   // Advances `task` from progress() until it finishes (successfully or not).
   void add_task(std::shared_ptr<Task> task);
-  // Waits until `task` finishes; throws CommError when it failed (or as wait_until does).
+  // Waits until `task` (already added) finishes; throws CommError when it failed (or as wait_until does).
+  void wait_task(const Task& task);
+  // add_task, then wait_task.
   void run(const std::shared_ptr<Task>& task);
 
   // Blocks until done() is true, driving progress. Throws CommError when the job failed, this rank

@@ -131,12 +131,6 @@ void attach_provider(std::vector<Nic>& nics, std::string_view domain, const std:
       nic.providers.push_back(provider);
 }
 
-std::string nic_errno_text(int error) {
-  char buffer[256];
-  // GNU strerror_r returns the message, which may or may not be in `buffer`.
-  return strerror_r(error, buffer, sizeof buffer);
-}
-
 std::string read_sysfs_line(const std::string& path) {
   std::ifstream file(path);
   std::string line;

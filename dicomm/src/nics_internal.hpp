@@ -60,8 +60,6 @@ std::vector<Nic> discover_interfaces();
 // each provider to the NICs its domains name.
 void discover_libfabric(NicDiscovery& discovery);
 
-// "Function not implemented" for an errno value (thread-safe, unlike strerror); defined in socket.cpp.
-std::string nic_errno_text(int error);
 // The first line of a sysfs file, "" when it is absent or its read fails (the kernel answers EINVAL
 // for attributes the driver cannot report, such as the speed of a loopback).
 std::string read_sysfs_line(const std::string& path);

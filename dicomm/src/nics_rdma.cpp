@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "errno_text.hpp"
 #include "nics_internal.hpp"
 
 namespace h2::dicomm::detail {
@@ -65,7 +66,7 @@ std::vector<Nic> discover_rdma_ports(std::string& status) {
   std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&count));
   if (!list) {
     // A kernel without RDMA (CONFIG_INFINIBAND off, no uverbs) answers ENOSYS: "Function not implemented".
-    status = "ibv_get_device_list: " + (errno != 0 ? nic_errno_text(errno) : std::string("failed"));
+    status = "ibv_get_device_list: " + (errno != 0 ? errno_text(errno) : std::string("failed"));
     return {};
   }
   if (count == 0) {
@@ -80,18 +81,18 @@ std::vector<Nic> discover_rdma_ports(std::string& status) {
     errno = 0;
     std::unique_ptr<ibv_context, ContextDeleter> context(ibv_open_device(device));
     if (!context) {
-      append(status, name + ": ibv_open_device: " + nic_errno_text(errno != 0 ? errno : ENODEV));
+      append(status, name + ": ibv_open_device: " + errno_text(errno != 0 ? errno : ENODEV));
       continue;
     }
     ibv_device_attr device_attr{};
     if (const int rc = ibv_query_device(context.get(), &device_attr); rc != 0) {
-      append(status, name + ": ibv_query_device: " + nic_errno_text(rc));
+      append(status, name + ": ibv_query_device: " + errno_text(rc));
       continue;
     }
     for (int port = 1; port <= device_attr.phys_port_cnt; ++port) {
       ibv_port_attr port_attr{};
       if (const int rc = ibv_query_port(context.get(), static_cast<uint8_t>(port), &port_attr); rc != 0) {
-        append(status, name + "/" + std::to_string(port) + ": ibv_query_port: " + nic_errno_text(rc));
+        append(status, name + "/" + std::to_string(port) + ": ibv_query_port: " + errno_text(rc));
         continue;
       }
       Nic nic;

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "errno_text.hpp"
+
 namespace h2::dicomm::detail {
 
 Fd& Fd::operator=(Fd&& other) noexcept {
@@ -28,23 +30,6 @@ int Fd::release() {
 void Fd::reset(int fd) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
-}
-
-namespace {
-
-// Picks the right overload for whichever strerror_r glibc exposes.
-[[maybe_unused]] std::string strerror_result(int result, const char* buffer) {
-  return result == 0 ? std::string(buffer) : std::string("unknown error");
-}
-[[maybe_unused]] std::string strerror_result(const char* result, const char*) {
-  return std::string(result);
-}
-
-}  // namespace
-
-std::string errno_text(int err) {
-  char buffer[256] = {};
-  return strerror_result(strerror_r(err, buffer, sizeof(buffer)), buffer);
 }
 
 bool SocketAddress::is_loopback() const {

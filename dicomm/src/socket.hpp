@@ -33,9 +33,6 @@ class Fd {
   int fd_ = -1;
 };
 
-// strerror_r, in a form that works with both the GNU and the XSI variant.
-std::string errno_text(int err);
-
 struct SocketAddress {
   sockaddr_storage storage{};
   socklen_t length = 0;
