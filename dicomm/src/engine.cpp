@@ -10,12 +10,15 @@ namespace h2::dicomm::detail {
 
 void Backoff::pause() {
   ++idle_;
-  if (idle_ < 32) return;  // a few free polls: completions usually arrive within microseconds
-  if (idle_ < 256) {
-    sched_yield();  // give the core to a peer rank that shares it
+  if (idle_ < kSpins) return;  // a few free polls: completions usually arrive within microseconds
+  const auto now = std::chrono::steady_clock::now();
+  if (idle_ == kSpins) yielding_since_ = now;
+  if (now - yielding_since_ < kYieldFor) {
+    sched_yield();  // give the core to a peer rank or a device stream that shares it
     return;
   }
-  const int doublings = std::min(idle_ - 256, 6);
+  // Sleeping costs a timer and a wake-up, far above a yield; only for waits already long.
+  const int doublings = std::min(sleeps_++, 6);
   std::this_thread::sleep_for(std::chrono::microseconds(10 << doublings));  // 10 .. 640 µs
 }
 
@@ -79,7 +82,6 @@ OpPtr Engine::submit(OpPtr op) {
     pending_.fetch_add(1, std::memory_order_acq_rel);
     post_queued_locked();
   }
-  idle_cv_.notify_one();
   return op;
 }
 
@@ -160,7 +162,6 @@ void Engine::add_task(std::shared_ptr<Task> task) {
     tasks_.push_back(std::move(task));
     pending_.fetch_add(1, std::memory_order_acq_rel);
   }
-  idle_cv_.notify_one();
 }
 
 void Engine::wait_task(const Task& task) {
@@ -229,8 +230,12 @@ void Engine::background_loop() {
   for (;;) {
     {
       std::unique_lock lock(idle_mutex_);
-      // Sleep while there is nothing to move or a waiter is moving it already.
-      idle_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] {
+      // Sleep while there is nothing to move or a waiter is moving it already. Submitting does not
+      // wake this thread: nearly every operation is waited for right away, and a wake-up per
+      // message (a futex call and a context switch each way) cost more than the message itself on
+      // shm. It looks again every millisecond instead, so an operation left running while its
+      // caller computes starts moving within one.
+      idle_cv_.wait_for(lock, kBackgroundTick, [&] {
         return stopping_ || (pending_.load(std::memory_order_acquire) > 0 &&
                              waiters_.load(std::memory_order_acquire) == 0 && !failed_.load());
       });

@@ -4,7 +4,8 @@
 //
 // Threading: any thread may submit and wait. Fabric calls are serialised by one mutex (the endpoint
 // is FI_THREAD_DOMAIN). Whoever waits drives progress itself; a background thread drives it only
-// while operations are pending and nobody waits (an isend left running while the caller computes).
+// while operations are pending and nobody waits (an isend left running while the caller computes),
+// checking for that every millisecond.
 // Waiting spins briefly, then yields, then sleeps with growing intervals: ranks often outnumber
 // cores, and busy polling there is 20x slower (notes/dicomm.md §4.2).
 #pragma once
@@ -117,20 +118,28 @@ class Engine {
   int failure_peer_ = -1;
   std::string failure_message_;
 
+  static constexpr std::chrono::milliseconds kBackgroundTick{1};
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
   bool stopping_ = false;
   std::thread background_;
 };
 
-// Sleeps a little longer each time nothing moved: spin, then yield, then 10 µs doubling to 500 µs.
+// What a waiter does when nothing moved: spin a few polls, then yield the core for up to
+// kYieldFor (a peer rank or DiComm's own device stream may need it; a message or a reduction
+// usually lands within that), then sleep 10 µs doubling to 640 µs, so that a long wait (a slow
+// pipeline stage, a straggler) does not burn a core.
 class Backoff {
  public:
-  void reset() { idle_ = 0; }
+  void reset() { idle_ = sleeps_ = 0; }
   void pause();
 
+  static constexpr int kSpins = 32;
+  static constexpr std::chrono::microseconds kYieldFor{2000};
+
  private:
-  int idle_ = 0;
+  int idle_ = 0, sleeps_ = 0;
+  std::chrono::steady_clock::time_point yielding_since_;
 };
 
 }  // namespace h2::dicomm::detail

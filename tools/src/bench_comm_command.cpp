@@ -76,6 +76,7 @@ class Bench {
         out.wait();
         in.wait();
       }
+      if (op == "pingpong") ping_pong(a, b);
     };
     for (int i = 0; i < options_.warmup; ++i) run_once();
     stream_.synchronize();
@@ -83,9 +84,10 @@ class Bench {
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < options_.iterations; ++i) run_once();
     stream_.synchronize();
+    // A ping-pong moves the message twice per iteration; like fi_pingpong, report one transfer.
     const double elapsed_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-        options_.iterations;
+        (options_.iterations * (op == "pingpong" ? 2 : 1));
     row.time_us = reduce_scalar(elapsed_us, ReduceOp::max);
     row.algbw = static_cast<double>(row.bytes) / (row.time_us * 1e3);
     row.busbw = row.algbw * bus_factor(op, n);
@@ -94,6 +96,17 @@ class Bench {
   }
 
  private:
+  // Rank 0 sends `out` to rank 1, which sends it back into rank 0's `in`; other ranks sit it out.
+  void ping_pong(const Tensor& out, const Tensor& in) {
+    if (comm_.rank() == 0) {
+      comm_.send(stream_, out, 1);
+      comm_.recv(stream_, in, 1);
+    } else if (comm_.rank() == 1) {
+      comm_.recv(stream_, in, 0);
+      comm_.send(stream_, in, 0);
+    }
+  }
+
   static DType parse_dtype(const std::string& name) {
     if (name == "f16") return DType::f16;
     if (name == "bf16") return DType::bf16;
@@ -151,6 +164,13 @@ class Bench {
       comm_.broadcast(stream_, t, 0);
       got = t.to_host(stream_);
       want = pattern(0, total);
+    } else if (op == "pingpong") {
+      Tensor in = Tensor::empty(device_, {total}, dtype_);
+      ping_pong(Tensor::from_host(stream_, pattern(r, total), {total}, dtype_), in);
+      if (r < 2) {
+        got = in.to_host(stream_);
+        want = pattern(0, total);  // rank 0's message, echoed back by rank 1
+      }
     } else {
       Tensor in = Tensor::empty(device_, {total}, dtype_);
       Tensor out = Tensor::from_host(stream_, pattern(r, total), {total}, dtype_);
@@ -192,8 +212,12 @@ void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code)
   bench->require_subcommand(1);
   CLI::App* comm = bench->add_subcommand(
       "comm", "DiComm bandwidth per collective and size; run on every rank: h2 launch -n N -- h2 bench comm");
-  comm->add_option("--op", options.op, "allreduce, allgather, reduce_scatter, broadcast, sendrecv or all")
-      ->check(CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "all"}));
+  comm->add_option(
+          "--op", options.op,
+          "allreduce, allgather, reduce_scatter, broadcast, sendrecv (every rank sends to the next and receives "
+          "from the previous at once), pingpong (rank 0 to 1 and back; time of one transfer, as fi_pingpong) "
+          "or all")
+      ->check(CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong", "all"}));
   comm->add_option("--min-bytes", options.min_bytes, "smallest message")
       ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 34));
   comm->add_option("--max-bytes", options.max_bytes, "largest message")
@@ -227,9 +251,13 @@ int run_bench_comm(const BenchCommOptions& options) {
       if (!json_out) throw Error(H2_STATUS_INVALID_ARGUMENT, "cannot write '" + options.json + "'");
     }
     std::vector<std::string> ops = {options.op};
-    if (options.op == "all") ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv"};
+    if (options.op == "all") ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong"};
     int64_t wrong = 0;
     for (const std::string& op : ops) {
+      if (op == "pingpong" && world.size() < 2) {
+        if (options.op == "all") continue;
+        throw Error(H2_STATUS_INVALID_ARGUMENT, "--op pingpong needs at least 2 ranks (h2 launch -n 2 -- ...)");
+      }
       if (printer) print_header(op, world, options, device);
       for (uint64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
         const Row row = bench.measure(op, bytes);

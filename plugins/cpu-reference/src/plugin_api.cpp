@@ -127,7 +127,8 @@ H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
   return guarded("stream_wait_event", [&] {
     auto target = runtime().stream(stream);
     std::shared_ptr<Marker> marker = runtime().event(event)->latest();
-    if (marker) target->enqueue_ordering([marker] { marker->wait(); });
+    // An event that has completed already orders nothing.
+    if (marker && !marker->done()) target->enqueue_ordering([marker] { marker->wait(); });
   });
 }
 

@@ -124,13 +124,26 @@ H2_Status Stream::query() {
   return pending_ == 0 ? H2_STATUS_OK : H2_STATUS_NOT_READY;
 }
 
+void Stream::enqueue_marker(const std::shared_ptr<Marker>& marker) {
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_ == 0) {
+      // Nothing to wait for: complete now rather than wake the worker for it. Each wake-up is a
+      // context switch, and DiComm records several events per message.
+      marker->complete();
+      return;
+    }
+  }
+  enqueue_ordering([marker] { marker->complete(); });
+}
+
 void Event::record(Stream& stream) {
   auto marker = std::make_shared<Marker>();
   {
     std::lock_guard lock(mutex_);
     latest_ = marker;
   }
-  stream.enqueue_ordering([marker] { marker->complete(); });
+  stream.enqueue_marker(marker);
 }
 
 std::shared_ptr<Marker> Event::latest() {

@@ -54,6 +54,9 @@ class Stream {
   // depends on this stream's progress can hang.
   void enqueue_ordering(std::function<void()> work);
 
+  // Completes `marker` once everything enqueued so far has finished: at once when the stream is idle.
+  void enqueue_marker(const std::shared_ptr<Marker>& marker);
+
   // Blocks until everything enqueued so far has finished; throws the sticky error if any.
   void synchronize();
   // Blocks until everything enqueued so far has finished, without reporting errors.

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""DiComm side by side with its peers on this machine, in one run.
+
+Allreduce (f32 sum, 1 MiB to 64 MiB, 2 and 4 ranks): DiComm (`h2 bench comm`) against Open MPI's
+MPI_Allreduce over shared memory (ob1 + vader, and UCX's sm transport) and Gloo over TCP (chunked ring
+and halving-doubling). Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on
+the same libfabric provider (shm, and tcp;ofi_rxm on loopback).
+
+Every contender is timed the same way (warm-up, then the mean over iterations of the slowest rank)
+and checks its own results. Each measurement is repeated and the median kept, because this machine
+is shared and noisy. Prints tables with DiComm's ratio to the best peer, and writes every row as JSON
+lines. Exits non-zero when any contender computed a wrong result or DiComm failed to run; it never
+asserts a timing.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MIB = 1 << 20
+
+
+def run(command, env=None, timeout=300):
+    """Runs a command; returns (exit code, stdout, stderr). A command past its time is killed."""
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as e:
+        return 124, e.stdout or "", f"timed out after {timeout} s"
+
+
+def json_lines(text):
+    rows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            rows.append(json.loads(line))
+    return rows
+
+
+class Contenders:
+    def __init__(self, args):
+        self.args = args
+        self.env = dict(os.environ, H2_PLUGIN_PATH=args.plugin_path,
+                        OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        self.sizes = (str(args.min_bytes), str(args.max_bytes), str(args.factor))
+        self.failures = []  # (contender, message)
+
+    def _note_failure(self, name, code, err):
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        self.failures.append((name, f"exit {code}: {last}"))
+        print(f"  {name}: failed (exit {code}): {last}", flush=True)
+
+    def dicomm(self, ranks, op="allreduce", provider=None):
+        env = dict(self.env)
+        if provider:
+            env["H2_FABRIC_PROVIDER"] = provider
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
+                                self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
+                                "--max-bytes", self.sizes[1], "--factor", self.sizes[2],
+                                "--iters", str(self.args.iters), "--warmup", str(self.args.warmup),
+                                "--json", out.name], env)
+            rows = [json.loads(line) for line in open(out.name) if line.strip()]
+        name = f"dicomm {provider or 'auto'}"
+        if code != 0:
+            self._note_failure(name, code, err)
+        for row in rows:
+            row["transport"] = row.get("provider", provider or "auto")
+        return rows
+
+    def mpi(self, ranks, transport):
+        mca = {"vader": ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"],
+               "ucx sm": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
+                          "-x", "UCX_TLS=self,sm"]}[transport]
+        # Yield when idle once ranks outnumber this machine's cores (notes/dicomm.md §4.2).
+        command = (["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
+                    "--mca", "mpi_yield_when_idle", "1" if ranks > os.cpu_count() else "0"] + mca +
+                   [self.args.mpi_allreduce, transport, *self.sizes, str(self.args.iters), str(self.args.warmup)])
+        code, out, err = run(command, self.env)
+        if code != 0:
+            self._note_failure(f"mpi {transport}", code, err)
+        return json_lines(out)
+
+    def gloo(self, ranks, algorithm):
+        with tempfile.TemporaryDirectory() as store:
+            code, out, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
+                                  self.args.gloo_allreduce, algorithm, store, *self.sizes, str(self.args.iters),
+                                  str(self.args.warmup)], self.env)
+        if code != 0:
+            self._note_failure(f"gloo {algorithm}", code, err)
+        return json_lines(out)
+
+    def fi_pingpong(self, provider, size):
+        """One-way time of a `size`-byte tagged message on an RDM endpoint, as fi_pingpong reports it."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(self.env, FI_TCP_IFACE="lo")
+        common = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(self.args.iters * 10),
+                  "-S", str(size)] + (["-d", "lo"] if provider != "shm" else [])
+        server = subprocess.Popen(common + ["-B", str(port)], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(0.3)
+            code, out, err = run(common + ["-P", str(port), "127.0.0.1"], env, timeout=120)
+        finally:
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        lines = [line.split() for line in out.splitlines() if line.strip() and not line.startswith("bytes")]
+        if code != 0 or not lines:
+            self._note_failure(f"fi_pingpong {provider}", code, err)
+            return None
+        usec = float(lines[-1][6])
+        return {"library": "fi_pingpong", "transport": provider, "op": "pingpong", "ranks": 2, "bytes": size,
+                "time_us": usec, "algbw_gbps": size / (usec * 1e3), "busbw_gbps": size / (usec * 1e3),
+                "wrong": 0}
+
+
+def median_rows(repeats):
+    """Per size, the row whose busbw is the median of the repeats."""
+    by_size = {}
+    for rows in repeats:
+        for row in rows:
+            by_size.setdefault(row["bytes"], []).append(row)
+    result = []
+    for size in sorted(by_size):
+        rows = sorted(by_size[size], key=lambda r: r["busbw_gbps"])
+        chosen = dict(rows[len(rows) // 2])
+        chosen["wrong"] = max(r["wrong"] for r in rows)
+        chosen["repeats"] = [round(r["busbw_gbps"], 4) for r in rows]
+        result.append(chosen)
+    return result
+
+
+def print_table(title, columns, results, dicomm_key):
+    """results: {contender: {bytes: row}}; prints busbw per contender and DiComm's ratio to the best peer."""
+    sizes = sorted({size for rows in results.values() for size in rows})
+    print(f"\n{title}")
+    header = f"{'size':>9} " + " ".join(f"{c:>16}" for c in columns) + f" {'best peer':>16} {'DiComm/best':>12}"
+    print(header)
+    print("-" * len(header))
+    ratios = []
+    for size in sizes:
+        cells, best = [], None
+        for c in columns:
+            row = results.get(c, {}).get(size)
+            cells.append(f"{row['busbw_gbps']:16.3f}" if row else f"{'-':>16}")
+            if row and c != dicomm_key and (best is None or row["busbw_gbps"] > best[1]):
+                best = (c, row["busbw_gbps"])
+        ours = results.get(dicomm_key, {}).get(size)
+        ratio = ours["busbw_gbps"] / best[1] if ours and best else None
+        if ratio is not None:
+            ratios.append(ratio)
+        label = f"{size // MIB} MiB" if size >= MIB else f"{size} B"
+        print(f"{label:>9} " + " ".join(cells) + f" {best[0] if best else '-':>16} "
+              f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>12}")
+    return ratios
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--h2", required=True, help="the h2 executable")
+    parser.add_argument("--plugin-path", required=True, help="H2_PLUGIN_PATH for the ranks (cpu-reference)")
+    parser.add_argument("--mpi-allreduce", required=True)
+    parser.add_argument("--gloo-allreduce", required=True)
+    parser.add_argument("--ranks", default="2,4")
+    parser.add_argument("--min-bytes", type=int, default=MIB)
+    parser.add_argument("--max-bytes", type=int, default=64 * MIB)
+    parser.add_argument("--factor", type=int, default=4)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write every row (medians) here as JSON lines")
+    args = parser.parse_args()
+    for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
+        if not os.access(path, os.X_OK):
+            sys.exit(f"compare.py: {path} is not an executable")
+
+    contenders = Contenders(args)
+    all_rows, wrong, summary = [], 0, []
+    start = time.monotonic()
+
+    for ranks in [int(r) for r in args.ranks.split(",")]:
+        runs = {
+            "dicomm": lambda: contenders.dicomm(ranks),
+            "mpi vader": lambda: contenders.mpi(ranks, "vader"),
+            "mpi ucx sm": lambda: contenders.mpi(ranks, "ucx sm"),
+            "gloo ring_chunk": lambda: contenders.gloo(ranks, "ring_chunked"),
+            "gloo halv_doubl": lambda: contenders.gloo(ranks, "halving_doubling"),
+        }
+        repeats = {name: [] for name in runs}
+        for repeat in range(args.repeats):
+            # Interleaved, so that a noisy stretch of time hits every contender alike.
+            for name, measure in runs.items():
+                print(f"[{time.monotonic() - start:6.0f} s] allreduce, {ranks} ranks, {name}, run {repeat + 1}/"
+                      f"{args.repeats}", flush=True)
+                repeats[name].append(measure())
+        results = {}
+        for name, rows in repeats.items():
+            medians = median_rows(rows)
+            results[name] = {row["bytes"]: row for row in medians}
+            for row in medians:
+                wrong += row["wrong"]
+                all_rows.append(dict(row, contender=name))
+        ratios = print_table(f"allreduce f32 sum, {ranks} ranks: busbw GB/s (median of {args.repeats})",
+                             list(runs), results, "dicomm")
+        if ratios:
+            summary.append(f"allreduce {ranks} ranks: DiComm/best peer {min(ratios):.2f}x .. {max(ratios):.2f}x")
+
+    for provider in ("shm", "tcp;ofi_rxm"):
+        repeats = {"dicomm": [], "fi_pingpong": []}
+        for repeat in range(args.repeats):
+            print(f"[{time.monotonic() - start:6.0f} s] pingpong, {provider}, run {repeat + 1}/{args.repeats}",
+                  flush=True)
+            repeats["dicomm"].append(contenders.dicomm(2, "pingpong", provider))
+            size, rows = args.min_bytes, []
+            while size <= args.max_bytes:
+                row = contenders.fi_pingpong(provider, size)
+                if row:
+                    rows.append(row)
+                size *= args.factor
+            repeats["fi_pingpong"].append(rows)
+        results = {}
+        for name, rows in repeats.items():
+            medians = median_rows(rows)
+            results[name] = {row["bytes"]: row for row in medians}
+            for row in medians:
+                wrong += row["wrong"]
+                all_rows.append(dict(row, contender=name))
+        ratios = print_table(f"ping-pong, {provider}: GB/s of one transfer (median of {args.repeats})",
+                             list(repeats), results, "dicomm")
+        if ratios:
+            summary.append(f"pingpong {provider}: DiComm/fi_pingpong {min(ratios):.2f}x .. {max(ratios):.2f}x")
+
+    print("\n" + "\n".join(summary))
+    if args.json:
+        with open(args.json, "w") as out:
+            for row in all_rows:
+                out.write(json.dumps(row) + "\n")
+        print(f"rows: {args.json}")
+    for name, message in contenders.failures:
+        print(f"contender failed: {name}: {message}")
+    if wrong:
+        print(f"{wrong} wrong elements: a contender computed a wrong result")
+    dicomm_failed = any(name.startswith("dicomm") for name, _ in contenders.failures)
+    return 1 if wrong or dicomm_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+// The Gloo side of bench/dicomm/compare.py: Gloo's chunked ring and halving-doubling allreduce over
+// its TCP transport on 127.0.0.1, timed the way `h2 bench comm` times DiComm (warm-up, then the mean
+// over iterations of the slowest rank), the result checked, one JSON line per size on rank 0's
+// stdout in `h2 bench comm --json`'s schema. Started by `h2 launch`, which sets H2_RANK and
+// H2_WORLD_SIZE; the ranks meet through a Gloo FileStore in STORE_DIR.
+//
+//   h2 launch -n N -- gloo_allreduce ring_chunked|halving_doubling STORE_DIR MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier_all_to_all.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+float pattern(int rank, long i) {
+  return static_cast<float>((rank + 1 + i) % 5);
+}
+
+int environment_int(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw std::runtime_error(std::string(name) + " is not set: start this under h2 launch");
+  return std::atoi(value);
+}
+
+template <typename T>
+void allreduce(const std::string& algorithm, const std::shared_ptr<gloo::Context>& context, T* data, long count,
+               const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum) {
+  const std::vector<T*> pointers{data};
+  if (algorithm == "ring_chunked") {
+    gloo::AllreduceRingChunked<T>(context, pointers, static_cast<int>(count), fn).run();
+  } else {
+    gloo::AllreduceHalvingDoubling<T>(context, pointers, static_cast<int>(count), fn).run();
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc != 8) {
+    std::fprintf(stderr,
+                 "usage: gloo_allreduce ring_chunked|halving_doubling STORE_DIR MIN_BYTES MAX_BYTES FACTOR ITERS "
+                 "WARMUP\n");
+    return 2;
+  }
+  const std::string algorithm = argv[1];
+  if (algorithm != "ring_chunked" && algorithm != "halving_doubling")
+    throw std::runtime_error("unknown algorithm " + algorithm);
+  const long min_bytes = std::atol(argv[3]), max_bytes = std::atol(argv[4]), factor = std::atol(argv[5]);
+  const int iterations = std::atoi(argv[6]), warmup = std::atoi(argv[7]);
+  const int rank = environment_int("H2_RANK"), size = environment_int("H2_WORLD_SIZE");
+
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  gloo::rendezvous::FileStore store(argv[2]);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  context->connectFullMesh(store, device);
+
+  int status = 0;
+  for (long bytes = min_bytes; bytes <= max_bytes && factor > 1; bytes *= factor) {
+    const long count = bytes / static_cast<long>(sizeof(float));
+    std::vector<float> buffer(static_cast<size_t>(count));
+    // Algorithm objects are built per call, as a framework calling Gloo per gradient bucket would.
+    for (int i = 0; i < warmup; ++i) allreduce(algorithm, context, buffer.data(), count);
+    gloo::BarrierAllToAll(context).run();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) allreduce(algorithm, context, buffer.data(), count);
+    double mean_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / iterations;
+    allreduce<double>("ring_chunked", context, &mean_us, 1, gloo::ReductionFunction<double>::max);
+
+    for (long i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = pattern(rank, i);
+    allreduce(algorithm, context, buffer.data(), count);
+    double wrong = 0;
+    for (long i = 0; i < count; ++i) {
+      float want = 0;
+      for (int q = 0; q < size; ++q) want += pattern(q, i);
+      if (buffer[static_cast<size_t>(i)] != want) ++wrong;
+    }
+    allreduce<double>("ring_chunked", context, &wrong, 1);
+    if (wrong > 0) status = 1;
+    if (rank == 0) {
+      const double algbw = static_cast<double>(bytes) / (mean_us * 1e3);
+      std::printf(
+          "{\"library\":\"gloo\",\"transport\":\"tcp %s\",\"op\":\"allreduce\",\"ranks\":%d,\"dtype\":\"f32\","
+          "\"bytes\":%ld,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"wrong\":%.0f}\n",
+          algorithm.c_str(), size, bytes, count, mean_us, algbw, algbw * 2.0 * (size - 1) / size, wrong);
+      std::fflush(stdout);
+    }
+    if (bytes > max_bytes / factor) break;
+  }
+  return status;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gloo_allreduce: %s\n", e.what());
+  return 1;
+}

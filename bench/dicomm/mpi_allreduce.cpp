@@ -1,0 +1,72 @@
+// The Open MPI side of bench/dicomm/compare.py: MPI_Allreduce(MPI_IN_PLACE, float, SUM) timed the
+// way `h2 bench comm` times DiComm (warm-up, then the mean over iterations of the slowest rank), the
+// result checked, one JSON line per size on rank 0's stdout in `h2 bench comm --json`'s schema.
+//
+//   mpirun -np N [--mca pml ob1 --mca btl self,vader] mpi_allreduce TRANSPORT MIN_BYTES MAX_BYTES FACTOR ITERS
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Rank r's contribution, as in h2 bench comm: small integers, so the sum is exact in float.
+float pattern(int rank, long i) {
+  return static_cast<float>((rank + 1 + i) % 5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: mpi_allreduce TRANSPORT MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const std::string transport = argv[1];
+  const long min_bytes = std::atol(argv[2]), max_bytes = std::atol(argv[3]);
+  const long factor = std::atol(argv[4]);
+  const int iterations = std::atoi(argv[5]), warmup = std::atoi(argv[6]);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int status = 0;
+  for (long bytes = min_bytes; bytes <= max_bytes && factor > 1; bytes *= factor) {
+    const long count = bytes / static_cast<long>(sizeof(float));
+    std::vector<float> buffer(static_cast<size_t>(count));
+    for (int i = 0; i < warmup; ++i)
+      MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    for (int i = 0; i < iterations; ++i)
+      MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    double mean_us = (MPI_Wtime() - start) * 1e6 / iterations;
+    MPI_Allreduce(MPI_IN_PLACE, &mean_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+
+    // One checked run on known inputs.
+    for (long i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = pattern(rank, i);
+    MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    long wrong = 0;
+    for (long i = 0; i < count; ++i) {
+      float want = 0;
+      for (int q = 0; q < size; ++q) want += pattern(q, i);
+      if (buffer[static_cast<size_t>(i)] != want) ++wrong;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (wrong > 0) status = 1;
+    if (rank == 0) {
+      const double algbw = static_cast<double>(bytes) / (mean_us * 1e3);
+      std::printf(
+          "{\"library\":\"mpi\",\"transport\":\"%s\",\"op\":\"allreduce\",\"ranks\":%d,\"dtype\":\"f32\","
+          "\"bytes\":%ld,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"wrong\":%ld}\n",
+          transport.c_str(), size, bytes, count, mean_us, algbw, algbw * 2.0 * (size - 1) / size, wrong);
+      std::fflush(stdout);
+    }
+    if (bytes > max_bytes / factor) break;
+  }
+  MPI_Finalize();
+  return status;
+}
