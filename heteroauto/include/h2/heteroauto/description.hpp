@@ -86,6 +86,7 @@ struct Cluster {
 
 enum class Recompute { none, full };
 enum class Mlp { gelu, swiglu };
+enum class Norm { rms_norm, layer_norm };  // for training; the cost model treats both alike
 
 struct Model {
   std::string name;
@@ -96,6 +97,7 @@ struct Model {
   std::string dtype = "bf16";
   std::string optimizer = "adamw";
   Mlp mlp = Mlp::gelu;
+  Norm norm = Norm::rms_norm;
   std::vector<Recompute> recompute{Recompute::none, Recompute::full};
 
   int dtype_bytes() const;

@@ -1,0 +1,99 @@
+// A GPT decoder written against the core's operators only, forward and backward by hand, cut into
+// pipeline stages by layer: a stage holds transformer blocks [first_block, end_block), plus the
+// token embedding if it is the first stage and the final norm, LM head and loss if it is the last.
+// One process, one device, one stage; a single-device run is the stage that holds everything.
+//
+// Each block: x + attention(norm1(x)), then + mlp(norm2(.)). Attention is causal with rotary
+// position embeddings (grouped KV heads allowed); the MLP is GELU or SwiGLU; norms are RMSNorm or
+// LayerNorm. Weights are stored [in, out], so a linear layer is y = x @ W.
+//
+// Activations are kept per micro-batch id between forward and backward, so a 1F1B schedule may
+// have several micro-batches in flight. Gradients accumulate over micro-batches until zero_grads().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "h2/h2.hpp"
+#include "h2/heteroauto/description.hpp"
+
+namespace h2::heteropp {
+
+struct GptConfig {
+  int layers = 0;  // transformer blocks
+  int64_t hidden = 0, ffn = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab = 0;
+  heteroauto::Mlp mlp = heteroauto::Mlp::gelu;
+  heteroauto::Norm norm = heteroauto::Norm::rms_norm;
+  double rope_base = 10000;
+  double norm_eps = 1e-5;
+  uint64_t seed = 1234;  // with the layer index, the only input to the initial weights
+
+  int64_t head_dim() const { return hidden / heads; }
+  static GptConfig from_model(const heteroauto::Model& model, uint64_t seed);
+};
+
+// A trainable tensor and its gradient (f32, same shape), named for checkpoints and errors.
+struct Parameter {
+  std::string name;  // e.g. "block.3.w_qkv": the layer index is part of it, not the stage
+  int layer = 0;     // the block's index; -1 for the embedding, `layers` for the final norm and head
+  Tensor value, grad;
+};
+
+class GptStage {
+ public:
+  // Builds and initialises the stage's parameters on `device`; `stream` orders all its work.
+  GptStage(const GptConfig& config, int first_block, int end_block, bool has_embedding, bool has_head,
+           const Device& device, Stream& stream);
+  ~GptStage();
+  GptStage(const GptStage&) = delete;
+  GptStage& operator=(const GptStage&) = delete;
+
+  // input: tokens i64 [batch, seq] on the first stage, else activations f32 [batch, seq, hidden].
+  // targets: i64 [batch, seq], needed on the last stage. Returns the activations for the next
+  // stage, or on the last stage the per-token losses f32 [batch * seq]. Keeps what backward needs
+  // under `micro_batch`.
+  Tensor forward(int micro_batch, const Tensor& input, const Tensor& targets = {});
+  // grad_output: the gradient of the activations returned by forward (not used on the last stage,
+  // where each token's loss gets weight `loss_weight`, e.g. 1 / tokens in the global batch).
+  // Accumulates into the parameters' gradients and returns the gradient of forward's input
+  // (undefined on the first stage). Frees what forward kept for `micro_batch`.
+  Tensor backward(int micro_batch, const Tensor& grad_output, double loss_weight = 1);
+
+  std::vector<Parameter>& parameters() { return parameters_; }
+  void zero_grads();
+  bool has_embedding() const { return has_embedding_; }
+  bool has_head() const { return has_head_; }
+  const GptConfig& config() const { return config_; }
+
+ private:
+  struct Block;
+  struct BlockCache;
+  struct MicroBatch;
+
+  Tensor block_forward(Block& block, BlockCache& cache, const Tensor& x);
+  Tensor block_backward(Block& block, BlockCache& cache, const Tensor& dy);
+  void norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y, const Tensor& mean,
+                    const Tensor& rstd);
+  void norm_backward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& dy, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+  // grad += value, for operators that overwrite their gradient output.
+  void accumulate(const Tensor& grad, const Tensor& value);
+  Tensor empty(Shape shape, DType dtype = DType::f32) const;
+  Parameter& add_parameter(const std::string& name, int layer, Shape shape, double init_std, double init_value = 0);
+
+  GptConfig config_;
+  int first_block_, end_block_;
+  bool has_embedding_, has_head_;
+  Device device_;
+  Stream& stream_;
+  std::vector<Parameter> parameters_;
+  std::vector<std::unique_ptr<Block>> blocks_;
+  // Indices into parameters_ of the embedding and the head (-1 when absent).
+  int embedding_ = -1, final_norm_ = -1, final_norm_bias_ = -1, lm_head_ = -1;
+  std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
+};
+
+}  // namespace h2::heteropp

@@ -1,0 +1,219 @@
+// The GPT model of HeteroPP on the cpu-reference plugin: its hand-written backward against finite
+// differences of its forward, a model cut into stages against the whole model, and training that
+// lowers the loss on the default corpus.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "h2/heteropp/corpus.hpp"
+#include "h2/heteropp/gpt.hpp"
+
+namespace h2::heteropp {
+namespace {
+
+using heteroauto::Mlp;
+using heteroauto::Norm;
+
+RuntimeOptions cpu_reference_only() {
+  RuntimeOptions options;
+  options.plugins = {"cpu-reference"};
+  return options;
+}
+
+GptConfig tiny(Norm norm, Mlp mlp) {
+  GptConfig c;
+  c.layers = 2;
+  c.hidden = 16;
+  c.ffn = 24;
+  c.heads = 4;
+  c.kv_heads = 2;  // grouped KV heads
+  c.seq_len = 6;
+  c.vocab = 20;
+  c.norm = norm;
+  c.mlp = mlp;
+  c.seed = 7;
+  return c;
+}
+
+struct Batch {
+  Tensor tokens, targets;
+};
+
+Batch make_batch(Stream& stream, const GptConfig& c, int64_t batch, uint64_t salt) {
+  std::vector<double> tokens, targets;
+  for (int64_t i = 0; i < batch * c.seq_len; ++i) {
+    tokens.push_back(static_cast<double>((i * 7 + salt * 3 + 1) % c.vocab));
+    targets.push_back(static_cast<double>((i * 5 + salt + 2) % c.vocab));
+  }
+  return {Tensor::from_host(stream, tokens, {batch, c.seq_len}, DType::i64),
+          Tensor::from_host(stream, targets, {batch, c.seq_len}, DType::i64)};
+}
+
+double mean_loss(GptStage& model, Stream& stream, const Batch& b, int micro_batch = 0) {
+  const std::vector<double> losses = model.forward(micro_batch, b.tokens, b.targets).to_host(stream);
+  double sum = 0;
+  for (double l : losses) sum += l;
+  return sum / static_cast<double>(losses.size());
+}
+
+class GptTest : public ::testing::TestWithParam<std::pair<Norm, Mlp>> {
+ protected:
+  Runtime runtime{cpu_reference_only()};
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+};
+
+// d(mean loss)/d(w) from backward against central differences, for a spread of elements of every
+// parameter. f32 forward: differences of 1e-2 keep the rounding error near 1e-5.
+TEST_P(GptTest, BackwardMatchesFiniteDifferences) {
+  const GptConfig c = tiny(GetParam().first, GetParam().second);
+  GptStage model(c, 0, c.layers, true, true, device, stream);
+  const Batch b = make_batch(stream, c, 2, 0);
+  const double tokens = static_cast<double>(2 * c.seq_len);
+  model.forward(0, b.tokens, b.targets);
+  model.backward(0, {}, 1 / tokens);
+  const double eps = 1e-2;
+  int checked = 0;
+  for (Parameter& p : model.parameters()) {
+    const std::vector<double> grad = p.grad.to_host(stream);
+    std::vector<double> value = p.value.to_host(stream);
+    for (int k = 0; k < 4; ++k) {
+      const size_t i = (static_cast<size_t>(k) * 7919) % value.size();
+      const double original = value[i];
+      value[i] = original + eps;
+      p.value.copy_from_host(stream, value);
+      const double up = mean_loss(model, stream, b, 1);
+      model.backward(1, {}, 0);  // drops micro-batch 1's activations (weight 0: no gradient)
+      value[i] = original - eps;
+      p.value.copy_from_host(stream, value);
+      const double down = mean_loss(model, stream, b, 1);
+      model.backward(1, {}, 0);
+      value[i] = original;
+      p.value.copy_from_host(stream, value);
+      const double numeric = (up - down) / (2 * eps);
+      EXPECT_NEAR(grad[i], numeric, 2e-4 + 0.03 * std::abs(numeric)) << p.name << "[" << i << "]";
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 30);
+}
+
+// A model cut into three stages, activations and gradients handed on by hand, gives the same
+// losses and gradients as the whole model: same initial weights from (seed, layer) alone.
+TEST_P(GptTest, StagesComputeWhatTheWholeModelComputes) {
+  GptConfig c = tiny(GetParam().first, GetParam().second);
+  c.layers = 3;
+  GptStage whole(c, 0, 3, true, true, device, stream);
+  GptStage first(c, 0, 1, true, false, device, stream), middle(c, 1, 2, false, false, device, stream),
+      last(c, 2, 3, false, true, device, stream);
+  const Batch b = make_batch(stream, c, 2, 1);
+  const double weight = 1.0 / static_cast<double>(2 * c.seq_len);
+
+  const std::vector<double> want = whole.forward(0, b.tokens, b.targets).to_host(stream);
+  whole.backward(0, {}, weight);
+  const Tensor a1 = first.forward(0, b.tokens);
+  const Tensor a2 = middle.forward(0, a1);
+  const std::vector<double> got = last.forward(0, a2, b.targets).to_host(stream);
+  first.backward(0, middle.backward(0, last.backward(0, {}, weight)));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "token " << i;
+
+  std::map<std::string, std::vector<double>> staged;
+  for (GptStage* stage : {&first, &middle, &last})
+    for (Parameter& p : stage->parameters()) staged[p.name] = p.grad.to_host(stream);
+  ASSERT_EQ(staged.size(), whole.parameters().size());
+  for (Parameter& p : whole.parameters()) {
+    ASSERT_TRUE(staged.count(p.name)) << p.name;
+    EXPECT_EQ(staged[p.name], p.grad.to_host(stream)) << p.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(NormsAndMlps, GptTest,
+                         ::testing::Values(std::pair{Norm::rms_norm, Mlp::gelu}, std::pair{Norm::layer_norm, Mlp::gelu},
+                                           std::pair{Norm::rms_norm, Mlp::swiglu}),
+                         [](const auto& info) {
+                           return std::string(info.param.first == Norm::rms_norm ? "RmsNorm" : "LayerNorm") +
+                                  (info.param.second == Mlp::gelu ? "Gelu" : "SwiGlu");
+                         });
+
+TEST(GptStageTest, RejectsBadLayoutsAndMisuse) {
+  Runtime runtime{cpu_reference_only()};
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+  GptConfig c = tiny(Norm::rms_norm, Mlp::gelu);
+  EXPECT_THROW(GptStage(c, 1, 3, false, true, device, stream), Error);  // beyond the 2 layers
+  c.heads = 3;
+  EXPECT_THROW(GptStage(c, 0, 2, true, true, device, stream), Error);  // 16 does not split in 3
+  c = tiny(Norm::rms_norm, Mlp::gelu);
+  GptStage model(c, 0, 2, true, true, device, stream);
+  EXPECT_THROW(model.backward(3, {}, 1), Error);  // no forward of micro-batch 3
+  const Batch b = make_batch(stream, c, 1, 0);
+  model.forward(0, b.tokens, b.targets);
+  EXPECT_THROW(model.forward(0, b.tokens, b.targets), Error);  // micro-batch 0 in flight already
+}
+
+TEST(ByteCorpusTest, SamplesAreDeterministicWindowsOfTheFiles) {
+  const std::vector<std::string> files = ByteCorpus::default_files();
+  ASSERT_FALSE(files.empty()) << "/usr/share/common-licenses is empty";
+  const ByteCorpus corpus = ByteCorpus::from_files(files, 65);
+  std::vector<double> in1, out1, in2, out2;
+  corpus.sample(42, 64, 1, in1, out1);
+  corpus.sample(42, 64, 1, in2, out2);
+  EXPECT_EQ(in1, in2);
+  for (size_t i = 0; i + 1 < in1.size(); ++i) EXPECT_EQ(out1[i], in1[i + 1]);
+  corpus.sample(43, 64, 1, in2, out2);
+  EXPECT_NE(in1, in2);
+  EXPECT_THROW(ByteCorpus::from_files({"/nonexistent/corpus.txt"}, 1), Error);
+  EXPECT_THROW(ByteCorpus::from_files({files[0]}, 1ull << 40), Error);
+}
+
+// AdamW on byte-level text: the loss falls well below a uniform guess over 256 bytes (ln 256 = 5.5).
+TEST(GptTrainingTest, AdamWLowersTheLossOnTheDefaultCorpus) {
+  Runtime runtime{cpu_reference_only()};
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+  GptConfig c;
+  c.layers = 2;
+  c.hidden = 32;
+  c.ffn = 64;
+  c.heads = 4;
+  c.kv_heads = 4;
+  c.seq_len = 32;
+  c.vocab = 256;
+  GptStage model(c, 0, c.layers, true, true, device, stream);
+  const ByteCorpus corpus = ByteCorpus::from_files(ByteCorpus::default_files(), 33);
+  std::vector<Tensor> params, grads, m, v;
+  for (Parameter& p : model.parameters()) {
+    params.push_back(p.value);
+    grads.push_back(p.grad);
+    m.push_back(Tensor::empty(device, p.value.shape(), DType::f32));
+    v.push_back(Tensor::empty(device, p.value.shape(), DType::f32));
+    ops::fill(stream, m.back(), 0);
+    ops::fill(stream, v.back(), 0);
+  }
+  const int64_t batch = 8;
+  double first = 0, last = 0;
+  for (int step = 1; step <= 60; ++step) {
+    std::vector<double> tokens, targets, in, out;
+    for (int64_t i = 0; i < batch; ++i) {
+      corpus.sample(static_cast<uint64_t>((step - 1) * batch + i), c.seq_len, 1, in, out);
+      tokens.insert(tokens.end(), in.begin(), in.end());
+      targets.insert(targets.end(), out.begin(), out.end());
+    }
+    model.zero_grads();
+    const Tensor losses = model.forward(0, Tensor::from_host(stream, tokens, {batch, c.seq_len}, DType::i64),
+                                        Tensor::from_host(stream, targets, {batch, c.seq_len}, DType::i64));
+    model.backward(0, {}, 1.0 / static_cast<double>(batch * c.seq_len));
+    ops::adamw(stream, params, grads, m, v, {}, {.lr = 3e-3, .weight_decay = 0.0, .step = step});
+    double loss = 0;
+    for (double l : losses.to_host(stream)) loss += l;
+    loss /= static_cast<double>(batch * c.seq_len);
+    if (step == 1) first = loss;
+    last = loss;
+  }
+  EXPECT_NEAR(first, std::log(256.0), 0.3);
+  EXPECT_LT(last, first - 1.5) << "first " << first << ", last " << last;
+}
+
+}  // namespace
+}  // namespace h2::heteropp
