@@ -142,6 +142,17 @@ def median_rows(repeats):
     return result
 
 
+def medians_by_contender(repeats, all_rows):
+    """{contender: [rows of each repeat]} -> {contender: {bytes: median row}}; appends those rows,
+    tagged with their contender, to all_rows."""
+    results = {}
+    for name, rows in repeats.items():
+        medians = median_rows(rows)
+        results[name] = {row["bytes"]: row for row in medians}
+        all_rows.extend(dict(row, contender=name) for row in medians)
+    return results
+
+
 def print_table(title, columns, results, dicomm_key):
     """results: {contender: {bytes: row}}; prints busbw per contender and DiComm's ratio to the best peer."""
     sizes = sorted({size for rows in results.values() for size in rows})
@@ -187,7 +198,7 @@ def main():
             sys.exit(f"compare.py: {path} is not an executable")
 
     contenders = Contenders(args)
-    all_rows, wrong, summary = [], 0, []
+    all_rows, summary = [], []
     start = time.monotonic()
 
     for ranks in [int(r) for r in args.ranks.split(",")]:
@@ -205,13 +216,7 @@ def main():
                 print(f"[{time.monotonic() - start:6.0f} s] allreduce, {ranks} ranks, {name}, run {repeat + 1}/"
                       f"{args.repeats}", flush=True)
                 repeats[name].append(measure())
-        results = {}
-        for name, rows in repeats.items():
-            medians = median_rows(rows)
-            results[name] = {row["bytes"]: row for row in medians}
-            for row in medians:
-                wrong += row["wrong"]
-                all_rows.append(dict(row, contender=name))
+        results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"allreduce f32 sum, {ranks} ranks: busbw GB/s (median of {args.repeats})",
                              list(runs), results, "dicomm")
         if ratios:
@@ -230,19 +235,14 @@ def main():
                     rows.append(row)
                 size *= args.factor
             repeats["fi_pingpong"].append(rows)
-        results = {}
-        for name, rows in repeats.items():
-            medians = median_rows(rows)
-            results[name] = {row["bytes"]: row for row in medians}
-            for row in medians:
-                wrong += row["wrong"]
-                all_rows.append(dict(row, contender=name))
+        results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"ping-pong, {provider}: GB/s of one transfer (median of {args.repeats})",
                              list(repeats), results, "dicomm")
         if ratios:
             summary.append(f"pingpong {provider}: DiComm/fi_pingpong {min(ratios):.2f}x .. {max(ratios):.2f}x")
 
     print("\n" + "\n".join(summary))
+    wrong = sum(row["wrong"] for row in all_rows)
     if args.json:
         with open(args.json, "w") as out:
             for row in all_rows:

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "peer_result.hpp"
+
 namespace {
 
-float pattern(int rank, long i) {
-  return static_cast<float>((rank + 1 + i) % 5);
-}
+using h2::bench::pattern;
 
 int environment_int(const char* name) {
   const char* value = std::getenv(name);
@@ -82,22 +82,11 @@ int main(int argc, char** argv) try {
 
     for (long i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = pattern(rank, i);
     reduce->run();
-    double wrong = 0;
-    for (long i = 0; i < count; ++i) {
-      float want = 0;
-      for (int q = 0; q < size; ++q) want += pattern(q, i);
-      if (buffer[static_cast<size_t>(i)] != want) ++wrong;
-    }
+    double wrong = static_cast<double>(h2::bench::count_wrong(buffer, size));
     make_allreduce<double>("ring_chunked", context, &wrong, 1)->run();
     if (wrong > 0) status = 1;
-    if (rank == 0) {
-      const double algbw = static_cast<double>(bytes) / (mean_us * 1e3);
-      std::printf(
-          "{\"library\":\"gloo\",\"transport\":\"tcp %s\",\"op\":\"allreduce\",\"ranks\":%d,\"dtype\":\"f32\","
-          "\"bytes\":%ld,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"wrong\":%.0f}\n",
-          algorithm.c_str(), size, bytes, count, mean_us, algbw, algbw * 2.0 * (size - 1) / size, wrong);
-      std::fflush(stdout);
-    }
+    if (rank == 0)
+      h2::bench::print_allreduce_row("gloo", "tcp " + algorithm, size, bytes, mean_us, static_cast<long>(wrong));
     if (bytes > max_bytes / factor) break;
   }
   return status;

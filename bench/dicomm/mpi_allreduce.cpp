@@ -5,20 +5,14 @@
 //   mpirun -np N [--mca pml ob1 --mca btl self,vader] mpi_allreduce TRANSPORT MIN_BYTES MAX_BYTES FACTOR ITERS
 #include <mpi.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-namespace {
+#include "peer_result.hpp"
 
-// Rank r's contribution, as in h2 bench comm: small integers, so the sum is exact in float.
-float pattern(int rank, long i) {
-  return static_cast<float>((rank + 1 + i) % 5);
-}
-
-}  // namespace
+using h2::bench::pattern;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -49,22 +43,10 @@ int main(int argc, char** argv) {
     // One checked run on known inputs.
     for (long i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = pattern(rank, i);
     MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    long wrong = 0;
-    for (long i = 0; i < count; ++i) {
-      float want = 0;
-      for (int q = 0; q < size; ++q) want += pattern(q, i);
-      if (buffer[static_cast<size_t>(i)] != want) ++wrong;
-    }
+    long wrong = h2::bench::count_wrong(buffer, size);
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (wrong > 0) status = 1;
-    if (rank == 0) {
-      const double algbw = static_cast<double>(bytes) / (mean_us * 1e3);
-      std::printf(
-          "{\"library\":\"mpi\",\"transport\":\"%s\",\"op\":\"allreduce\",\"ranks\":%d,\"dtype\":\"f32\","
-          "\"bytes\":%ld,\"count\":%ld,\"time_us\":%.3f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"wrong\":%ld}\n",
-          transport.c_str(), size, bytes, count, mean_us, algbw, algbw * 2.0 * (size - 1) / size, wrong);
-      std::fflush(stdout);
-    }
+    if (rank == 0) h2::bench::print_allreduce_row("mpi", transport, size, bytes, mean_us, wrong);
     if (bytes > max_bytes / factor) break;
   }
   MPI_Finalize();
