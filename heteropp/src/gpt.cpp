@@ -165,10 +165,15 @@ void GptStage::norm_backward(const Tensor& x, const Tensor& weight, const Tensor
 
 Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& targets) {
   const GptConfig& c = config_;
-  const int64_t batch = input.size(0), seq = input.size(1), n = batch * seq;
   if (in_flight_.count(micro_batch))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: micro-batch " + std::to_string(micro_batch) +
                                                 " is already in flight (forward twice without backward)");
+  // The blocks cut [N, C] rows back into sequences of the configured length.
+  if (input.rank() < 2 || input.size(1) != c.seq_len)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: input " + input.describe() + " must be [batch, " +
+                                                std::to_string(c.seq_len) + (has_embedding_ ? "]" : ", hidden]") +
+                                                " (the model's seq_len)");
+  const int64_t batch = input.size(0), seq = input.size(1), n = batch * seq;
   auto mb = std::make_unique<MicroBatch>();
   Tensor x;
   if (has_embedding_) {
@@ -199,7 +204,6 @@ Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& tar
   } else {
     out = x.view({batch, seq, c.hidden});
   }
-  mb->blocks.shrink_to_fit();
   in_flight_[micro_batch] = std::move(mb);
   return out;
 }

@@ -148,6 +148,7 @@ TEST(GptStageTest, RejectsBadLayoutsAndMisuse) {
   GptStage model(c, 0, 2, true, true, device, stream);
   EXPECT_THROW(model.backward(3, {}, 1), Error);  // no forward of micro-batch 3
   const Batch b = make_batch(stream, c, 1, 0);
+  EXPECT_THROW(model.forward(0, b.tokens.view({2, c.seq_len / 2}), b.targets), Error);  // not seq_len long
   model.forward(0, b.tokens, b.targets);
   EXPECT_THROW(model.forward(0, b.tokens, b.targets), Error);  // micro-batch 0 in flight already
 }
