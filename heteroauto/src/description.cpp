@@ -25,6 +25,7 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   DeviceType d;
   d.name = r.string("name");
   d.vendor = r.string("vendor");
+  d.plugin = r.string("plugin", "");
   const nlohmann::json& peaks = r.required("peak_tflops");
   if (!peaks.is_object() || peaks.empty()) r.fail("peak_tflops", "must be an object like {\"bf16\": 312}");
   JsonReader peak_reader(peaks, r.path_of("peak_tflops"));

@@ -171,6 +171,7 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     for (int r : replica_options(groups(), block, micro_batches)) {
       // Each group's devices split evenly over the replicas, at every combination of TP degrees.
       for (const std::vector<int>& tps : tensor_parallel_combinations(groups(), model_, order, r)) {
+        if (options_.max_tp > 0 && std::ranges::any_of(tps, [&](int tp) { return tp > options_.max_tp; })) continue;
         ClassLayout layout = even_class_layout(groups(), order, tps, r);
         ++result_.stats.layouts;
         if (layout.stage_count() > model_.layers)

@@ -30,4 +30,15 @@ std::string format_rate(double value, const char* unit) {
   return text;
 }
 
+std::string format_fixed(double value, int decimals, const char* suffix) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.*f%s", decimals, value, suffix);
+  return text;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 1e-4) return format_fixed(seconds * 1e6, 1, " us");
+  return seconds < 1 ? format_fixed(seconds * 1e3, 1, " ms") : format_fixed(seconds, 3, " s");
+}
+
 }  // namespace h2::tools

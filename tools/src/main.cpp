@@ -9,6 +9,7 @@
 #include "h2/version.hpp"
 #include "launch_command.hpp"
 #include "plan_command.hpp"
+#include "train_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"H2: train large language models on heterogeneous clusters"};
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   h2::tools::add_launch_command(app, launch, exit_code);
   h2::tools::BenchCommOptions bench_comm;
   h2::tools::add_bench_command(app, bench_comm, exit_code);
+  h2::tools::TrainCommandOptions train;
+  h2::tools::add_train_command(app, train, exit_code);
 
   try {
     app.parse(argc, argv);

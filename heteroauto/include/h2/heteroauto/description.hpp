@@ -31,6 +31,7 @@ struct MeasuredLayerTime {
 struct DeviceType {
   std::string name;
   std::string vendor;
+  std::string plugin;  // the H2 plugin that drives it ("cpu-reference", "cuda"); "" for planning only
   std::map<std::string, double> peak_tflops;  // per dtype name ("bf16", "f16", "f32")
   double memory_gib = 0;
   double efficiency = 0.5;          // achieved fraction of peak on transformer layers

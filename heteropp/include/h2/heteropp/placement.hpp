@@ -1,0 +1,66 @@
+// Who does what in a plan: every world rank's pipeline, replica and stage, the blocks it holds, its
+// neighbours in the pipeline, where its micro-batches sit in the step's global batch, and which ranks
+// hold each layer (the ranks whose gradients of that layer are summed).
+//
+// Layers are numbered as GptStage names its parameters: -1 is the token embedding, 0..L-1 the
+// transformer blocks, L the final norm and LM head.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "h2/heteroauto/description.hpp"
+#include "h2/heteroauto/plan.hpp"
+
+namespace h2::heteropp {
+
+struct StageRole {
+  int rank = 0;
+  int pipeline = 0, replica = 0, stage = 0, stages = 1;
+  int first_block = 0, end_block = 0;  // transformer blocks [first_block, end_block)
+  int micro_batches = 0;               // this replica's micro-batches per step
+  // Index of this replica's first micro-batch among the step's micro-batches of every replica
+  // (replicas in plan order), so that micro-batch j holds samples (first_micro_batch + j) * size...
+  int64_t first_micro_batch = 0;
+  int prev_rank = -1, next_rank = -1;  // world ranks of the neighbouring stages (-1: none)
+  heteroauto::DeviceRef device;
+  std::string device_type;
+
+  bool first() const { return stage == 0; }
+  bool last() const { return stage == stages - 1; }
+  std::vector<int> layers(int model_layers) const;  // -1 if first, its blocks, model_layers if last
+  std::string describe() const;                     // "pipeline 0 replica 1 stage 2 (blocks 4-5)"
+};
+
+struct Placement {
+  int model_layers = 0;
+  int micro_batch_size = 0;
+  int global_micro_batches = 0;  // over every replica
+  std::vector<StageRole> roles;  // by world rank
+  // Layer (-1..L) -> the world ranks that hold it, ascending.
+  std::map<int, std::vector<int>> holders;
+
+  int world_size() const { return static_cast<int>(roles.size()); }
+  // The rank whose copy of `layer` is counted once for the global gradient norm and written to
+  // checkpoints: the lowest holder.
+  int owner(int layer) const { return holders.at(layer).front(); }
+};
+
+// Throws h2::Error (H2_STATUS_INVALID_ARGUMENT) naming the stage when the plan asks for what the
+// runtime cannot do (tensor parallelism above 1) or when ranks are not 0..N-1.
+Placement place(const heteroauto::Plan& plan);
+
+// Where each rank runs when the whole cluster is simulated on this machine (`h2 train` without
+// Slurm): the plugin of its device type and an index that counts that plugin's devices in cluster
+// order (node group, node, device), so that two groups of cpu-reference devices become devices
+// 0..n-1 of one plugin. `memory_gib` lists every such device's memory per plugin, in index order.
+struct LocalDevices {
+  std::vector<std::string> per_rank;                      // "cpu-reference:3"
+  std::map<std::string, std::vector<double>> memory_gib;  // plugin -> per device index
+};
+// Throws h2::Error naming the device type when the cluster gives it no "plugin".
+LocalDevices local_devices(const heteroauto::Plan& plan, const heteroauto::Cluster& cluster);
+
+}  // namespace h2::heteropp

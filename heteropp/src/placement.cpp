@@ -1,0 +1,121 @@
+#include "h2/heteropp/placement.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "h2/error.hpp"
+
+namespace h2::heteropp {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) {
+  throw Error(H2_STATUS_INVALID_ARGUMENT, message);
+}
+
+std::string block_range(int first, int end) {
+  if (end <= first) return "no blocks";
+  if (end - first == 1) return "block " + std::to_string(first);
+  return "blocks " + std::to_string(first) + "-" + std::to_string(end - 1);
+}
+
+}  // namespace
+
+std::vector<int> StageRole::layers(int model_layers) const {
+  std::vector<int> layers;
+  if (first()) layers.push_back(-1);
+  for (int b = first_block; b < end_block; ++b) layers.push_back(b);
+  if (last()) layers.push_back(model_layers);
+  return layers;
+}
+
+std::string StageRole::describe() const {
+  return "pipeline " + std::to_string(pipeline) + " replica " + std::to_string(replica) + " stage " +
+         std::to_string(stage) + " (" + block_range(first_block, end_block) + (first() ? ", embedding" : "") +
+         (last() ? ", head" : "") + ")";
+}
+
+Placement place(const heteroauto::Plan& plan) {
+  Placement placement;
+  placement.model_layers = plan.model.layers;
+  placement.micro_batch_size = plan.micro_batch_size;
+  std::map<int, StageRole> by_rank;
+  int64_t next_micro_batch = 0;
+  for (size_t p = 0; p < plan.pipelines.size(); ++p) {
+    const heteroauto::PlanPipeline& pipeline = plan.pipelines[p];
+    const int stages = static_cast<int>(pipeline.stages.size());
+    for (size_t k = 0; k < pipeline.stages.size(); ++k) {
+      if (pipeline.stages[k].tp != 1)
+        refuse("pipelines[" + std::to_string(p) + "].stages[" + std::to_string(k) + "] has tp " +
+               std::to_string(pipeline.stages[k].tp) +
+               ": HeteroPP does not run tensor parallelism yet; plan with tp 1 (h2 train plans that way)");
+    }
+    for (size_t r = 0; r < pipeline.replicas.size(); ++r) {
+      const heteroauto::PlanReplica& replica = pipeline.replicas[r];
+      std::vector<int> ranks;
+      for (const std::vector<heteroauto::DeviceRef>& stage_devices : replica.devices)
+        ranks.push_back(stage_devices.at(0).rank);
+      for (int k = 0; k < stages; ++k) {
+        const heteroauto::PlanStage& stage = pipeline.stages[static_cast<size_t>(k)];
+        StageRole role;
+        role.device = replica.devices[static_cast<size_t>(k)].at(0);
+        role.rank = role.device.rank;
+        role.pipeline = static_cast<int>(p);
+        role.replica = static_cast<int>(r);
+        role.stage = k;
+        role.stages = stages;
+        role.first_block = stage.first_layer;
+        role.end_block = stage.first_layer + stage.layers;
+        role.micro_batches = replica.micro_batches;
+        role.first_micro_batch = next_micro_batch;
+        role.prev_rank = k > 0 ? ranks[static_cast<size_t>(k - 1)] : -1;
+        role.next_rank = k + 1 < stages ? ranks[static_cast<size_t>(k + 1)] : -1;
+        role.device_type = stage.device_type;
+        if (!by_rank.emplace(role.rank, role).second)
+          refuse("the plan gives rank " + std::to_string(role.rank) + " two stages");
+      }
+      next_micro_batch += replica.micro_batches;
+    }
+  }
+  placement.global_micro_batches = static_cast<int>(next_micro_batch);
+  int expected = 0;
+  for (auto& [rank, role] : by_rank) {
+    if (rank != expected)
+      refuse("the plan's ranks are not 0.." + std::to_string(by_rank.size() - 1) + ": rank " +
+             std::to_string(expected) + " is missing");
+    ++expected;
+    for (int layer : role.layers(placement.model_layers)) placement.holders[layer].push_back(rank);
+    placement.roles.push_back(role);
+  }
+  if (placement.roles.empty()) refuse("the plan has no stages");
+  return placement;
+}
+
+LocalDevices local_devices(const heteroauto::Plan& plan, const heteroauto::Cluster& cluster) {
+  // Every device of the cluster in order, numbered per plugin.
+  std::map<std::tuple<std::string, int, int>, std::string> label;
+  LocalDevices local;
+  for (const heteroauto::NodeGroup& group : cluster.nodes) {
+    const heteroauto::DeviceType& type = cluster.device_type(group.device_type);
+    for (int node = 0; node < group.count; ++node) {
+      for (int device = 0; device < group.devices_per_node; ++device) {
+        if (type.plugin.empty()) continue;
+        std::vector<double>& memory = local.memory_gib[type.plugin];
+        label[{group.name, node, device}] = type.plugin + ":" + std::to_string(memory.size());
+        memory.push_back(type.memory_gib);
+      }
+    }
+  }
+  const Placement placement = place(plan);
+  for (const StageRole& role : placement.roles) {
+    const auto found = label.find({role.device.node_group, role.device.node, role.device.device});
+    if (found == label.end())
+      refuse("device type '" + role.device_type + "' (node group '" + role.device.node_group +
+             "') has no \"plugin\" in the cluster description: name the H2 plugin that runs it, e.g. "
+             "\"plugin\": \"cpu-reference\"");
+    local.per_rank.push_back(found->second);
+  }
+  return local;
+}
+
+}  // namespace h2::heteropp

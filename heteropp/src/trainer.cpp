@@ -1,0 +1,528 @@
+#include "h2/heteropp/trainer.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numbers>
+
+#include "h2/heteropp/checkpoint.hpp"
+#include "h2/heteropp/corpus.hpp"
+#include "h2/heteropp/gpt.hpp"
+#include "h2/heteropp/placement.hpp"
+#include "h2/heteropp/schedule.hpp"
+#include "h2/heteropp/timeline.hpp"
+#include "h2/log.hpp"
+
+namespace h2::heteropp {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = Timeline::Clock;
+
+double seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Linear warm-up to the peak, then a cosine down to min_lr at the last step.
+double learning_rate(const TrainOptions& o, int64_t step) {
+  if (step <= o.warmup_steps) return o.lr * static_cast<double>(step) / static_cast<double>(o.warmup_steps);
+  const double span = static_cast<double>(std::max<int64_t>(1, o.steps - o.warmup_steps));
+  const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) / span);
+  return o.min_lr + 0.5 * (o.lr - o.min_lr) * (1 + std::cos(std::numbers::pi * progress));
+}
+
+// Pipeline messages of micro-batch j: activations forward on one tag, gradients backward on another.
+uint32_t activation_tag(int micro_batch) {
+  return 2u * static_cast<uint32_t>(micro_batch);
+}
+uint32_t gradient_tag(int micro_batch) {
+  return 2u * static_cast<uint32_t>(micro_batch) + 1;
+}
+
+// What every rank contributes to a step's report, exchanged with one allgather.
+enum Stat { kBusy, kMemoryUsed, kMemoryTotal, kLossSum, kSquaredNorm, kFoundInf, kStepSeconds, kStats };
+
+// The architecture fields of a model description; a checkpoint of another architecture is refused.
+constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "kv_heads",
+                                         "seq_len", "vocab",  "mlp", "norm"};
+
+class RankTrainer {
+ public:
+  RankTrainer(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
+              const Device& device)
+      : plan_(plan),
+        options_(options),
+        world_(world),
+        device_(device),
+        stream_(device.create_stream()),
+        placement_(place(plan)),
+        role_(placement_.roles.at(static_cast<size_t>(world.rank()))),
+        timeline_(world.rank(),
+                  "rank " + std::to_string(world.rank()) + ": " + role_.describe() + " on " + device.label()) {
+    if (placement_.world_size() != world.size())
+      throw Error(H2_STATUS_INVALID_ARGUMENT, "the plan has " + std::to_string(placement_.world_size()) +
+                                                  " ranks but the job has " + std::to_string(world.size()));
+    if (options.steps < 1 || options.warmup_steps < 0 || !(options.lr > 0) || options.min_lr < 0 ||
+        options.clip_norm < 0 || options.keep_checkpoints < 1)
+      throw Error(H2_STATUS_INVALID_ARGUMENT,
+                  "training options out of range (steps >= 1, lr > 0, min_lr >= 0, "
+                  "warmup >= 0, clip >= 0, keep >= 1)");
+    const heteroauto::PlanStage& stage =
+        plan.pipelines[static_cast<size_t>(role_.pipeline)].stages[static_cast<size_t>(role_.stage)];
+    if (stage.recompute == heteroauto::Recompute::full)
+      log(LogLevel::warning, "heteropp",
+          "rank " + std::to_string(world.rank()) +
+              ": the plan asks for recomputation; HeteroPP keeps activations "
+              "instead, so this stage needs more memory than the plan's estimate");
+
+    seed_ = options.seed;
+    state_.seed = seed_;
+    state_.loss_scale = options.loss_scaling.enabled ? options.loss_scaling.initial : 1;
+    if (!options.resume.empty()) resume_from_ = find_checkpoint(options.resume);
+    if (!resume_from_.empty()) {
+      state_ = read_manifest(resume_from_);
+      check_same_architecture(state_.model);
+      seed_ = state_.seed;
+    }
+    state_.model = heteroauto::to_json(plan.model);
+    state_.plan = heteroauto::to_json(plan);
+
+    model_ = std::make_unique<GptStage>(GptConfig::from_model(plan.model, seed_), role_.first_block, role_.end_block,
+                                        role_.first(), role_.last(), device_, stream_);
+    for (Parameter& p : model_->parameters()) {
+      exp_avg_.push_back(Tensor::empty(device_, p.value.shape(), DType::f32));
+      exp_avg_sq_.push_back(Tensor::empty(device_, p.value.shape(), DType::f32));
+      ops::fill(stream_, exp_avg_.back(), 0);
+      ops::fill(stream_, exp_avg_sq_.back(), 0);
+    }
+    if (role_.first() || role_.last()) {
+      const std::vector<std::string> files = !state_.data_files.empty()   ? state_.data_files
+                                             : options.data_files.empty() ? ByteCorpus::default_files()
+                                                                          : options.data_files;
+      corpus_ =
+          std::make_unique<ByteCorpus>(ByteCorpus::from_files(files, static_cast<size_t>(plan.model.seq_len) + 1));
+    }
+    state_.data_files = !state_.data_files.empty()    ? state_.data_files
+                        : !options.data_files.empty() ? options.data_files
+                                                      : ByteCorpus::default_files();
+    if (!resume_from_.empty()) load_checkpoint();
+    found_inf_ = Tensor::empty(device_, {1}, DType::f32);
+    norm_ = Tensor::empty(device_, {1}, DType::f32);
+    loss_sum_ = Tensor::empty(device_, {1}, DType::f32);
+    create_gradient_groups();
+  }
+
+  TrainResult run(const std::function<void(const StepReport&)>& on_step) {
+    TrainResult result;
+    result.first_step = state_.step + 1;
+    std::ofstream metrics;
+    if (!options_.out_dir.empty() && world_.rank() == 0) {
+      fs::create_directories(options_.out_dir);
+      const std::string path = (fs::path(options_.out_dir) / "metrics.jsonl").string();
+      metrics.open(path, resume_from_.empty() ? std::ios::trunc : std::ios::app);
+      if (!metrics) throw Error(H2_STATUS_INTERNAL, "cannot write " + path);
+    }
+    while (state_.step < options_.steps) {
+      const StepReport report = run_step(state_.step + 1);
+      result.steps.push_back(report);
+      if (metrics.is_open()) metrics << report_json(report).dump() << std::endl;
+      if (on_step) on_step(report);
+      const bool last = state_.step == options_.steps;
+      if (!options_.out_dir.empty() &&
+          (last || (options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0)))
+        result.checkpoint = save_checkpoint();
+    }
+    if (!options_.out_dir.empty()) write_timeline();
+    return result;
+  }
+
+ private:
+  // ---- one training step ----
+
+  StepReport run_step(int64_t step) {
+    const Clock::time_point start = Clock::now();
+    busy_s_ = 0;
+    memory_used_ = 0;
+    model_->zero_grads();
+    ops::fill(stream_, loss_sum_, 0);
+
+    const double global_tokens =
+        static_cast<double>(placement_.global_micro_batches) * placement_.micro_batch_size * plan_.model.seq_len;
+    run_pipeline(state_.loss_scale / global_tokens);
+    sync_gradients();
+
+    // Under loss scaling, unscale and look for overflow; then this rank's share of the global norm:
+    // the layers it owns (each layer counted once, however many replicas hold it).
+    std::vector<Tensor> grads, owned;
+    for (const Parameter& p : model_->parameters()) {
+      grads.push_back(p.grad);
+      if (placement_.owner(p.layer) == world_.rank()) owned.push_back(p.grad);
+    }
+    ops::fill(stream_, found_inf_, 0);
+    if (options_.loss_scaling.enabled) ops::unscale(stream_, grads, found_inf_, 1 / state_.loss_scale);
+    double squared_norm = 0;
+    if (!owned.empty()) {
+      ops::grad_norm(stream_, owned, norm_);
+      const double norm = norm_.to_host(stream_).at(0);
+      squared_norm = norm * norm;
+    }
+
+    std::vector<double> mine(kStats, 0.0);
+    mine[kLossSum] = role_.last() ? loss_sum_.to_host(stream_).at(0) : 0;
+    mine[kSquaredNorm] = squared_norm;
+    mine[kFoundInf] = found_inf_.to_host(stream_).at(0);
+    const std::vector<double> all = exchange(mine, start);
+
+    StepReport report;
+    report.step = step;
+    report.steps = options_.steps;
+    report.lr = learning_rate(options_, step);
+    report.loss_scale = state_.loss_scale;
+    double squared = 0, found_inf = 0, loss_sum = 0;
+    for (int r = 0; r < world_.size(); ++r) {
+      const double* s = &all[static_cast<size_t>(r) * kStats];
+      squared += s[kSquaredNorm];
+      found_inf = std::max(found_inf, s[kFoundInf]);
+      loss_sum += s[kLossSum];
+      report.seconds = std::max(report.seconds, s[kStepSeconds]);
+    }
+    report.loss = loss_sum / global_tokens;
+    report.grad_norm = std::sqrt(squared);
+    report.skipped = options_.loss_scaling.enabled && (found_inf > 0 || !std::isfinite(report.grad_norm));
+    if (!report.skipped && !std::isfinite(report.grad_norm))
+      throw Error(H2_STATUS_INTERNAL, "step " + std::to_string(step) + ": the global gradient norm is " +
+                                          std::to_string(report.grad_norm) + " (loss " + std::to_string(report.loss) +
+                                          "); lower --lr, or train with loss scaling");
+
+    const Clock::time_point optimizer_start = Clock::now();
+    if (!report.skipped) optimizer_step(report);
+    update_loss_scale(report.skipped);
+    stream_.synchronize();
+    const Clock::time_point end = Clock::now();
+    busy_s_ += seconds(optimizer_start, end);
+    timeline_.add(report.skipped ? "optimizer (skipped: overflow)" : "optimizer", "optimizer", optimizer_start, end,
+                  {{"step", step}, {"lr", report.lr}, {"grad_norm", report.grad_norm}});
+
+    // The report's per-rank numbers were exchanged before the optimizer ran; its time is small
+    // against the pipeline, so the step time above leaves it out of the bubble, not of the clock.
+    for (int r = 0; r < world_.size(); ++r) {
+      const double* s = &all[static_cast<size_t>(r) * kStats];
+      RankStepStats rank;
+      rank.busy_s = s[kBusy];
+      rank.bubble = s[kStepSeconds] > 0 ? std::max(0.0, 1 - s[kBusy] / s[kStepSeconds]) : 0;
+      rank.memory_used = s[kMemoryUsed];
+      rank.memory_total = s[kMemoryTotal];
+      report.ranks.push_back(rank);
+    }
+    report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
+    state_.step = step;
+    state_.samples += static_cast<int64_t>(placement_.global_micro_batches) * placement_.micro_batch_size;
+    return report;
+  }
+
+  // The stage's forward and backward passes in schedule order. A stage receives its input from the
+  // previous stage and sends its output on; the receive of the next micro-batch is posted as soon as
+  // the current one has arrived, so the transfer overlaps this stage's compute.
+  void run_pipeline(double loss_weight) {
+    std::vector<dicomm::Request> sends;
+    inbox_.clear();
+    for (const PassStep& pass : stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches)) {
+      const int j = pass.micro_batch;
+      if (pass.forward) {
+        Tensor input, targets;
+        if (role_.first() || role_.last())
+          load_batch(j, role_.first() ? &input : nullptr, role_.last() ? &targets : nullptr);
+        if (!role_.first()) input = receive(j, role_.prev_rank, activation_tag(j), "recv activations");
+        const Clock::time_point start = Clock::now();
+        Tensor output = model_->forward(j, input, targets);
+        if (role_.last()) ops::add(stream_, loss_sum_, sum_of(output), loss_sum_);
+        compute_done("forward", j, start);
+        if (!role_.last()) sends.push_back(send(output, role_.next_rank, activation_tag(j), "send activations", j));
+      } else {
+        Tensor grad_output;
+        if (!role_.last()) grad_output = receive(j, role_.next_rank, gradient_tag(j), "recv gradients");
+        const Clock::time_point start = Clock::now();
+        Tensor grad_input = model_->backward(j, grad_output, loss_weight);
+        compute_done("backward", j, start);
+        if (!role_.first()) sends.push_back(send(grad_input, role_.prev_rank, gradient_tag(j), "send gradients", j));
+      }
+    }
+    const Clock::time_point start = Clock::now();
+    for (dicomm::Request& request : sends) request.wait();
+    if (!sends.empty()) timeline_.add("wait sends", "comm", start, Clock::now());
+  }
+
+  // Sum of every layer's gradients over the replicas that hold it, one communicator per set of
+  // holders. Every rank walks the groups in the same global order, so no two ranks can wait on each
+  // other in a cycle.
+  void sync_gradients() {
+    for (GradientGroup& group : groups_) {
+      if (!group.comm.valid()) continue;
+      const Clock::time_point start = Clock::now();
+      int64_t elements = 0;
+      for (const Parameter& p : model_->parameters()) {
+        if (std::find(group.layers.begin(), group.layers.end(), p.layer) == group.layers.end()) continue;
+        group.comm.allreduce(stream_, p.grad, dicomm::ReduceOp::sum);
+        elements += p.grad.numel();
+      }
+      stream_.synchronize();
+      timeline_.add("allreduce gradients", "comm", start, Clock::now(),
+                    {{"layers", group.layers}, {"ranks", group.ranks}, {"elements", elements}});
+    }
+  }
+
+  // AdamW with the clip folded into the gradient scale; no weight decay on vectors (norms, biases).
+  void optimizer_step(const StepReport& report) {
+    ++state_.optimizer_steps;
+    const double clip = options_.clip_norm > 0 && report.grad_norm > options_.clip_norm
+                            ? options_.clip_norm / (report.grad_norm + 1e-6)
+                            : 1.0;
+    std::vector<Tensor> params[2], grads[2], m[2], v[2];
+    for (size_t i = 0; i < model_->parameters().size(); ++i) {
+      const Parameter& p = model_->parameters()[i];
+      const int decay = p.value.rank() >= 2 ? 1 : 0;
+      params[decay].push_back(p.value);
+      grads[decay].push_back(p.grad);
+      m[decay].push_back(exp_avg_[i]);
+      v[decay].push_back(exp_avg_sq_[i]);
+    }
+    for (int decay : {0, 1}) {
+      if (params[decay].empty()) continue;
+      ops::adamw(stream_, params[decay], grads[decay], m[decay], v[decay], {},
+                 {.lr = report.lr,
+                  .beta1 = options_.beta1,
+                  .beta2 = options_.beta2,
+                  .eps = options_.eps,
+                  .weight_decay = decay ? options_.weight_decay : 0.0,
+                  .grad_scale = clip,
+                  .step = state_.optimizer_steps});
+    }
+  }
+
+  void update_loss_scale(bool overflow) {
+    if (!options_.loss_scaling.enabled) return;
+    if (overflow) {
+      state_.loss_scale = std::max(1.0, state_.loss_scale / 2);
+      state_.good_steps = 0;
+    } else if (++state_.good_steps >= options_.loss_scaling.growth_interval) {
+      state_.loss_scale *= 2;
+      state_.good_steps = 0;
+    }
+  }
+
+  // ---- helpers of the step ----
+
+  // Micro-batch j of this replica: samples [samples + (first_micro_batch + j) * size, ... + size).
+  void load_batch(int j, Tensor* tokens, Tensor* targets) {
+    const int64_t size = placement_.micro_batch_size, seq = plan_.model.seq_len;
+    std::vector<double> inputs, next, all_inputs, all_targets;
+    const int64_t first = state_.samples + (role_.first_micro_batch + j) * size;
+    for (int64_t i = 0; i < size; ++i) {
+      corpus_->sample(static_cast<uint64_t>(first + i), seq, seed_, inputs, next);
+      all_inputs.insert(all_inputs.end(), inputs.begin(), inputs.end());
+      all_targets.insert(all_targets.end(), next.begin(), next.end());
+    }
+    if (tokens) *tokens = Tensor::from_host(stream_, all_inputs, {size, seq}, DType::i64);
+    if (targets) *targets = Tensor::from_host(stream_, all_targets, {size, seq}, DType::i64);
+  }
+
+  Tensor sum_of(const Tensor& losses) {
+    Tensor sum = Tensor::empty(device_, {1}, DType::f32);
+    ops::reduce(stream_, ops::ReduceOp::sum, losses, {0}, sum, true);
+    return sum;
+  }
+
+  Tensor message_tensor() const {
+    return Tensor::empty(device_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden}, DType::f32);
+  }
+
+  void post(int j, int peer, uint32_t tag) {
+    if (inbox_.count(tag) || j >= role_.micro_batches) return;
+    Tensor tensor = message_tensor();
+    dicomm::Request request = world_.irecv(stream_, tensor, peer, tag);
+    inbox_.emplace(tag, std::make_pair(tensor, request));
+  }
+
+  Tensor receive(int j, int peer, uint32_t tag, const char* what) {
+    post(j, peer, tag);
+    auto [tensor, request] = inbox_.at(tag);
+    inbox_.erase(tag);
+    const Clock::time_point start = Clock::now();
+    request.wait();
+    timeline_.add(what, "comm", start, Clock::now(), {{"micro_batch", j}, {"peer", peer}});
+    post(j + 1, peer, tag + 2);  // the same direction's next micro-batch
+    return tensor;
+  }
+
+  dicomm::Request send(const Tensor& tensor, int peer, uint32_t tag, const char* what, int j) {
+    const Clock::time_point start = Clock::now();
+    dicomm::Request request = world_.isend(stream_, tensor, peer, tag);
+    timeline_.add(what, "comm", start, Clock::now(), {{"micro_batch", j}, {"peer", peer}});
+    return request;
+  }
+
+  void compute_done(const char* what, int j, Clock::time_point start) {
+    memory_used_ = std::max(memory_used_, used_memory());
+    stream_.synchronize();
+    const Clock::time_point end = Clock::now();
+    busy_s_ += seconds(start, end);
+    timeline_.add(std::string(what) + " " + std::to_string(j), "compute", start, end, {{"micro_batch", j}});
+  }
+
+  double used_memory() const {
+    const MemoryInfo info = device_.memory_info();
+    return static_cast<double>(info.total_bytes - std::min(info.free_bytes, info.total_bytes));
+  }
+
+  std::vector<double> exchange(std::vector<double> mine, Clock::time_point step_start) {
+    mine[kBusy] = busy_s_;
+    mine[kMemoryUsed] = memory_used_;
+    mine[kMemoryTotal] = static_cast<double>(device_.memory_info().total_bytes);
+    mine[kStepSeconds] = seconds(step_start, Clock::now());
+    const Tensor in = Tensor::from_host(stream_, mine, {kStats}, DType::f64);
+    const Tensor out = Tensor::empty(device_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
+    const Clock::time_point start = Clock::now();
+    world_.allgather(stream_, in, out);
+    std::vector<double> all = out.to_host(stream_);
+    timeline_.add("allgather step stats", "comm", start, Clock::now());
+    return all;
+  }
+
+  // ---- set-up ----
+
+  void create_gradient_groups() {
+    std::map<std::vector<int>, size_t> by_ranks;
+    for (const auto& [layer, ranks] : placement_.holders) {
+      auto [it, fresh] = by_ranks.try_emplace(ranks, groups_.size());
+      if (fresh) groups_.push_back({ranks, {}, {}});
+      groups_[it->second].layers.push_back(layer);
+    }
+    // Collective over the world, in the same order on every rank; single-holder groups need none.
+    for (GradientGroup& group : groups_) {
+      if (group.ranks.size() < 2) continue;
+      const bool member = std::find(group.ranks.begin(), group.ranks.end(), world_.rank()) != group.ranks.end();
+      group.comm = world_.split(member ? 0 : -1, world_.rank());
+    }
+  }
+
+  void check_same_architecture(const nlohmann::json& saved) const {
+    const nlohmann::json mine = heteroauto::to_json(plan_.model);
+    for (const char* field : kArchitecture) {
+      if (saved.value(field, nlohmann::json()) != mine.value(field, nlohmann::json()))
+        throw Error(H2_STATUS_INVALID_ARGUMENT, "checkpoint " + resume_from_ + " is of another model: its " + field +
+                                                    " is " + saved.value(field, nlohmann::json()).dump() +
+                                                    ", this model's is " + mine.value(field, nlohmann::json()).dump());
+    }
+  }
+
+  std::vector<NamedTensor> layer_state(int layer) {
+    std::vector<NamedTensor> tensors;
+    for (size_t i = 0; i < model_->parameters().size(); ++i) {
+      const Parameter& p = model_->parameters()[i];
+      if (p.layer != layer) continue;
+      tensors.push_back({p.name, p.value});
+      tensors.push_back({p.name + ".exp_avg", exp_avg_[i]});
+      tensors.push_back({p.name + ".exp_avg_sq", exp_avg_sq_[i]});
+    }
+    return tensors;
+  }
+
+  void load_checkpoint() {
+    const Clock::time_point start = Clock::now();
+    for (int layer : role_.layers(placement_.model_layers))
+      read_layer(stream_, resume_from_, layer, placement_.model_layers, layer_state(layer));
+    timeline_.add("load checkpoint", "checkpoint", start, Clock::now(), {{"from", resume_from_}});
+  }
+
+  std::string save_checkpoint() {
+    const Clock::time_point start = Clock::now();
+    const std::string root = (fs::path(options_.out_dir) / "checkpoints").string();
+    const std::string dir = step_directory(root, state_.step);
+    for (int layer : role_.layers(placement_.model_layers))
+      if (placement_.owner(layer) == world_.rank())
+        write_layer(stream_, dir, layer, placement_.model_layers, layer_state(layer));
+    world_.barrier();  // every layer is on disk before the manifest says so
+    if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
+    world_.barrier();
+    timeline_.add("checkpoint", "checkpoint", start, Clock::now(), {{"step", state_.step}});
+    return dir;
+  }
+
+  // Each rank writes its events; rank 0 merges them into one trace once all are written.
+  void write_timeline() {
+    const fs::path dir = fs::path(options_.out_dir) / "trace";
+    fs::create_directories(dir);
+    const fs::path mine = dir / ("rank-" + std::to_string(world_.rank()) + ".json");
+    std::ofstream(mine) << timeline_.events().dump();
+    world_.barrier();
+    if (world_.rank() != 0) return;
+    std::vector<nlohmann::json> ranks;
+    for (int r = 0; r < world_.size(); ++r) {
+      std::ifstream in(dir / ("rank-" + std::to_string(r) + ".json"));
+      ranks.push_back(nlohmann::json::parse(in));
+    }
+    std::ofstream(fs::path(options_.out_dir) / "trace.json") << Timeline::merge(ranks).dump();
+    fs::remove_all(dir);
+  }
+
+  nlohmann::json report_json(const StepReport& r) const {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (size_t i = 0; i < r.ranks.size(); ++i) {
+      const StageRole& role = placement_.roles[i];
+      ranks.push_back({{"rank", i},
+                       {"pipeline", role.pipeline},
+                       {"replica", role.replica},
+                       {"stage", role.stage},
+                       {"busy_s", r.ranks[i].busy_s},
+                       {"bubble", r.ranks[i].bubble},
+                       {"memory_used_bytes", r.ranks[i].memory_used},
+                       {"memory_total_bytes", r.ranks[i].memory_total}});
+    }
+    return {{"step", r.step},
+            {"loss", r.loss},
+            {"grad_norm", r.grad_norm},
+            {"lr", r.lr},
+            {"loss_scale", r.loss_scale},
+            {"skipped", r.skipped},
+            {"step_s", r.seconds},
+            {"tokens_per_s", r.tokens_per_s},
+            {"ranks", ranks}};
+  }
+
+  struct GradientGroup {
+    std::vector<int> ranks;     // the world ranks holding these layers
+    std::vector<int> layers;    // ascending
+    dicomm::Communicator comm;  // invalid on ranks outside the group, and for one holder
+  };
+
+  const heteroauto::Plan& plan_;
+  const TrainOptions& options_;
+  const dicomm::Communicator& world_;
+  Device device_;
+  Stream stream_;
+  Placement placement_;
+  StageRole role_;
+  Timeline timeline_;
+  CheckpointState state_;
+  std::string resume_from_;
+  uint64_t seed_ = 0;
+  std::unique_ptr<GptStage> model_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::unique_ptr<ByteCorpus> corpus_;
+  std::vector<GradientGroup> groups_;
+  std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
+  Tensor found_inf_, norm_, loss_sum_;
+  double busy_s_ = 0, memory_used_ = 0;
+};
+
+}  // namespace
+
+TrainResult train(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
+                  const Device& device, const std::function<void(const StepReport&)>& on_step) {
+  RankTrainer trainer(plan, options, world, device);
+  return trainer.run(on_step);
+}
+
+}  // namespace h2::heteropp

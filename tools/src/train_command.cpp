@@ -1,0 +1,353 @@
+#include "train_command.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "format.hpp"
+#include "h2/dicomm/bootstrap.hpp"
+#include "h2/dicomm/communicator.hpp"
+#include "h2/dicomm/device_select.hpp"
+#include "h2/heteroauto/search.hpp"
+#include "h2/heteropp/placement.hpp"
+#include "h2/heteropp/trainer.hpp"
+#include "launch_command.hpp"
+#include "plan_print.hpp"
+#include "table.hpp"
+
+namespace h2::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kName = "h2 train";
+
+struct UsageError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& cluster) {
+  std::ifstream in(path);
+  if (!in) throw heteroauto::DescriptionError(path + ": cannot read");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw heteroauto::DescriptionError(path + ": not valid JSON: " + e.what());
+  }
+  try {
+    heteroauto::Plan plan = heteroauto::plan_from_json(json);
+    heteroauto::check_plan_invariants(plan, cluster);
+    return plan;
+  } catch (const heteroauto::DescriptionError& e) {
+    throw heteroauto::DescriptionError(path + ": " + e.what());
+  }
+}
+
+heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroauto::Model& model) {
+  heteropp::TrainOptions t;
+  t.steps = o.steps;
+  t.lr = o.lr;
+  t.min_lr = o.min_lr;
+  t.warmup_steps = o.warmup;
+  t.weight_decay = o.weight_decay;
+  t.clip_norm = o.clip;
+  t.seed = o.seed;
+  t.schedule = o.schedule == "gpipe" ? heteroauto::Schedule::gpipe : heteroauto::Schedule::one_f_one_b;
+  t.loss_scaling.enabled = o.loss_scale == "dynamic" || (o.loss_scale == "auto" && model.dtype == "f16");
+  t.data_files = o.data;
+  t.out_dir = o.out;
+  t.checkpoint_every = o.checkpoint_every;
+  t.keep_checkpoints = o.keep_checkpoints;
+  t.resume = o.resume;
+  return t;
+}
+
+std::string percent(double fraction) {
+  return format_fixed(fraction * 100, 0, "%");
+}
+
+std::string blocks(const heteropp::StageRole& role) {
+  std::string text = role.end_block > role.first_block
+                         ? std::to_string(role.first_block) + "-" + std::to_string(role.end_block - 1)
+                         : "-";
+  if (role.first()) text = "emb " + text;
+  if (role.last()) text += " head";
+  return text;
+}
+
+// "step   12/60  loss 3.4123  lr 2.91e-03  |g| 0.832  1.234 s  1659 tok/s  busy 62-91%"
+void print_progress(const heteropp::StepReport& r) {
+  double least = 1, most = 0;
+  for (const heteropp::RankStepStats& s : r.ranks) {
+    const double busy = 1 - s.bubble;
+    least = std::min(least, busy);
+    most = std::max(most, busy);
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "step %4lld/%lld  loss %.4f  lr %.2e  |g| %.3f  %s  %.0f tok/s  busy %.0f-%.0f%%%s",
+                static_cast<long long>(r.step), static_cast<long long>(r.steps), r.loss, r.lr, r.grad_norm,
+                format_duration(r.seconds).c_str(), r.tokens_per_s, least * 100, most * 100,
+                r.skipped ? "  (skipped: overflow, loss scale halved)" : "");
+  std::cout << line << std::endl;
+}
+
+// The run in numbers: per rank, the busy and bubble shares and the memory, averaged over the steps
+// after the first (which pays for warm-up); the measured step time against HeteroAuto's prediction.
+void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& result, const std::string& out_dir) {
+  if (result.steps.empty()) return;
+  const heteropp::Placement placement = heteropp::place(plan);
+  const size_t skip = result.steps.size() > 1 ? 1 : 0;
+  std::vector<double> times;
+  for (size_t i = skip; i < result.steps.size(); ++i) times.push_back(result.steps[i].seconds);
+  std::sort(times.begin(), times.end());
+  const double measured = times[times.size() / 2];
+  const double predicted = plan.prediction.step_time_s;
+  const double error = predicted > 0 ? (predicted - measured) / measured : 0;
+  const double tokens = static_cast<double>(plan.micro_batch_count()) * plan.micro_batch_size * plan.model.seq_len;
+
+  Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "memory used", "of"});
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < placement.roles.size(); ++r) {
+    const heteropp::StageRole& role = placement.roles[r];
+    double busy = 0, bubble = 0, used = 0, total = 0;
+    for (size_t i = skip; i < result.steps.size(); ++i) {
+      const heteropp::RankStepStats& s = result.steps[i].ranks[r];
+      busy += 1 - s.bubble;
+      bubble += s.bubble;
+      used = std::max(used, s.memory_used);
+      total = s.memory_total;
+    }
+    const double n = static_cast<double>(result.steps.size() - skip);
+    table.add_row(
+        {std::to_string(r),
+         "p" + std::to_string(role.pipeline) + " r" + std::to_string(role.replica) + " s" + std::to_string(role.stage),
+         role.device_type, blocks(role), std::to_string(role.micro_batches), percent(busy / n), percent(bubble / n),
+         format_bytes(static_cast<uint64_t>(used)), format_bytes(static_cast<uint64_t>(total))});
+    ranks.push_back({{"rank", r},
+                     {"pipeline", role.pipeline},
+                     {"replica", role.replica},
+                     {"stage", role.stage},
+                     {"device_type", role.device_type},
+                     {"first_block", role.first_block},
+                     {"end_block", role.end_block},
+                     {"micro_batches", role.micro_batches},
+                     {"busy", busy / n},
+                     {"bubble", bubble / n},
+                     {"memory_used_bytes", used},
+                     {"memory_total_bytes", total}});
+  }
+  const heteropp::StepReport& first = result.steps.front();
+  const heteropp::StepReport& last = result.steps.back();
+  std::cout << "\nTrained steps " << first.step << "-" << last.step << ": loss " << format_fixed(first.loss, 4)
+            << " -> " << format_fixed(last.loss, 4) << "\n";
+  table.print(std::cout, 2);
+  std::cout << "  step time   measured " << format_duration(measured) << " (median"
+            << (skip ? " after the first step" : "") << "), HeteroAuto predicted " << format_duration(predicted) << " ("
+            << (error >= 0 ? "+" : "") << format_fixed(error * 100, 1, "%") << ")\n"
+            << "  throughput  " << format_rate(tokens / measured, "tokens/s") << "\n";
+  if (out_dir.empty()) return;
+  std::cout << "  wrote       " << out_dir << "/metrics.jsonl, " << out_dir << "/trace.json (Perfetto), "
+            << (result.checkpoint.empty() ? std::string("no checkpoint") : result.checkpoint) << "\n";
+  const nlohmann::json summary = {{"first_step", first.step},        {"last_step", last.step},
+                                  {"first_loss", first.loss},        {"last_loss", last.loss},
+                                  {"measured_step_s", measured},     {"predicted_step_s", predicted},
+                                  {"prediction_error", error},       {"tokens_per_s", tokens / measured},
+                                  {"checkpoint", result.checkpoint}, {"ranks", ranks}};
+  std::ofstream(fs::path(out_dir) / "summary.json") << summary.dump(2) << "\n";
+}
+
+// One rank: bootstrap, device, communicator, training.
+int run_worker(const TrainCommandOptions& options) {
+  const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
+  const heteroauto::Model model = heteroauto::load_model(options.model);
+  if (options.plan.empty()) throw UsageError("--worker needs --plan (the plan every rank executes)");
+  const heteroauto::Plan plan = read_plan(options.plan, cluster);
+  const dicomm::RankInfo info = dicomm::rank_info_from_environment();
+  const heteropp::Placement placement = heteropp::place(plan);
+  if (info.rank >= placement.world_size())
+    throw UsageError("rank " + std::to_string(info.rank) + " is not in the plan, which has " +
+                     std::to_string(placement.world_size()) + " ranks");
+  const char* chosen = std::getenv("H2_DEVICE");
+  if (chosen == nullptr || *chosen == '\0') {
+    // Not started by `h2 train`: the plugin of the plan's device type, the device's index in its node.
+    const heteropp::StageRole& role = placement.roles[static_cast<size_t>(info.rank)];
+    const std::string& plugin = cluster.device_type(role.device_type).plugin;
+    if (plugin.empty())
+      throw heteroauto::DescriptionError("device type '" + role.device_type + "' has no \"plugin\" in " +
+                                         options.cluster);
+    setenv("H2_DEVICE", (plugin + ":" + std::to_string(role.device.device)).c_str(), 1);
+  }
+  Runtime runtime{dicomm::runtime_options_for_device()};
+  const Device device = dicomm::select_device(runtime, info);
+  dicomm::Communicator world = dicomm::Communicator::world();
+  try {
+    const heteropp::TrainResult result =
+        heteropp::train(plan, train_options(options, model), world, device, [&](const heteropp::StepReport& r) {
+          if (world.rank() == 0) print_progress(r);
+        });
+    if (world.rank() == 0) print_summary(plan, result, options.out);
+    return 0;
+  } catch (const dicomm::CommError&) {
+    throw;  // another rank failed: its message names it, and it has already reached every rank
+  } catch (const std::exception& e) {
+    world.abort(e.what());
+    throw;
+  }
+}
+
+// The whole job on this machine: plan, simulate the cluster's devices, start one rank per device.
+int run_driver(const TrainCommandOptions& options) {
+  const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
+  const heteroauto::Model model = heteroauto::load_model(options.model);
+  heteroauto::Plan plan;
+  if (!options.plan.empty()) {
+    plan = read_plan(options.plan, cluster);
+    std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
+  } else {
+    const heteroauto::SearchResult found = heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = 1});
+    if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
+    plan = found.plans.front();
+    heteroauto::check_plan_invariants(plan, cluster);
+    std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
+  }
+  print_plan(plan, std::cout);
+  const heteropp::LocalDevices devices = heteropp::local_devices(plan, cluster);
+
+  fs::create_directories(options.out);
+  const std::string plan_path = (fs::path(options.out) / "plan.json").string();
+  std::ofstream(plan_path) << heteroauto::to_json(plan).dump(2) << "\n";
+
+  // Simulated devices: the cpu-reference plugin gets one device per cluster device with its memory,
+  // unless the caller configured it; operator threads are shared out over the ranks.
+  const int ranks = static_cast<int>(devices.per_rank.size());
+  if (auto it = devices.memory_gib.find("cpu-reference"); it != devices.memory_gib.end()) {
+    std::string memory;
+    for (double gib : it->second)
+      memory += (memory.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(gib * 1024)) + "MiB";
+    setenv("H2_CPU_REFERENCE_MEMORY", memory.c_str(), 0);
+    const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+    setenv("H2_CPU_REFERENCE_THREADS", std::to_string(threads).c_str(), 0);
+  }
+
+  LaunchOptions launch;
+  launch.ranks = ranks;
+  for (const std::string& d : devices.per_rank) launch.devices += (launch.devices.empty() ? "" : ",") + d;
+  launch.no_prefix = true;
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  launch.command = {error ? std::string("h2") : self.string(),
+                    "train",
+                    "--worker",
+                    "--cluster",
+                    options.cluster,
+                    "--model",
+                    options.model,
+                    "--plan",
+                    plan_path,
+                    "--steps",
+                    std::to_string(options.steps),
+                    "--out",
+                    options.out,
+                    "--lr",
+                    std::to_string(options.lr),
+                    "--min-lr",
+                    std::to_string(options.min_lr),
+                    "--warmup",
+                    std::to_string(options.warmup),
+                    "--weight-decay",
+                    std::to_string(options.weight_decay),
+                    "--clip",
+                    std::to_string(options.clip),
+                    "--seed",
+                    std::to_string(options.seed),
+                    "--schedule",
+                    options.schedule,
+                    "--loss-scale",
+                    options.loss_scale,
+                    "--checkpoint-every",
+                    std::to_string(options.checkpoint_every),
+                    "--keep-checkpoints",
+                    std::to_string(options.keep_checkpoints)};
+  if (!options.resume.empty()) launch.command.insert(launch.command.end(), {"--resume", options.resume});
+  for (const std::string& file : options.data) launch.command.insert(launch.command.end(), {"--data", file});
+  std::cout << "\nStarting " << ranks << (ranks == 1 ? " rank" : " ranks") << " (" << launch.devices << "), "
+            << options.steps << " steps, output in " << options.out << "/" << std::endl;
+  return run_launch(launch);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_code) {
+  CLI::App* command = app.add_subcommand(
+      "train", "Train a GPT model on a heterogeneous cluster: plan (HeteroAuto), launch, run the pipeline (HeteroPP)");
+  command->footer("Example: h2 train --cluster examples/clusters/local.json --model examples/models/gpt-tiny.json");
+  command->add_option("--cluster", options.cluster, "Cluster description (JSON)")->required()->check(CLI::ExistingFile);
+  command->add_option("--model", options.model, "Model description (JSON)")->required()->check(CLI::ExistingFile);
+  command->add_option("--plan", options.plan, "Plan file (h2 plan --output); default: plan now with HeteroAuto")
+      ->check(CLI::ExistingFile);
+  command->add_option("--steps", options.steps, "Train until this many steps are done")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  command->add_option("--out", options.out, "Directory for plan.json, metrics.jsonl, trace.json, checkpoints/")
+      ->capture_default_str();
+  command->add_option("--resume", options.resume, "Continue from a checkpoint (DIR/checkpoints or one step directory)")
+      ->check(CLI::ExistingDirectory);
+  command->add_option("--lr", options.lr, "Peak learning rate")->capture_default_str()->check(CLI::Range(1e-9, 10.0));
+  command->add_option("--min-lr", options.min_lr, "Learning rate at the last step (cosine decay)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  command->add_option("--warmup", options.warmup, "Linear warm-up steps")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command->add_option("--weight-decay", options.weight_decay, "AdamW weight decay (matrices only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  command->add_option("--clip", options.clip, "Global gradient-norm clip (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  command->add_option("--seed", options.seed, "Seed of the weights and the data order")->capture_default_str();
+  command->add_option("--schedule", options.schedule, "Pipeline schedule")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"1f1b", "gpipe"}));
+  command->add_option("--loss-scale", options.loss_scale, "Dynamic loss scaling (auto: for f16 models)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "dynamic", "none"}));
+  command->add_option("--data", options.data, "Training text files (default: /usr/share/common-licenses/*)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--checkpoint-every", options.checkpoint_every, "Steps between checkpoints (0: at the end only)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  command->add_option("--keep-checkpoints", options.keep_checkpoints, "Newest checkpoints kept")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  command->add_flag("--worker", options.worker,
+                    "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");
+  command->callback([&options, &exit_code] { exit_code = run_train(options); });
+}
+
+int run_train(const TrainCommandOptions& options) {
+  try {
+    return options.worker ? run_worker(options) : run_driver(options);
+  } catch (const UsageError& e) {
+    std::cerr << kName << ": " << e.what() << "\n";
+    return 2;
+  } catch (const heteroauto::DescriptionError& e) {
+    std::cerr << kName << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    const char* rank = std::getenv("H2_RANK");
+    std::cerr << kName << (options.worker && rank ? std::string(" rank ") + rank : std::string()) << ": " << e.what()
+              << "\n";
+    return 1;
+  }
+}
+
+}  // namespace h2::tools

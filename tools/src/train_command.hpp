@@ -1,0 +1,36 @@
+// `h2 train`: plans with HeteroAuto when no plan is given, starts one rank per device of the plan on
+// this machine (each on its plugin, a simulated cluster when the devices are cpu-reference), trains
+// the model with HeteroPP, shows progress, and writes metrics, a timeline and checkpoints.
+// `h2 train --worker` is one rank of that job, for launchers that start the ranks themselves
+// (srun, mpirun, h2 launch): it reads its rank from the environment and needs --plan.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace h2::tools {
+
+struct TrainCommandOptions {
+  std::string cluster, model, plan;
+  int64_t steps = 60;
+  std::string out = "h2-train";
+  std::string resume;
+  double lr = 3e-3, min_lr = 3e-4, weight_decay = 0.1, clip = 1.0;
+  int64_t warmup = 10;
+  uint64_t seed = 1234;
+  std::string schedule = "1f1b";
+  std::string loss_scale = "auto";  // auto: dynamic for f16 models, none otherwise
+  std::vector<std::string> data;
+  int64_t checkpoint_every = 0;
+  int keep_checkpoints = 2;
+  bool worker = false;
+};
+
+void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_code);
+int run_train(const TrainCommandOptions& options);
+
+}  // namespace h2::tools
