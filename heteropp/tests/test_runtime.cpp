@@ -1,0 +1,164 @@
+// HeteroPP's runtime pieces that need no second process: which rank does what in a plan, the 1F1B and
+// GPipe orders, and checkpoints (atomic commit, incomplete directories ignored, mismatches refused).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "h2/h2.hpp"
+#include "h2/heteropp/checkpoint.hpp"
+#include "h2/heteropp/placement.hpp"
+#include "h2/heteropp/schedule.hpp"
+#include "plan_builder.hpp"
+
+namespace h2::heteropp {
+namespace {
+
+namespace fs = std::filesystem;
+using heteroauto::Schedule;
+using test::make_plan;
+
+heteroauto::Model small_model() {
+  heteroauto::Model m;
+  m.name = "small";
+  m.layers = 5;
+  m.hidden = 16;
+  m.ffn = 32;
+  m.heads = 2;
+  m.kv_heads = 2;
+  m.seq_len = 8;
+  m.vocab = 256;
+  m.global_batch = 10;
+  m.micro_batch_sizes = {2};
+  return m;
+}
+
+TEST(ScheduleTest, OneForwardOneBackwardKeepsAtMostTheDepthInFlight) {
+  EXPECT_EQ(schedule_string(stage_schedule(Schedule::one_f_one_b, 0, 3, 4)), "F0 F1 F2 B0 F3 B1 B2 B3");
+  EXPECT_EQ(schedule_string(stage_schedule(Schedule::one_f_one_b, 1, 3, 4)), "F0 F1 B0 F2 B1 F3 B2 B3");
+  EXPECT_EQ(schedule_string(stage_schedule(Schedule::one_f_one_b, 2, 3, 4)), "F0 B0 F1 B1 F2 B2 F3 B3");
+  // Fewer micro-batches than stages: warm-up stops at the micro-batch count.
+  EXPECT_EQ(schedule_string(stage_schedule(Schedule::one_f_one_b, 0, 4, 2)), "F0 F1 B0 B1");
+  EXPECT_EQ(schedule_string(stage_schedule(Schedule::gpipe, 1, 3, 3)), "F0 F1 F2 B0 B1 B2");
+}
+
+TEST(PlacementTest, RolesNeighboursAndHolders) {
+  // Class 0: 2 replicas of 3 uneven stages (2 and 3 micro-batches); class 1: 1 replica of 2 stages.
+  const heteroauto::Plan plan =
+      make_plan(small_model(), 1, {{{{0, 1}, {1, 3}, {4, 1}}, {2, 3}}, {{{0, 2}, {2, 3}}, {5}}});
+  const Placement p = place(plan);
+  ASSERT_EQ(p.world_size(), 8);
+  EXPECT_EQ(p.global_micro_batches, 10);
+  const StageRole& middle = p.roles[4];  // class 0, replica 1, stage 1
+  EXPECT_EQ(middle.replica, 1);
+  EXPECT_EQ(middle.stage, 1);
+  EXPECT_EQ(middle.first_block, 1);
+  EXPECT_EQ(middle.end_block, 4);
+  EXPECT_EQ(middle.prev_rank, 3);
+  EXPECT_EQ(middle.next_rank, 5);
+  EXPECT_EQ(middle.micro_batches, 3);
+  EXPECT_EQ(middle.first_micro_batch, 2);
+  EXPECT_EQ(p.roles[6].first_micro_batch, 5);
+  EXPECT_EQ(p.holders.at(-1), (std::vector<int>{0, 3, 6}));  // the embedding: every first stage
+  EXPECT_EQ(p.holders.at(1), (std::vector<int>{1, 4, 6}));
+  EXPECT_EQ(p.holders.at(2), (std::vector<int>{1, 4, 7}));
+  EXPECT_EQ(p.holders.at(5), (std::vector<int>{2, 5, 7}));  // the head: every last stage
+  EXPECT_EQ(p.owner(2), 1);
+  EXPECT_EQ(p.roles[0].layers(5), (std::vector<int>{-1, 0}));
+  EXPECT_EQ(p.roles[7].layers(5), (std::vector<int>{2, 3, 4, 5}));
+}
+
+TEST(PlacementTest, RefusesTensorParallelismByName) {
+  heteroauto::Plan plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}}});
+  plan.pipelines[0].stages[0].tp = 2;
+  try {
+    place(plan);
+    FAIL() << "tp 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pipelines[0].stages[0] has tp 2"), std::string::npos) << e.what();
+  }
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("h2-checkpoint-test-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    RuntimeOptions options;
+    options.plugins = {"cpu-reference"};
+    runtime_ = std::make_unique<Runtime>(options);
+    stream_ = std::make_unique<Stream>(runtime_->devices().at(0).create_stream());
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  Tensor tensor(std::vector<double> values) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    return Tensor::from_host(*stream_, values, {n}, DType::f32);
+  }
+  // A model of one block (layers -1, 0, 1), every tensor holding `value`.
+  void write_step(int64_t step, double value, bool commit) {
+    const std::string dir = step_directory(root_.string(), step);
+    for (int layer = -1; layer <= 1; ++layer) write_layer(*stream_, dir, layer, 1, {{"w", tensor({value, value + 1})}});
+    CheckpointState state;
+    state.step = step;
+    state.samples = step * 10;
+    if (commit) commit_checkpoint(root_.string(), dir, state, 1, 2);
+  }
+
+  fs::path root_;
+  std::unique_ptr<Runtime> runtime_;
+  std::unique_ptr<Stream> stream_;
+};
+
+TEST_F(CheckpointTest, IncompleteStepsAreIgnoredAndOldOnesPruned) {
+  write_step(1, 1, true);
+  write_step(2, 2, true);
+  write_step(3, 3, false);  // a crash before the manifest
+  EXPECT_EQ(fs::path(find_checkpoint(root_.string())).filename(), "step-000002");
+  EXPECT_EQ(read_manifest(find_checkpoint(root_.string())).samples, 20);
+  write_step(4, 4, true);  // keep 2: step 1 goes, and the incomplete step 3
+  EXPECT_FALSE(fs::exists(root_ / "step-000001"));
+  EXPECT_TRUE(fs::exists(root_ / "step-000002"));
+  EXPECT_FALSE(fs::exists(root_ / "step-000003"));
+  const std::string latest = find_checkpoint(root_.string());
+  EXPECT_EQ(fs::path(latest).filename(), "step-000004");
+  const Tensor w = tensor({0, 0});
+  read_layer(*stream_, latest, 0, 1, {{"w", w}});
+  EXPECT_EQ(w.to_host(*stream_), (std::vector<double>{4, 5}));
+  EXPECT_FALSE(fs::exists(root_ / "latest.tmp"));
+}
+
+TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
+  write_step(1, 1, true);
+  const std::string dir = find_checkpoint(root_.string());
+  const auto message = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] {
+              read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0, 0})}});
+            }).find("w is [2] there but [3]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              read_layer(*stream_, dir, 0, 1, {{"v", tensor({0})}});
+            }).find("has no tensor v"),
+            std::string::npos);
+  fs::resize_file(fs::path(dir) / layer_file_name(0, 1), 40);
+  EXPECT_NE(message([&] {
+              read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0})}});
+            }).find("truncated"),
+            std::string::npos);
+  EXPECT_NE(message([] { find_checkpoint("/nonexistent/h2"); }).find("does not exist"), std::string::npos);
+  EXPECT_NE(message([&] { find_checkpoint(root_.parent_path().string()); }).find("neither a checkpoint"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace h2::heteropp
