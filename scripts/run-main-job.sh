@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The README's first command: installs the dependencies, builds H2, and runs the main job on the
-# embedded default, a local cluster of three cpu-reference devices with different memory capacities.
-# Set H2_CPU_REFERENCE_DEVICES / H2_CPU_REFERENCE_MEMORY yourself to describe another one.
+# embedded default: `h2 train` of a small GPT (examples/models/gpt-tiny.json) on a local cluster of
+# four cpu-reference devices with different memory capacities (examples/clusters/local.json),
+# planned by HeteroAuto. Extra arguments go to `h2 train` (e.g. --steps 200, --out DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 bash scripts/build.sh
 
-export H2_CPU_REFERENCE_MEMORY=${H2_CPU_REFERENCE_MEMORY:-4GiB,2GiB,1GiB}
-exec meson devenv -C "${H2_BUILD_DIR:-build}" h2 devices "$@"
+exec meson devenv -C "${H2_BUILD_DIR:-build}" --workdir "$PWD" h2 train --cluster "$PWD/examples/clusters/local.json" \
+  --model "$PWD/examples/models/gpt-tiny.json" "$@"

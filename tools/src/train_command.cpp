@@ -83,18 +83,22 @@ std::string blocks(const heteropp::StageRole& role) {
   return text;
 }
 
-// "step   12/60  loss 3.4123  lr 2.91e-03  |g| 0.832  1.234 s  1659 tok/s  busy 62-91%"
+// "step   12/60  loss 3.4123  lr 2.91e-03  |g| 0.832  1.234 s  1659 tok/s  busy 62-91%  memory <= 26.02 MiB":
+// the busy share of the least and the most busy rank, the most memory any device used.
 void print_progress(const heteropp::StepReport& r) {
-  double least = 1, most = 0;
+  double least = 1, most = 0, memory = 0;
   for (const heteropp::RankStepStats& s : r.ranks) {
     const double busy = 1 - s.bubble;
     least = std::min(least, busy);
     most = std::max(most, busy);
+    memory = std::max(memory, s.memory_used);
   }
   char line[256];
-  std::snprintf(line, sizeof line, "step %4lld/%lld  loss %.4f  lr %.2e  |g| %.3f  %s  %.0f tok/s  busy %.0f-%.0f%%%s",
+  std::snprintf(line, sizeof line,
+                "step %4lld/%lld  loss %.4f  lr %.2e  |g| %.3f  %s  %.0f tok/s  busy %.0f-%.0f%%  memory <= %s%s",
                 static_cast<long long>(r.step), static_cast<long long>(r.steps), r.loss, r.lr, r.grad_norm,
                 format_duration(r.seconds).c_str(), r.tokens_per_s, least * 100, most * 100,
+                format_bytes(static_cast<uint64_t>(memory)).c_str(),
                 r.skipped ? "  (skipped: overflow, loss scale halved)" : "");
   std::cout << line << std::endl;
 }
