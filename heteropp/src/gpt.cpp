@@ -105,6 +105,17 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
     if (layer_norm) final_norm_bias_ = index_of(add_parameter("final_norm.bias", c.layers, {c.hidden}, 0));
     lm_head_ = index_of(add_parameter("lm_head.weight", c.layers, {c.hidden, c.vocab}, std));
   }
+  // Every gradient is a view into one buffer, in parameter order, so that the gradients of
+  // consecutive layers can be summed across replicas with one allreduce.
+  int64_t total = 0;
+  for (const Parameter& p : parameters_) total += p.value.numel();
+  grads_ = empty({std::max<int64_t>(total, 1)});
+  int64_t offset = 0;
+  for (Parameter& p : parameters_) {
+    p.grad_offset = offset;
+    p.grad = grads_.slice(0, offset, offset + p.value.numel()).view(p.value.shape());
+    offset += p.value.numel();
+  }
   zero_grads();
 }
 
@@ -116,7 +127,7 @@ Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape sha
   // parameter's position within its layer.
   int slot = 0;
   for (const Parameter& p : parameters_) slot += p.layer == layer ? 1 : 0;
-  Parameter p{name, layer, empty(shape), empty(shape)};
+  Parameter p{name, layer, empty(shape), {}};
   if (init_std > 0) {
     ops::normal(stream_, p.value, 0, init_std, ops::Philox{parameter_seed(config_.seed, layer, slot), 0});
   } else {
@@ -131,7 +142,7 @@ Tensor GptStage::empty(Shape shape, DType dtype) const {
 }
 
 void GptStage::zero_grads() {
-  for (Parameter& p : parameters_) ops::fill(stream_, p.grad, 0);
+  ops::fill(stream_, grads_, 0);
 }
 
 void GptStage::accumulate(const Tensor& grad, const Tensor& value) {

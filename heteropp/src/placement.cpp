@@ -91,29 +91,35 @@ Placement place(const heteroauto::Plan& plan) {
   return placement;
 }
 
-LocalDevices local_devices(const heteroauto::Plan& plan, const heteroauto::Cluster& cluster) {
-  // Every device of the cluster in order, numbered per plugin.
-  std::map<std::tuple<std::string, int, int>, std::string> label;
+LocalDevices local_devices(const heteroauto::Cluster& cluster) {
   LocalDevices local;
   for (const heteroauto::NodeGroup& group : cluster.nodes) {
     const heteroauto::DeviceType& type = cluster.device_type(group.device_type);
+    if (type.plugin.empty()) continue;
     for (int node = 0; node < group.count; ++node) {
       for (int device = 0; device < group.devices_per_node; ++device) {
-        if (type.plugin.empty()) continue;
         std::vector<double>& memory = local.memory_gib[type.plugin];
-        label[{group.name, node, device}] = type.plugin + ":" + std::to_string(memory.size());
+        local.devices.push_back(
+            {{group.name, node, device, 0}, type.name, type.plugin + ":" + std::to_string(memory.size())});
         memory.push_back(type.memory_gib);
       }
     }
   }
-  const Placement placement = place(plan);
-  for (const StageRole& role : placement.roles) {
-    const auto found = label.find({role.device.node_group, role.device.node, role.device.device});
-    if (found == label.end())
+  return local;
+}
+
+LocalDevices local_devices(const heteroauto::Plan& plan, const heteroauto::Cluster& cluster) {
+  LocalDevices local = local_devices(cluster);
+  for (const StageRole& role : place(plan).roles) {
+    const auto found = std::find_if(local.devices.begin(), local.devices.end(), [&](const LocalDevice& d) {
+      return d.ref.node_group == role.device.node_group && d.ref.node == role.device.node &&
+             d.ref.device == role.device.device;
+    });
+    if (found == local.devices.end())
       refuse("device type '" + role.device_type + "' (node group '" + role.device.node_group +
              "') has no \"plugin\" in the cluster description: name the H2 plugin that runs it, e.g. "
              "\"plugin\": \"cpu-reference\"");
-    local.per_rank.push_back(found->second);
+    local.per_rank.push_back(found->label);
   }
   return local;
 }

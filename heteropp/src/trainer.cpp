@@ -49,6 +49,13 @@ constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "k
                                          "seq_len", "vocab",  "mlp", "norm"};
 
 class RankTrainer {
+  // One gradient group: the layers held by exactly the same ranks, and their communicator.
+  struct GradientGroup {
+    std::vector<int> ranks;     // the world ranks holding these layers
+    std::vector<int> layers;    // ascending
+    dicomm::Communicator comm;  // invalid on ranks outside the group, and for one holder
+  };
+
  public:
   RankTrainer(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
               const Device& device)
@@ -262,15 +269,29 @@ class RankTrainer {
       if (!group.comm.valid()) continue;
       const Clock::time_point start = Clock::now();
       int64_t elements = 0;
-      for (const Parameter& p : model_->parameters()) {
-        if (std::find(group.layers.begin(), group.layers.end(), p.layer) == group.layers.end()) continue;
-        group.comm.allreduce(stream_, p.grad, dicomm::ReduceOp::sum);
-        elements += p.grad.numel();
+      for (auto [begin, end] : gradient_runs(group)) {
+        group.comm.allreduce(stream_, model_->flat_grads().slice(0, begin, end), dicomm::ReduceOp::sum);
+        elements += end - begin;
       }
       stream_.synchronize();
       timeline_.add("allreduce gradients", "comm", start, Clock::now(),
                     {{"layers", group.layers}, {"ranks", group.ranks}, {"elements", elements}});
     }
+  }
+
+  // The group's gradients as [begin, end) ranges of the flat gradient buffer, adjacent ones merged:
+  // one range, and so one allreduce, when the group's layers are consecutive on this stage.
+  std::vector<std::pair<int64_t, int64_t>> gradient_runs(const GradientGroup& group) {
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (const Parameter& p : model_->parameters()) {
+      if (std::find(group.layers.begin(), group.layers.end(), p.layer) == group.layers.end()) continue;
+      const int64_t begin = p.grad_offset, end = p.grad_offset + p.grad.numel();
+      if (!runs.empty() && runs.back().second == begin)
+        runs.back().second = end;
+      else
+        runs.emplace_back(begin, end);
+    }
+    return runs;
   }
 
   // AdamW with the clip folded into the gradient scale; no weight decay on vectors (norms, biases).
@@ -490,12 +511,6 @@ class RankTrainer {
             {"tokens_per_s", r.tokens_per_s},
             {"ranks", ranks}};
   }
-
-  struct GradientGroup {
-    std::vector<int> ranks;     // the world ranks holding these layers
-    std::vector<int> layers;    // ascending
-    dicomm::Communicator comm;  // invalid on ranks outside the group, and for one holder
-  };
 
   const heteroauto::Plan& plan_;
   const TrainOptions& options_;

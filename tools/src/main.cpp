@@ -9,6 +9,7 @@
 #include "h2/version.hpp"
 #include "launch_command.hpp"
 #include "plan_command.hpp"
+#include "profile_command.hpp"
 #include "train_command.hpp"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   h2::tools::add_launch_command(app, launch, exit_code);
   h2::tools::BenchCommOptions bench_comm;
   h2::tools::add_bench_command(app, bench_comm, exit_code);
+  h2::tools::ProfileOptions profile;
+  h2::tools::add_profile_command(app, profile, exit_code);
   h2::tools::TrainCommandOptions train;
   h2::tools::add_train_command(app, train, exit_code);
 

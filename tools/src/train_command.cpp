@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <thread>
 
 #include "format.hpp"
 #include "h2/dicomm/bootstrap.hpp"
@@ -18,6 +17,7 @@
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/trainer.hpp"
 #include "launch_command.hpp"
+#include "local_cluster.hpp"
 #include "plan_print.hpp"
 #include "table.hpp"
 
@@ -229,17 +229,8 @@ int run_driver(const TrainCommandOptions& options) {
   const std::string plan_path = (fs::path(options.out) / "plan.json").string();
   std::ofstream(plan_path) << heteroauto::to_json(plan).dump(2) << "\n";
 
-  // Simulated devices: the cpu-reference plugin gets one device per cluster device with its memory,
-  // unless the caller configured it; operator threads are shared out over the ranks.
   const int ranks = static_cast<int>(devices.per_rank.size());
-  if (auto it = devices.memory_gib.find("cpu-reference"); it != devices.memory_gib.end()) {
-    std::string memory;
-    for (double gib : it->second)
-      memory += (memory.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(gib * 1024)) + "MiB";
-    setenv("H2_CPU_REFERENCE_MEMORY", memory.c_str(), 0);
-    const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
-    setenv("H2_CPU_REFERENCE_THREADS", std::to_string(threads).c_str(), 0);
-  }
+  export_simulated_devices(devices, ranks);
 
   LaunchOptions launch;
   launch.ranks = ranks;

@@ -40,6 +40,7 @@ struct Parameter {
   std::string name;  // e.g. "block.3.w_qkv": the layer index is part of it, not the stage
   int layer = 0;     // the block's index; -1 for the embedding, `layers` for the final norm and head
   Tensor value, grad;
+  int64_t grad_offset = 0;  // where `grad` starts in GptStage::flat_grads()
 };
 
 class GptStage {
@@ -63,6 +64,8 @@ class GptStage {
   Tensor backward(int micro_batch, const Tensor& grad_output, double loss_weight = 1);
 
   std::vector<Parameter>& parameters() { return parameters_; }
+  // Every parameter's gradient, one after the other in parameter order (f32, 1-D).
+  const Tensor& flat_grads() const { return grads_; }
   void zero_grads();
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
@@ -90,6 +93,7 @@ class GptStage {
   Device device_;
   Stream& stream_;
   std::vector<Parameter> parameters_;
+  Tensor grads_;  // the storage of every Parameter::grad
   std::vector<std::unique_ptr<Block>> blocks_;
   // Indices into parameters_ of the embedding and the head (-1 when absent).
   int embedding_ = -1, final_norm_ = -1, final_norm_bias_ = -1, lm_head_ = -1;

@@ -52,15 +52,23 @@ struct Placement {
 // runtime cannot do (tensor parallelism above 1) or when ranks are not 0..N-1.
 Placement place(const heteroauto::Plan& plan);
 
-// Where each rank runs when the whole cluster is simulated on this machine (`h2 train` without
-// Slurm): the plugin of its device type and an index that counts that plugin's devices in cluster
-// order (node group, node, device), so that two groups of cpu-reference devices become devices
-// 0..n-1 of one plugin. `memory_gib` lists every such device's memory per plugin, in index order.
+// Where each device runs when the whole cluster is simulated on this machine (`h2 train` and
+// `h2 profile` without Slurm): the plugin of its device type and an index that counts that plugin's
+// devices in cluster order (node group, node, device), so that two groups of cpu-reference devices
+// become devices 0..n-1 of one plugin. `memory_gib` lists every such device's memory per plugin, in
+// index order. Devices of a type without a "plugin" are left out.
+struct LocalDevice {
+  heteroauto::DeviceRef ref;  // rank unused
+  std::string device_type;
+  std::string label;  // "cpu-reference:3", for H2_DEVICE
+};
 struct LocalDevices {
-  std::vector<std::string> per_rank;                      // "cpu-reference:3"
+  std::vector<LocalDevice> devices;                       // cluster order
+  std::vector<std::string> per_rank;                      // labels, by the plan's rank (plans only)
   std::map<std::string, std::vector<double>> memory_gib;  // plugin -> per device index
 };
-// Throws h2::Error naming the device type when the cluster gives it no "plugin".
+LocalDevices local_devices(const heteroauto::Cluster& cluster);
+// Throws h2::Error naming the device type when a rank's device type has no "plugin".
 LocalDevices local_devices(const heteroauto::Plan& plan, const heteroauto::Cluster& cluster);
 
 }  // namespace h2::heteropp

@@ -1,0 +1,28 @@
+// `h2 profile`: measures one transformer layer's forward and backward time of a model on every device
+// of a cluster at once (one process per device, as in training, so devices that share a machine
+// also share its cores as they will then), and writes the cluster description back with each device
+// type's `measured_layer_time`, which HeteroAuto's cost model then uses instead of peak x efficiency.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace h2::tools {
+
+struct ProfileOptions {
+  std::string cluster, model;
+  int micro_batch = 0;  // 0: the model's smallest micro-batch size
+  int iterations = 5;
+  int warmup = 2;
+  std::string output;  // the cluster description with measured_layer_time; "": print only
+  bool json = false;
+  std::string worker_results;  // internal: a device's rank writes its measurement into this directory
+};
+
+void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code);
+int run_profile(const ProfileOptions& options);
+
+}  // namespace h2::tools
