@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""HeteroPP against HeteroAuto's prediction, and a heterogeneous cluster against its homogeneous parts.
+
+For each scenario: `h2 profile` measures the model's layer time on every device of the cluster at
+once (writing measured_layer_time into a copy of the description), `h2 train` plans on that copy
+and trains a few steps, and its summary.json holds HeteroAuto's predicted step time and the measured
+one (median after the first step). Scenarios, on the cpu-reference devices of examples/clusters/local.json
+(two device types of equal speed, 2 and 1 GiB) and gpt-tiny:
+  - local: the embedded default (HeteroAuto picks four data-parallel replicas);
+  - local, tight memory: the same devices with 15 MiB usable each, so the model must be cut into a
+    pipeline;
+  - homogeneous parts: each node group alone, pinned to one of the machine's cores (taskset), against
+    the whole cluster on both cores: the heterogeneous job's tokens/s against the sum of its parts'.
+Prints tables and writes JSON; exits non-zero when a run fails; never asserts a timing.
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(command, env, timeout=600):
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+        return done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as e:
+        return 124, f"{' '.join(command)}: timed out after {timeout} s\n{e.stdout or ''}"
+
+
+def train(args, env, work, name, cluster, cpus=None):
+    """Profiles the cluster, trains on it; returns the summary (or None after printing why)."""
+    cluster_path = os.path.join(work, f"{name}.json")
+    with open(cluster_path, "w") as f:
+        json.dump(cluster, f, indent=2)
+    profiled = os.path.join(work, f"{name}-profiled.json")
+    pin = ["taskset", "-c", cpus] if cpus else []
+    code, out = run(pin + [args.h2, "profile", "--cluster", cluster_path, "--model", args.model, "--iterations", "10",
+                           "--warmup", "3", "-o", profiled], env)
+    if code != 0:
+        print(f"{name}: h2 profile failed ({code}):\n{out}", file=sys.stderr)
+        return None
+    out_dir = os.path.join(work, name)
+    code, out = run(pin + [args.h2, "train", "--cluster", profiled, "--model", args.model, "--steps", str(args.steps),
+                           "--out", out_dir], env)
+    if code != 0:
+        print(f"{name}: h2 train failed ({code}):\n{out}", file=sys.stderr)
+        return None
+    with open(os.path.join(out_dir, "summary.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(out_dir, "plan.json")) as f:
+        plan = json.load(f)
+    summary["plan"] = " + ".join(
+        f"{len(p['replicas'])} x [{' '.join(s['node_group'] + ':' + str(s['first_layer']) + '-' + str(s['first_layer'] + s['layers'] - 1) for s in p['stages'])}]"
+        for p in plan["pipelines"]) + f", micro-batch {plan['micro_batch_size']}"
+    summary["scenario"] = name
+    return summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--h2", required=True)
+    parser.add_argument("--plugin-path", required=True)
+    parser.add_argument("--cluster", required=True, help="examples/clusters/local.json")
+    parser.add_argument("--model", required=True, help="examples/models/gpt-tiny.json")
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    env = dict(os.environ, H2_PLUGIN_PATH=args.plugin_path)
+    with open(args.cluster) as f:
+        local = json.load(f)
+
+    tight = copy.deepcopy(local)
+    for t in tight["device_types"]:
+        t["memory_gib"] = 0.115
+        t["runtime_overhead_gib"] = 0.1
+
+    failed = False
+    results = []
+    with tempfile.TemporaryDirectory(prefix="h2-bench-heteropp-") as work:
+        for name, cluster in [("local", local), ("local, tight memory", tight)]:
+            s = train(args, env, work, name.replace(", ", "-").replace(" ", "-"), cluster)
+            failed |= s is None
+            if s:
+                s["scenario"] = name
+                results.append(s)
+
+        print("\nHeteroAuto's predicted step time against HeteroPP's measured one (profiled layer times)")
+        print(f"  {'scenario':<22} {'plan':<58} {'predicted':>10} {'measured':>10} {'error':>8}")
+        for s in results:
+            print(f"  {s['scenario']:<22} {s['plan']:<58} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
+                  f"{100 * (s['predicted_step_s'] - s['measured_step_s']) / s['measured_step_s']:>+7.1f}%")
+
+        # The whole cluster on both cores against each node group alone on one core.
+        parts = []
+        for i, group in enumerate(local["nodes"]):
+            part = copy.deepcopy(local)
+            part["nodes"] = [group]
+            part["name"] = f"{local['name']}-{group['name']}"
+            s = train(args, env, work, f"part-{group['name']}", part, cpus=str(i % os.cpu_count()))
+            failed |= s is None
+            if s:
+                parts.append(s)
+        whole = train(args, env, work, "whole", local, cpus=f"0-{min(1, os.cpu_count() - 1)}")
+        failed |= whole is None
+        if whole and len(parts) == len(local["nodes"]):
+            total = sum(p["tokens_per_s"] for p in parts)
+            print("\nThe heterogeneous cluster against the sum of its homogeneous parts (tokens/s)")
+            for p in parts:
+                print(f"  {p['scenario']:<22} {p['plan']:<58} {p['tokens_per_s']:>9.1f}")
+            print(f"  {'sum of the parts':<22} {'':<58} {total:>9.1f}")
+            print(f"  {'whole cluster':<22} {whole['plan']:<58} {whole['tokens_per_s']:>9.1f}  "
+                  f"({whole['tokens_per_s'] / total:.2f}x the sum)")
+            results += parts + [whole]
+
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            for s in results:
+                f.write(json.dumps(s) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
