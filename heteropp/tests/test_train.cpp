@@ -175,5 +175,26 @@ TEST_F(TrainTest, BadInputIsNamed) {
       << result.output;
 }
 
+// `h2 profile` times a layer on every device and writes it where the planner reads it.
+TEST_F(TrainTest, ProfileWritesMeasuredLayerTimes) {
+  const fs::path out = dir_ / "profiled.json";
+  auto result = run_h2("profile --cluster " + (dir_ / "cluster.json").string() + " --model " +
+                       (dir_ / "model.json").string() + " --iterations 2 --warmup 1 -o " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream in(out);
+  const nlohmann::json profiled = nlohmann::json::parse(in);
+  const nlohmann::json& measured = profiled.at("device_types").at(0).at("measured_layer_time");
+  EXPECT_EQ(measured.at("micro_batch"), 2);
+  EXPECT_GT(measured.at("forward_ms").get<double>(), 0);
+  EXPECT_GT(measured.at("backward_ms").get<double>(), 0);
+  EXPECT_NO_THROW(heteroauto::parse_cluster(profiled));
+
+  write(dir_ / "no-plugin.json", cluster_json(""));
+  result =
+      run_h2("profile --cluster " + (dir_ / "no-plugin.json").string() + " --model " + (dir_ / "model.json").string());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("no device type names a \"plugin\""), std::string::npos) << result.output;
+}
+
 }  // namespace
 }  // namespace h2::heteropp
