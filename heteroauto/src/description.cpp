@@ -182,7 +182,6 @@ Model parse_model(const nlohmann::json& json) {
   return m;
 }
 
-namespace {
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream in(path);
   if (!in) throw DescriptionError(std::string(what) + " " + path + ": cannot be read");
@@ -192,7 +191,6 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
     throw DescriptionError(std::string(what) + " " + path + ": not valid JSON: " + e.what());
   }
 }
-}  // namespace
 
 Cluster load_cluster(const std::string& path) {
   try {

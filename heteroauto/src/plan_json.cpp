@@ -237,4 +237,13 @@ void check_plan_invariants(const Plan& plan, const Cluster& cluster) {
                            " samples; the global batch is " + std::to_string(plan.model.global_batch));
 }
 
+Plan load_plan(const std::string& path) {
+  const nlohmann::json json = read_json_file(path, "plan");
+  try {
+    return plan_from_json(json);
+  } catch (const DescriptionError& e) {
+    throw DescriptionError("plan " + path + ": " + e.what());
+  }
+}
+
 }  // namespace h2::heteroauto

@@ -104,16 +104,12 @@ class RankTrainer {
       ops::fill(stream_, exp_avg_.back(), 0);
       ops::fill(stream_, exp_avg_sq_.back(), 0);
     }
-    if (role_.first() || role_.last()) {
-      const std::vector<std::string> files = !state_.data_files.empty()   ? state_.data_files
-                                             : options.data_files.empty() ? ByteCorpus::default_files()
-                                                                          : options.data_files;
-      corpus_ =
-          std::make_unique<ByteCorpus>(ByteCorpus::from_files(files, static_cast<size_t>(plan.model.seq_len) + 1));
-    }
-    state_.data_files = !state_.data_files.empty()    ? state_.data_files
-                        : !options.data_files.empty() ? options.data_files
-                                                      : ByteCorpus::default_files();
+    // A resumed run reads the checkpoint's files, whatever --data says, so its data order continues.
+    if (state_.data_files.empty())
+      state_.data_files = options.data_files.empty() ? ByteCorpus::default_files() : options.data_files;
+    if (role_.first() || role_.last())
+      corpus_ = std::make_unique<ByteCorpus>(
+          ByteCorpus::from_files(state_.data_files, static_cast<size_t>(plan.model.seq_len) + 1));
     if (!resume_from_.empty()) load_checkpoint();
     found_inf_ = Tensor::empty(device_, {1}, DType::f32);
     norm_ = Tensor::empty(device_, {1}, DType::f32);
@@ -162,13 +158,15 @@ class RankTrainer {
 
     // Under loss scaling, unscale and look for overflow; then this rank's share of the global norm:
     // the layers it owns (each layer counted once, however many replicas hold it).
-    std::vector<Tensor> grads, owned;
-    for (const Parameter& p : model_->parameters()) {
-      grads.push_back(p.grad);
-      if (placement_.owner(p.layer) == world_.rank()) owned.push_back(p.grad);
+    double found_inf = 0;
+    if (options_.loss_scaling.enabled) {
+      ops::fill(stream_, found_inf_, 0);
+      ops::unscale(stream_, {model_->flat_grads()}, found_inf_, 1 / state_.loss_scale);
+      found_inf = found_inf_.to_host(stream_).at(0);
     }
-    ops::fill(stream_, found_inf_, 0);
-    if (options_.loss_scaling.enabled) ops::unscale(stream_, grads, found_inf_, 1 / state_.loss_scale);
+    std::vector<Tensor> owned;
+    for (const Parameter& p : model_->parameters())
+      if (placement_.owner(p.layer) == world_.rank()) owned.push_back(p.grad);
     double squared_norm = 0;
     if (!owned.empty()) {
       ops::grad_norm(stream_, owned, norm_);
@@ -179,7 +177,7 @@ class RankTrainer {
     std::vector<double> mine(kStats, 0.0);
     mine[kLossSum] = role_.last() ? loss_sum_.to_host(stream_).at(0) : 0;
     mine[kSquaredNorm] = squared_norm;
-    mine[kFoundInf] = found_inf_.to_host(stream_).at(0);
+    mine[kFoundInf] = found_inf;
     const std::vector<double> all = exchange(mine, start);
 
     StepReport report;
@@ -187,17 +185,17 @@ class RankTrainer {
     report.steps = options_.steps;
     report.lr = learning_rate(options_, step);
     report.loss_scale = state_.loss_scale;
-    double squared = 0, found_inf = 0, loss_sum = 0;
+    double squared = 0, any_inf = 0, loss_sum = 0;
     for (int r = 0; r < world_.size(); ++r) {
       const double* s = &all[static_cast<size_t>(r) * kStats];
       squared += s[kSquaredNorm];
-      found_inf = std::max(found_inf, s[kFoundInf]);
+      any_inf = std::max(any_inf, s[kFoundInf]);
       loss_sum += s[kLossSum];
       report.seconds = std::max(report.seconds, s[kStepSeconds]);
     }
     report.loss = loss_sum / global_tokens;
     report.grad_norm = std::sqrt(squared);
-    report.skipped = options_.loss_scaling.enabled && (found_inf > 0 || !std::isfinite(report.grad_norm));
+    report.skipped = options_.loss_scaling.enabled && (any_inf > 0 || !std::isfinite(report.grad_norm));
     if (!report.skipped && !std::isfinite(report.grad_norm))
       throw Error(H2_STATUS_INTERNAL, "step " + std::to_string(step) + ": the global gradient norm is " +
                                           std::to_string(report.grad_norm) + " (loss " + std::to_string(report.loss) +

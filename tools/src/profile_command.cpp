@@ -119,8 +119,7 @@ int run_driver(const ProfileOptions& options) {
   }
   fs::remove_all(results);
 
-  std::ifstream in(options.cluster);
-  nlohmann::json described = nlohmann::json::parse(in);
+  nlohmann::json described = heteroauto::read_json_file(options.cluster, "cluster");
   const heteroauto::CostModel cost(cluster, model);
   Table table({"device type", "devices", "micro-batch", "forward", "backward", "peak x efficiency predicted forward"});
   nlohmann::json measured = nlohmann::json::object();

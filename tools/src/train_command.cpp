@@ -34,21 +34,13 @@ struct UsageError : std::invalid_argument {
 };
 
 heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& cluster) {
-  std::ifstream in(path);
-  if (!in) throw heteroauto::DescriptionError(path + ": cannot read");
-  nlohmann::json json;
+  heteroauto::Plan plan = heteroauto::load_plan(path);
   try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw heteroauto::DescriptionError(path + ": not valid JSON: " + e.what());
-  }
-  try {
-    heteroauto::Plan plan = heteroauto::plan_from_json(json);
     heteroauto::check_plan_invariants(plan, cluster);
-    return plan;
   } catch (const heteroauto::DescriptionError& e) {
-    throw heteroauto::DescriptionError(path + ": " + e.what());
+    throw heteroauto::DescriptionError("plan " + path + ": " + e.what());
   }
+  return plan;
 }
 
 heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroauto::Model& model) {

@@ -106,6 +106,8 @@ struct Model {
 
 Cluster parse_cluster(const nlohmann::json& json);
 Model parse_model(const nlohmann::json& json);
+// Reads a JSON file; throws DescriptionError "WHAT PATH: cannot be read" or "...: not valid JSON".
+nlohmann::json read_json_file(const std::string& path, const char* what);
 // Reads and parses a file; errors name the file.
 Cluster load_cluster(const std::string& path);
 Model load_model(const std::string& path);

@@ -75,6 +75,8 @@ struct Plan {
 // throws DescriptionError naming the field otherwise.
 nlohmann::json to_json(const Plan& plan);
 Plan plan_from_json(const nlohmann::json& json);
+// Reads a plan file; errors start "plan PATH: ".
+Plan load_plan(const std::string& path);
 // Throws DescriptionError when an invariant fails; the message names the pipeline/stage/device.
 void check_plan_invariants(const Plan& plan, const Cluster& cluster);
 
