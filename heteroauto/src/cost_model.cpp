@@ -104,43 +104,96 @@ double CostModel::boundary_bytes(int micro_batch) const {
          model_.dtype_bytes();
 }
 
+const MeasuredProfile* CostModel::measured(const DeviceType& type) const {
+  const auto it = type.measured.find(model_.name);
+  return it == type.measured.end() ? nullptr : &it->second;
+}
+
+StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch) {
+  // Between two measured sizes: linear between them; outside: proportional to the nearest one.
+  const double b = micro_batch;
+  const MeasuredTime* below = nullptr;
+  const MeasuredTime* above = nullptr;
+  for (const MeasuredTime& p : points) {
+    if (p.micro_batch <= micro_batch) below = &p;
+    if (p.micro_batch >= micro_batch && above == nullptr) above = &p;
+  }
+  StageTime t;
+  if (below != nullptr && above != nullptr && below != above) {
+    const double w = (b - below->micro_batch) / (above->micro_batch - below->micro_batch);
+    t.forward = (1 - w) * below->forward_ms + w * above->forward_ms;
+    t.backward = (1 - w) * below->backward_ms + w * above->backward_ms;
+  } else {
+    const MeasuredTime& nearest = below != nullptr ? *below : *above;
+    t.forward = nearest.forward_ms * b / nearest.micro_batch;
+    t.backward = nearest.backward_ms * b / nearest.micro_batch;
+  }
+  t.forward *= 1e-3;
+  t.backward *= 1e-3;
+  return t;
+}
+
 StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
   const DeviceType& type = cluster_.device_type(stage.nodes->device_type);
+  const MeasuredProfile* profile = measured(type);
   const double tp = stage.tp;
   double layer_forward;
   double layer_backward;
-  if (type.measured) {  // measured at tensor-parallel degree 1; linear in the micro-batch size
-    const double scale = static_cast<double>(micro_batch) / type.measured->micro_batch / tp;
-    layer_forward = type.measured->forward_ms * 1e-3 * scale;
-    layer_backward = type.measured->backward_ms * 1e-3 * scale;
+  if (profile != nullptr) {  // measured at tensor-parallel degree 1
+    const StageTime layer = measured_time(profile->layer, micro_batch);
+    layer_forward = layer.forward / tp;
+    layer_backward = layer.backward / tp;
   } else {
     const double rate = peak_flops(type, model_.dtype) * type.efficiency * tp;
     layer_forward = layer_forward_flops(micro_batch) / rate;
     layer_backward = 2 * layer_forward;
   }
-  if (stage.recompute == Recompute::full) layer_backward += layer_forward;
+  const double recomputed_forward = layer_forward;
   // Megatron tensor parallelism: two allreduces of the layer's output in the forward, two in the
   // backward (two more when the forward is recomputed).
   const double tp_allreduce = allreduce_time(intra_node_link(*stage.nodes), boundary_bytes(micro_batch), stage.tp);
   layer_forward += 2 * tp_allreduce;
-  layer_backward += (stage.recompute == Recompute::full ? 4 : 2) * tp_allreduce;
+  layer_backward += 2 * tp_allreduce;
+  if (stage.recompute == Recompute::full) layer_backward += recomputed_forward + 2 * tp_allreduce;
 
   StageTime t{stage.layers * layer_forward, stage.layers * layer_backward};
+  if (stage.first && profile != nullptr && !profile->embedding.empty()) {
+    const StageTime embedding = measured_time(profile->embedding, micro_batch);
+    t.forward += embedding.forward;
+    t.backward += embedding.backward;
+  }
   if (stage.last) {
-    const double head = type.measured
-                            ? layer_forward * head_forward_flops(1) / layer_forward_flops(1)
-                            : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency * tp);
-    t.forward += head;
-    t.backward += 2 * head;
+    if (profile != nullptr && !profile->head.empty()) {
+      const StageTime head = measured_time(profile->head, micro_batch);
+      t.forward += head.forward / tp;
+      t.backward += head.backward / tp;
+    } else {
+      // Without a measured head: its FLOPs at the layers' measured rate, or at peak x efficiency.
+      const double head = profile != nullptr ? recomputed_forward * head_forward_flops(1) / layer_forward_flops(1)
+                                             : head_forward_flops(micro_batch) /
+                                                   (peak_flops(type, model_.dtype) * type.efficiency * tp);
+      t.forward += head;
+      t.backward += 2 * head;
+    }
   }
   return t;
 }
 
-double CostModel::parameter_state_bytes(const StageSpec& stage) const {
+double CostModel::optimizer_time(const StageSpec& stage) const {
+  const MeasuredProfile* profile = measured(cluster_.device_type(stage.nodes->device_type));
+  if (profile == nullptr) return 0;
+  return stage_parameters(stage) / stage.tp * profile->optimizer_ns_per_parameter * 1e-9;
+}
+
+double CostModel::stage_parameters(const StageSpec& stage) const {
   double parameters = stage.layers * layer_parameters();
   if (stage.first) parameters += embedding_parameters();
   if (stage.last) parameters += embedding_parameters() + static_cast<double>(model_.hidden);
-  return parameters * kStateBytesPerParameter / stage.tp;
+  return parameters;
+}
+
+double CostModel::parameter_state_bytes(const StageSpec& stage) const {
+  return stage_parameters(stage) * kStateBytesPerParameter / stage.tp;
 }
 
 double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const {

@@ -20,6 +20,35 @@ void check_unique(const std::vector<Item>& items, const std::string& what) {
       throw DescriptionError(what + "[" + std::to_string(i) + "].name: '" + items[i].name + "' is used twice");
 }
 
+// [{"micro_batch": 1, "forward_ms": 12.6, "backward_ms": 24.9}, ...], in ascending micro-batch sizes.
+std::vector<MeasuredTime> parse_measured_times(JsonReader& r, const std::string& key, bool required) {
+  std::vector<MeasuredTime> times;
+  r.array(key, required, false, [&](const nlohmann::json& j, const std::string& path) {
+    JsonReader tr(j, path);
+    MeasuredTime t;
+    t.micro_batch = static_cast<int>(tr.positive_integer("micro_batch"));
+    t.forward_ms = tr.positive("forward_ms");
+    t.backward_ms = tr.positive("backward_ms");
+    tr.reject_unknown();
+    if (!times.empty() && t.micro_batch <= times.back().micro_batch)
+      tr.fail("micro_batch", "must be larger than the previous entry's (" + std::to_string(times.back().micro_batch) +
+                                 "): list micro-batch sizes in ascending order");
+    times.push_back(t);
+  });
+  return times;
+}
+
+MeasuredProfile parse_measured_profile(const nlohmann::json& j, const std::string& path) {
+  JsonReader r(j, path);
+  MeasuredProfile p;
+  p.layer = parse_measured_times(r, "layer", true);
+  p.embedding = parse_measured_times(r, "embedding", false);
+  p.head = parse_measured_times(r, "head", false);
+  p.optimizer_ns_per_parameter = r.number("optimizer_ns_per_parameter", 0, 0, 1e9);
+  r.reject_unknown();
+  return p;
+}
+
 DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   JsonReader r(j, path);
   DeviceType d;
@@ -37,14 +66,10 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   d.efficiency = r.number("efficiency", 0.5, 1e-3, 1);
   d.runtime_overhead_gib = r.number("runtime_overhead_gib", 1, 0, d.memory_gib);
   d.host_link_gbps = r.number("host_link_gbps", 200, 1e-3, 1e9);
-  if (const nlohmann::json* m = r.optional("measured_layer_time")) {
-    JsonReader mr(*m, r.path_of("measured_layer_time"));
-    MeasuredLayerTime t;
-    t.micro_batch = static_cast<int>(mr.positive_integer("micro_batch"));
-    t.forward_ms = mr.positive("forward_ms");
-    t.backward_ms = mr.positive("backward_ms");
-    mr.reject_unknown();
-    d.measured = t;
+  if (const nlohmann::json* measured = r.optional("measured")) {
+    if (!measured->is_object()) r.fail("measured", "must be an object of model name -> profile");
+    for (const auto& [model, profile] : measured->items())
+      d.measured[model] = parse_measured_profile(profile, r.path_of("measured") + "." + model);
   }
   r.reject_unknown();
   return d;

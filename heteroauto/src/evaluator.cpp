@@ -186,6 +186,13 @@ double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes
   return slowest;
 }
 
+double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) const {
+  double slowest = 0;
+  for (const PartitionedClass& c : classes)
+    for (const StageSpec& stage : c.stages) slowest = std::max(slowest, cost_.optimizer_time(stage));
+  return slowest;
+}
+
 std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<PipelineTimes>& times,
                                                             const std::vector<int>& replicas, int micro_batches) const {
   return split_micro_batches([&](size_t c, int m) { return estimate_pipeline(times[c], m); }, replicas, micro_batches);
@@ -278,6 +285,8 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       replica.pipeline_time_s = sim.makespan;
       for (const Segment& segment : pc.layout.segments) {
         const DeviceType& type = c.device_type(c.nodes[segment.group].device_type);
+        plan.prediction.cost_basis[type.name] =
+            cost_.measured(type) != nullptr ? "measured (h2 profile)" : "peak x efficiency";
         for (int k = 0; k < segment.stages; ++k) {
           std::vector<DeviceRef> devices;
           for (int t = 0; t < segment.tp; ++t) devices.push_back(take_device(segment.group, rank++));
@@ -297,7 +306,8 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
 
   PlanPrediction& prediction = plan.prediction;
   prediction.dp_allreduce_s = dp_allreduce_time(classes);
-  prediction.step_time_s = prediction.pipeline_time_s + prediction.dp_allreduce_s;
+  prediction.optimizer_s = optimizer_time(classes);
+  prediction.step_time_s = prediction.pipeline_time_s + prediction.dp_allreduce_s + prediction.optimizer_s;
   prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;
   prediction.mfu = cost_.step_flops() / (prediction.step_time_s * used_peak);
   prediction.bubble_fraction = 1 - busy / (replica_stages * prediction.pipeline_time_s);

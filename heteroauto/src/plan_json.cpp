@@ -145,10 +145,12 @@ nlohmann::json to_json(const Plan& plan) {
            {{"step_time_s", e.step_time_s},
             {"pipeline_time_s", e.pipeline_time_s},
             {"dp_allreduce_s", e.dp_allreduce_s},
+            {"optimizer_s", e.optimizer_s},
             {"tokens_per_s", e.tokens_per_s},
             {"mfu", e.mfu},
             {"bubble_fraction", e.bubble_fraction},
             {"bottleneck", e.bottleneck},
+            {"cost_basis", e.cost_basis},
             {"devices_used", e.devices_used},
             {"devices_total", e.devices_total}}}};
 }
@@ -170,10 +172,18 @@ Plan plan_from_json(const nlohmann::json& json) {
     e.step_time_s = pr.number("step_time_s", 0, 0, 1e12);
     e.pipeline_time_s = pr.number("pipeline_time_s", 0, 0, 1e12);
     e.dp_allreduce_s = pr.number("dp_allreduce_s", 0, 0, 1e12);
+    e.optimizer_s = pr.number("optimizer_s", 0, 0, 1e12);
     e.tokens_per_s = pr.number("tokens_per_s", 0, 0, 1e18);
     e.mfu = pr.number("mfu", 0, 0, 1);
     e.bubble_fraction = pr.number("bubble_fraction", 0, 0, 1);
     e.bottleneck = pr.string("bottleneck", "");
+    if (const nlohmann::json* basis = pr.optional("cost_basis")) {
+      if (!basis->is_object()) pr.fail("cost_basis", "must be an object of device type -> basis");
+      for (const auto& [type, how] : basis->items()) {
+        if (!how.is_string()) pr.fail("cost_basis", "'" + type + "' must name a basis as a string");
+        e.cost_basis[type] = how.get<std::string>();
+      }
+    }
     e.devices_used = static_cast<int>(pr.integer("devices_used", 0, 0));
     e.devices_total = static_cast<int>(pr.integer("devices_total", 0, 0));
     pr.reject_unknown();

@@ -210,7 +210,7 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     ClassCandidate candidate{{layout, partition.stages}, {}, 0};
     candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
     candidate.standalone =
-        evaluator_.estimate_pipeline(candidate.times, per_replica) + evaluator_.dp_allreduce_time({candidate.pc});
+        evaluator_.estimate_pipeline(candidate.times, per_replica) + evaluator_.after_pipeline_time({candidate.pc});
     auto at = std::upper_bound(best.begin(), best.end(), candidate.standalone,
                                [](double t, const ClassCandidate& c) { return t < c.standalone; });
     best.insert(at, std::move(candidate));
@@ -259,7 +259,7 @@ void Search::combine(int micro_batch, int micro_batches,
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
               c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
-            c.estimate += evaluator_.dp_allreduce_time(classes);
+            c.estimate += evaluator_.after_pipeline_time(classes);
             keep(std::move(c));
           }
           return true;

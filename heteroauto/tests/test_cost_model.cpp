@@ -59,6 +59,41 @@ TEST(CostModelTest, AnalyticTimeFollowsPeakAndRecomputeAddsAForward) {
   EXPECT_DOUBLE_EQ(s.cost.stage_time(on_fast, 1).backward, 3 * fast.forward);
 }
 
+// A measured profile for the model replaces peak x efficiency: linear between measured micro-batch
+// sizes, proportional beyond them; embedding and head on the first and last stage; the optimizer per
+// parameter. A profile of another model is not used.
+TEST(CostModelTest, MeasuredProfileInterpolatesAndAddsEmbeddingHeadAndOptimizer) {
+  auto c = test::two_type_cluster();
+  c["device_types"][0]["measured"]["small"] = {
+      {"layer",
+       {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}},
+        {{"micro_batch", 4}, {"forward_ms", 70}, {"backward_ms", 110}}}},
+      {"embedding", {{{"micro_batch", 1}, {"forward_ms", 1}, {"backward_ms", 3}}}},
+      {"head", {{{"micro_batch", 2}, {"forward_ms", 4}, {"backward_ms", 6}}}},
+      {"optimizer_ns_per_parameter", 2}};
+  c["device_types"][1]["measured"]["other-model"] = c["device_types"][0]["measured"]["small"];
+  const Cluster cluster = parse_cluster(c);
+  const Model model = parse_model(test::small_model());
+  const CostModel cost(cluster, model);
+  StageSpec middle{&cluster.nodes[0], 1, 2, false, false, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(middle, 1).forward, 2 * 10e-3);
+  EXPECT_DOUBLE_EQ(cost.stage_time(middle, 2).forward, 2 * 30e-3);   // a third of the way from 1 to 4
+  EXPECT_DOUBLE_EQ(cost.stage_time(middle, 3).backward, 2 * 80e-3);  // two thirds
+  EXPECT_DOUBLE_EQ(cost.stage_time(middle, 8).forward, 2 * 140e-3);  // twice the largest
+  middle.recompute = Recompute::full;
+  EXPECT_DOUBLE_EQ(cost.stage_time(middle, 1).backward, 2 * (20e-3 + 10e-3));
+  const StageSpec whole{&cluster.nodes[0], 1, 2, true, true, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(whole, 1).forward, 2 * 10e-3 + 1e-3 + 2e-3);  // head scaled from 2 down to 1
+  EXPECT_DOUBLE_EQ(cost.stage_time(whole, 1).backward, 2 * 20e-3 + 3e-3 + 3e-3);
+  EXPECT_DOUBLE_EQ(cost.optimizer_time(whole), cost.stage_parameters(whole) * 2e-9);
+  EXPECT_DOUBLE_EQ(cost.stage_parameters(whole), 2 * 49280.0 + 2 * 6400 + 64);
+  // The slow type's profile is for another model: peak x efficiency, and no optimizer estimate.
+  const StageSpec on_slow{&cluster.nodes[1], 1, 2, false, false, Recompute::none};
+  EXPECT_EQ(cost.measured(cluster.device_type(cluster.nodes[1].device_type)), nullptr);
+  EXPECT_DOUBLE_EQ(cost.stage_time(on_slow, 1).forward, 2 * cost.layer_forward_flops(1) / (100e12 * 0.5));
+  EXPECT_EQ(cost.optimizer_time(on_slow), 0);
+}
+
 TEST(CostModelTest, CommunicationByHand) {
   TwoTypes s;
   const Link link{100, 10, false, 0};  // 100 Gbit/s, 10 us

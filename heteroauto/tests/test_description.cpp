@@ -70,6 +70,15 @@ TEST(Description, ClusterErrorsNameTheField) {
   c["device_types"][1]["name"] = "fast";
   EXPECT_THAT(cluster_error(c), HasSubstr("device_types[1].name: 'fast' is used twice"));
   EXPECT_THAT(cluster_error(nlohmann::json::array()), HasSubstr("must be a JSON object"));
+  c = test::two_type_cluster();
+  c["device_types"][0]["measured"]["small"]["layer"] = {{{"micro_batch", 2}, {"forward_ms", 1}, {"backward_ms", 2}},
+                                                        {{"micro_batch", 1}, {"forward_ms", 1}, {"backward_ms", 2}}};
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].measured.small.layer[1].micro_batch: must be larger than "
+                                          "the previous entry's (2)"));
+  c["device_types"][0]["measured"]["small"] = {{"head", nlohmann::json::array()}};
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].measured.small.layer: is required"));
+  c["device_types"][0]["measured"] = 3;
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].measured: must be an object of model name -> profile"));
 }
 
 TEST(Description, ModelErrorsNameTheField) {

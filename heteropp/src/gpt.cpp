@@ -43,6 +43,7 @@ struct GptStage::BlockCache {
 struct GptStage::MicroBatch {
   Tensor tokens;  // first stage
   std::vector<BlockCache> blocks;
+  bool recompute = false;                                   // blocks keep only their input
   Tensor final_in, hf, meanf, rstdf, logits, targets, lse;  // last stage
 };
 
@@ -195,7 +196,13 @@ Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& tar
     x = input.view({n, c.hidden});
   }
   mb->blocks.resize(blocks_.size());
-  for (size_t i = 0; i < blocks_.size(); ++i) x = block_forward(*blocks_[i], mb->blocks[i], x);
+  mb->recompute = recompute_;
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    BlockCache& cache = mb->blocks[i];
+    x = block_forward(*blocks_[i], cache, x);
+    // Under recomputation a block keeps only its input; backward runs its forward again.
+    if (mb->recompute) cache = BlockCache{.x = cache.x};
+  }
 
   Tensor out;
   if (has_head_) {
@@ -313,7 +320,12 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
   } else {
     dx = grad_output.view({grad_output.numel() / c.hidden, c.hidden});
   }
-  for (size_t i = blocks_.size(); i-- > 0;) dx = block_backward(*blocks_[i], mb->blocks[i], dx);
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    BlockCache& cache = mb->blocks[i];
+    if (mb->recompute) block_forward(*blocks_[i], cache, Tensor(cache.x));  // the same values as the first time
+    dx = block_backward(*blocks_[i], cache, dx);
+    cache = BlockCache{};  // free this block's activations before the next block's
+  }
   if (has_embedding_) {
     const Tensor dweight = empty(parameters_[embedding_].grad.shape());
     ops::embedding_backward(stream_, mb->tokens.view({mb->tokens.numel()}), dx, dweight);

@@ -9,10 +9,10 @@
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/corpus.hpp"
 #include "h2/heteropp/gpt.hpp"
+#include "h2/heteropp/optimizer.hpp"
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/schedule.hpp"
 #include "h2/heteropp/timeline.hpp"
-#include "h2/log.hpp"
 
 namespace h2::heteropp {
 
@@ -78,11 +78,6 @@ class RankTrainer {
                   "warmup >= 0, clip >= 0, keep >= 1)");
     const heteroauto::PlanStage& stage =
         plan.pipelines[static_cast<size_t>(role_.pipeline)].stages[static_cast<size_t>(role_.stage)];
-    if (stage.recompute == heteroauto::Recompute::full)
-      log(LogLevel::warning, "heteropp",
-          "rank " + std::to_string(world.rank()) +
-              ": the plan asks for recomputation; HeteroPP keeps activations "
-              "instead, so this stage needs more memory than the plan's estimate");
 
     seed_ = options.seed;
     state_.seed = seed_;
@@ -98,12 +93,11 @@ class RankTrainer {
 
     model_ = std::make_unique<GptStage>(GptConfig::from_model(plan.model, seed_), role_.first_block, role_.end_block,
                                         role_.first(), role_.last(), device_, stream_);
-    for (Parameter& p : model_->parameters()) {
-      exp_avg_.push_back(Tensor::empty(device_, p.value.shape(), DType::f32));
-      exp_avg_sq_.push_back(Tensor::empty(device_, p.value.shape(), DType::f32));
-      ops::fill(stream_, exp_avg_.back(), 0);
-      ops::fill(stream_, exp_avg_sq_.back(), 0);
-    }
+    model_->set_recompute(stage.recompute == heteroauto::Recompute::full);
+    optimizer_ = std::make_unique<AdamW>(
+        *model_, stream_,
+        AdamWSettings{
+            .beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay});
     // A resumed run reads the checkpoint's files, whatever --data says, so its data order continues.
     if (state_.data_files.empty())
       state_.data_files = options.data_files.empty() ? ByteCorpus::default_files() : options.data_files;
@@ -292,32 +286,13 @@ class RankTrainer {
     return runs;
   }
 
-  // AdamW with the clip folded into the gradient scale; no weight decay on vectors (norms, biases).
+  // AdamW with the global-norm clip folded into the gradient scale.
   void optimizer_step(const StepReport& report) {
     ++state_.optimizer_steps;
     const double clip = options_.clip_norm > 0 && report.grad_norm > options_.clip_norm
                             ? options_.clip_norm / (report.grad_norm + 1e-6)
                             : 1.0;
-    std::vector<Tensor> params[2], grads[2], m[2], v[2];
-    for (size_t i = 0; i < model_->parameters().size(); ++i) {
-      const Parameter& p = model_->parameters()[i];
-      const int decay = p.value.rank() >= 2 ? 1 : 0;
-      params[decay].push_back(p.value);
-      grads[decay].push_back(p.grad);
-      m[decay].push_back(exp_avg_[i]);
-      v[decay].push_back(exp_avg_sq_[i]);
-    }
-    for (int decay : {0, 1}) {
-      if (params[decay].empty()) continue;
-      ops::adamw(stream_, params[decay], grads[decay], m[decay], v[decay], {},
-                 {.lr = report.lr,
-                  .beta1 = options_.beta1,
-                  .beta2 = options_.beta2,
-                  .eps = options_.eps,
-                  .weight_decay = decay ? options_.weight_decay : 0.0,
-                  .grad_scale = clip,
-                  .step = state_.optimizer_steps});
-    }
+    optimizer_->step(report.lr, clip, state_.optimizer_steps);
   }
 
   void update_loss_scale(bool overflow) {
@@ -442,8 +417,8 @@ class RankTrainer {
       const Parameter& p = model_->parameters()[i];
       if (p.layer != layer) continue;
       tensors.push_back({p.name, p.value});
-      tensors.push_back({p.name + ".exp_avg", exp_avg_[i]});
-      tensors.push_back({p.name + ".exp_avg_sq", exp_avg_sq_[i]});
+      tensors.push_back({p.name + ".exp_avg", optimizer_->exp_avg(i)});
+      tensors.push_back({p.name + ".exp_avg_sq", optimizer_->exp_avg_sq(i)});
     }
     return tensors;
   }
@@ -522,7 +497,7 @@ class RankTrainer {
   std::string resume_from_;
   uint64_t seed_ = 0;
   std::unique_ptr<GptStage> model_;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ByteCorpus> corpus_;
   std::vector<GradientGroup> groups_;
   std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag

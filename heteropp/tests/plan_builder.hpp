@@ -2,6 +2,7 @@
 // counts on one node group of identical devices, ranks and devices handed out in order.
 #pragma once
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@ namespace h2::heteropp::test {
 struct ClassSpec {
   std::vector<std::pair<int, int>> stages;  // (first block, blocks) per stage
   std::vector<int> micro_batches;           // per replica
+  std::vector<size_t> recomputed;           // stages that recompute their activations in backward
 };
 
 inline heteroauto::Plan make_plan(const heteroauto::Model& model, int micro_batch_size,
@@ -27,6 +29,8 @@ inline heteroauto::Plan make_plan(const heteroauto::Model& model, int micro_batc
     heteroauto::PlanPipeline pipeline;
     for (auto [first, layers] : spec.stages) {
       heteroauto::PlanStage stage;
+      if (std::find(spec.recomputed.begin(), spec.recomputed.end(), pipeline.stages.size()) != spec.recomputed.end())
+        stage.recompute = heteroauto::Recompute::full;
       stage.node_group = group;
       stage.device_type = device_type;
       stage.first_layer = first;

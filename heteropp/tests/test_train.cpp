@@ -88,8 +88,9 @@ class TrainTest : public ::testing::Test {
 const std::vector<ClassSpec> kSingle = {{{{0, 5}}, {5}}};
 // 3 uneven stages (1, 3 and 1 blocks), 2 replicas with 2 and 3 micro-batches.
 const std::vector<ClassSpec> kPipeline = {{{{0, 1}, {1, 3}, {4, 1}}, {2, 3}}};
-// Two classes whose stages hold different layers: every layer has its own set of holders.
-const std::vector<ClassSpec> kMixed = {{{{0, 2}, {2, 3}}, {3}}, {{{0, 1}, {1, 3}, {4, 1}}, {2}}};
+// Two classes whose stages hold different layers: every layer has its own set of holders. Two
+// stages recompute their activations in backward.
+const std::vector<ClassSpec> kMixed = {{{{0, 2}, {2, 3}}, {3}, {1}}, {{{0, 1}, {1, 3}, {4, 1}}, {2}, {0}}};
 
 void expect_close(const std::vector<double>& a, const std::vector<double>& b, size_t from, const std::string& what) {
   ASSERT_EQ(a.size(), static_cast<size_t>(kSteps)) << what;
@@ -113,7 +114,7 @@ TEST_F(TrainTest, PipelinesAndReplicasTrainWhatOneProcessTrains) {
   const std::vector<double> pipeline = train("pipeline", kPipeline);
   expect_close(single, pipeline, 0, "3 uneven stages x 2 replicas (2 and 3 micro-batches), 1F1B");
   const std::vector<double> mixed = train("mixed", kMixed, "--schedule gpipe");
-  expect_close(single, mixed, 0, "two classes with different layer splits, GPipe");
+  expect_close(single, mixed, 0, "two classes with different layer splits, two stages recomputing, GPipe");
 
   // Resumed from the pipeline run's step-2 checkpoint: under the same plan exactly its numbers, under
   // another plan (other ranks hold other layers) the same model within fp32 tolerance.
@@ -175,19 +176,31 @@ TEST_F(TrainTest, BadInputIsNamed) {
       << result.output;
 }
 
-// `h2 profile` times a layer on every device and writes it where the planner reads it.
-TEST_F(TrainTest, ProfileWritesMeasuredLayerTimes) {
+// `h2 profile` times a layer, the embedding, the head and the optimizer on every device and writes
+// them where the planner reads them; the planner then says its costs are measured.
+TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
   const fs::path out = dir_ / "profiled.json";
   auto result = run_h2("profile --cluster " + (dir_ / "cluster.json").string() + " --model " +
                        (dir_ / "model.json").string() + " --iterations 2 --warmup 1 -o " + out.string());
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::ifstream in(out);
   const nlohmann::json profiled = nlohmann::json::parse(in);
-  const nlohmann::json& measured = profiled.at("device_types").at(0).at("measured_layer_time");
-  EXPECT_EQ(measured.at("micro_batch"), 2);
-  EXPECT_GT(measured.at("forward_ms").get<double>(), 0);
-  EXPECT_GT(measured.at("backward_ms").get<double>(), 0);
+  const heteroauto::Model model = heteroauto::load_model((dir_ / "model.json").string());
+  const nlohmann::json& measured = profiled.at("device_types").at(0).at("measured").at(model.name);
+  for (const char* part : {"layer", "embedding", "head"}) {
+    ASSERT_EQ(measured.at(part).size(), model.micro_batch_sizes.size()) << part;
+    for (size_t i = 0; i < model.micro_batch_sizes.size(); ++i) {
+      EXPECT_EQ(measured.at(part).at(i).at("micro_batch"), model.micro_batch_sizes[i]);
+      EXPECT_GT(measured.at(part).at(i).at("forward_ms").get<double>(), 0);
+      EXPECT_GT(measured.at(part).at(i).at("backward_ms").get<double>(), 0);
+    }
+  }
+  EXPECT_GT(measured.at("optimizer_ns_per_parameter").get<double>(), 0);
   EXPECT_NO_THROW(heteroauto::parse_cluster(profiled));
+  result = run_h2("plan --cluster " + out.string() + " --model " + (dir_ / "model.json").string());
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("measured (h2 profile)"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("+ optimizer"), std::string::npos) << result.output;
 
   write(dir_ / "no-plugin.json", cluster_json(""));
   result =

@@ -51,12 +51,16 @@ void print_plan(const Plan& plan, std::ostream& out) {
   }
   const auto& e = plan.prediction;
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
-      << " + data-parallel allreduce " << format_duration(e.dp_allreduce_s) << ")\n"
+      << " + data-parallel allreduce " << format_duration(e.dp_allreduce_s)
+      << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string()) << ")\n"
       << "  throughput     " << format_rate(e.tokens_per_s, "tokens/s") << ", MFU " << format_fixed(e.mfu * 100, 1, "%")
       << "\n"
       << "  bubble         " << format_fixed(e.bubble_fraction * 100, 1, "%") << " of the pipeline phase\n"
       << "  devices        " << e.devices_used << " of " << e.devices_total << " used\n"
       << "  bottleneck     " << e.bottleneck << "\n";
+  std::string basis;
+  for (const auto& [type, how] : e.cost_basis) basis += (basis.empty() ? "" : ", ") + type + ": " + how;
+  if (!basis.empty()) out << "  costs          " << basis << "\n";
 }
 
 }  // namespace h2::tools

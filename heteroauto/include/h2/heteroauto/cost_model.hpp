@@ -1,8 +1,8 @@
 // HeteroAuto's cost model (see ARCHITECTURE.md and notes/planner.md): per-stage compute time per
-// micro-batch on a device type (measured per-layer times where the cluster gives them, else analytic
-// FLOPs / (peak x efficiency)), tensor-parallel allreduces inside a node, per-device memory under
-// 1F1B, pipeline point-to-point transfers and data-parallel ring allreduces over the slowest link.
-// All times are in seconds, memory in bytes.
+// micro-batch on a device type (times measured by `h2 profile` where the cluster gives them for the
+// model, else analytic FLOPs / (peak x efficiency)), the optimizer's time per step, tensor-parallel allreduces inside a
+// node, per-device memory under 1F1B, pipeline point-to-point transfers and data-parallel ring allreduces over the
+// slowest link. All times are in seconds, memory in bytes.
 #pragma once
 
 #include <string>
@@ -50,6 +50,14 @@ class CostModel {
   // FLOPs of one whole training step (forward + backward, no recomputation): for MFU.
   double step_flops() const;
   StageTime stage_time(const StageSpec& stage, int micro_batch) const;
+  // Once per step after the gradients are averaged: zeroing, norm and AdamW over the stage's
+  // parameters (0 where the device type has no measured profile for the model).
+  double optimizer_time(const StageSpec& stage) const;
+  double stage_parameters(const StageSpec& stage) const;  // all of them, before tensor parallelism
+  // The device type's measured profile for this model, or nullptr.
+  const MeasuredProfile* measured(const DeviceType& type) const;
+  // Seconds for `micro_batch` from measured points (interpolated between sizes, scaled beyond them).
+  static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch);
 
   // ---- Memory (bytes per device of the stage) ----
   double parameter_state_bytes(const StageSpec& stage) const;  // weights, gradients, AdamW state

@@ -20,12 +20,22 @@ class DescriptionError : public std::runtime_error {
 
 enum class NicKind { infiniband, roce, ethernet };
 
-// Per-layer times measured on a device (by `h2 profile` or by hand) for one micro-batch size and
-// tensor-parallel degree 1; the cost model scales them linearly in the micro-batch size.
-struct MeasuredLayerTime {
+// One measured point: a part of the model's forward and backward time on one device, for one
+// micro-batch size, at tensor-parallel degree 1.
+struct MeasuredTime {
   int micro_batch = 1;
   double forward_ms = 0;
   double backward_ms = 0;
+};
+
+// What `h2 profile` (or a person) measured for one model on a device type. The cost model
+// interpolates linearly between the measured micro-batch sizes and scales linearly beyond them.
+struct MeasuredProfile {
+  std::vector<MeasuredTime> layer;      // one transformer block; ascending micro-batch sizes
+  std::vector<MeasuredTime> embedding;  // the token embedding (first stage); empty: not measured
+  std::vector<MeasuredTime> head;       // final norm, LM head and loss (last stage); empty: not measured
+  // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
+  double optimizer_ns_per_parameter = 0;
 };
 
 struct DeviceType {
@@ -37,7 +47,8 @@ struct DeviceType {
   double efficiency = 0.5;          // achieved fraction of peak on transformer layers
   double runtime_overhead_gib = 1;  // framework, allocator and communication buffers
   double host_link_gbps = 200;      // device <-> host (PCIe), for host staging
-  std::optional<MeasuredLayerTime> measured;
+  // By model name: measured times replace peak x efficiency for that model.
+  std::map<std::string, MeasuredProfile> measured;
 };
 
 struct NicType {

@@ -93,6 +93,12 @@ class Evaluator {
   // Gradient averaging after the step: per stage a ring allreduce over every replica holding its
   // layers (slowest link among them, fp32 gradients of the largest shard); the slowest stage's ring.
   double dp_allreduce_time(const std::vector<PartitionedClass>& classes) const;
+  // The slowest stage's optimizer step, after the allreduce (zero without measured profiles).
+  double optimizer_time(const std::vector<PartitionedClass>& classes) const;
+  // Everything after the last backward: the allreduce, then the optimizer.
+  double after_pipeline_time(const std::vector<PartitionedClass>& classes) const {
+    return dp_allreduce_time(classes) + optimizer_time(classes);
+  }
   // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
   double dp_allreduce_lower_bound(const ClassLayout& layout) const;
   // Sum of one pipeline's stage-to-stage transfer times (one direction), without a partition.

@@ -5,6 +5,7 @@
 // gradients are averaged over every replica that holds it.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -48,13 +49,16 @@ struct PlanPipeline {
 };
 
 struct PlanPrediction {
-  double step_time_s = 0;      // slowest replica's pipeline + exposed data-parallel allreduce
+  double step_time_s = 0;      // slowest replica's pipeline + exposed data-parallel allreduce + optimizer
   double pipeline_time_s = 0;  // slowest replica's simulated 1F1B makespan
   double dp_allreduce_s = 0;   // gradient averaging after the last backward (not overlapped)
+  double optimizer_s = 0;      // the slowest stage's optimizer step (0 without measured profiles)
   double tokens_per_s = 0;
   double mfu = 0;              // model FLOPs per step / (step time x peak of the devices used)
   double bubble_fraction = 0;  // idle share of the used stages' time in the pipeline phase
   std::string bottleneck;      // in words
+  // Where the stage times come from, per used device type: "measured" (h2 profile) or "peak x efficiency".
+  std::map<std::string, std::string> cost_basis;
   int devices_used = 0;
   int devices_total = 0;
 };

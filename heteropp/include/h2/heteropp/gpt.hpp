@@ -63,6 +63,12 @@ class GptStage {
   // (undefined on the first stage). Frees what forward kept for `micro_batch`.
   Tensor backward(int micro_batch, const Tensor& grad_output, double loss_weight = 1);
 
+  // Full activation recomputation: forward keeps only each block's input, and backward runs the
+  // block's forward again first (one more forward of compute for a block's activations of memory).
+  // Results are the same as without it. Applies to micro-batches forwarded after the call.
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
+
   std::vector<Parameter>& parameters() { return parameters_; }
   // Every parameter's gradient, one after the other in parameter order (f32, 1-D).
   const Tensor& flat_grads() const { return grads_; }
@@ -98,6 +104,7 @@ class GptStage {
   // Indices into parameters_ of the embedding and the head (-1 when absent).
   int embedding_ = -1, final_norm_ = -1, final_norm_bias_ = -1, lm_head_ = -1;
   std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
+  bool recompute_ = false;
 };
 
 }  // namespace h2::heteropp

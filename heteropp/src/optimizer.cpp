@@ -1,0 +1,39 @@
+#include "h2/heteropp/optimizer.hpp"
+
+namespace h2::heteropp {
+
+AdamW::AdamW(GptStage& model, Stream& stream, const AdamWSettings& settings)
+    : model_(model), stream_(stream), settings_(settings) {
+  for (const Parameter& p : model_.parameters()) {
+    exp_avg_.push_back(Tensor::empty(p.value.device(), p.value.shape(), DType::f32));
+    exp_avg_sq_.push_back(Tensor::empty(p.value.device(), p.value.shape(), DType::f32));
+    ops::fill(stream_, exp_avg_.back(), 0);
+    ops::fill(stream_, exp_avg_sq_.back(), 0);
+  }
+}
+
+void AdamW::step(double lr, double grad_scale, int64_t step) {
+  // Two calls, one per weight-decay class, each over all of its tensors at once.
+  std::vector<Tensor> params[2], grads[2], m[2], v[2];
+  for (size_t i = 0; i < model_.parameters().size(); ++i) {
+    const Parameter& p = model_.parameters()[i];
+    const int decay = p.value.rank() >= 2 ? 1 : 0;
+    params[decay].push_back(p.value);
+    grads[decay].push_back(p.grad);
+    m[decay].push_back(exp_avg_[i]);
+    v[decay].push_back(exp_avg_sq_[i]);
+  }
+  for (int decay : {0, 1}) {
+    if (params[decay].empty()) continue;
+    ops::adamw(stream_, params[decay], grads[decay], m[decay], v[decay], {},
+               {.lr = lr,
+                .beta1 = settings_.beta1,
+                .beta2 = settings_.beta2,
+                .eps = settings_.eps,
+                .weight_decay = decay ? settings_.weight_decay : 0.0,
+                .grad_scale = grad_scale,
+                .step = step});
+  }
+}
+
+}  // namespace h2::heteropp
