@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace h2::heteroauto {
 
@@ -22,6 +23,18 @@ double peak_flops(const DeviceType& d, const std::string& dtype) {
 }
 
 }  // namespace
+
+std::string format_memory(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (std::abs(bytes) >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
 
 CostModel::CostModel(const Cluster& cluster, const Model& model) : cluster_(cluster), model_(model) {
   for (const auto& g : cluster_.nodes) peak_flops(cluster_.device_type(g.device_type), model_.dtype);

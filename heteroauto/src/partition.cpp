@@ -30,12 +30,6 @@ struct Option {
   int fits = 0;  // most layers that fit in memory with this option
 };
 
-std::string gib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f GiB", bytes / kGiB);
-  return text;
-}
-
 }  // namespace
 
 bool choose_recompute(const CostModel& cost, StageSpec& stage, int micro_batch, int in_flight) {
@@ -93,8 +87,8 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
                             [](const Option& a, const Option& b) { return a.memory.at(1) < b.memory.at(1); });
       result.binding = "memory: stage " + std::to_string(k) + " (" + stages[k].nodes->device_type + ", tp " +
                        std::to_string(stages[k].tp) + ") cannot hold one layer with micro-batch " +
-                       std::to_string(micro_batch) + ": it needs " + gib(leanest.memory.at(1)) + " of " +
-                       gib(capacity) + " per device";
+                       std::to_string(micro_batch) + ": it needs " + format_memory(leanest.memory.at(1)) + " of " +
+                       format_memory(capacity) + " per device";
       return result;
     }
     holdable += best_fit;

@@ -149,14 +149,11 @@ bool Search::holds_model_state(const ClassLayout& layout, int micro_batch) {
   if (capacity >= need) return true;
   const double fit = capacity / need;
   if (fit > closest_fit_) {
-    char text[160];
-    std::snprintf(text, sizeof text,
-                  "holds %.1f GiB per pipeline, less than the %.1f GiB of weights, gradients and "
-                  "AdamW state of the model",
-                  capacity / kGiB, need / kGiB);
     closest_fit_ = fit;
     closest_binding_ = "memory: the largest pipelines (" + describe(layout) + ", micro-batch " +
-                       std::to_string(micro_batch) + ") " + text;
+                       std::to_string(micro_batch) + ") hold " + format_memory(capacity) +
+                       " per pipeline, less than the " + format_memory(need) +
+                       " of weights, gradients and AdamW state of the model";
   }
   return false;
 }

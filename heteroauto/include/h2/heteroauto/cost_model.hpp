@@ -13,6 +13,9 @@ namespace h2::heteroauto {
 
 inline constexpr double kGiB = 1024.0 * 1024 * 1024;
 
+// Bytes for messages, in the largest unit that keeps a digit before the point ("1.50 GiB", "15.36 MiB").
+std::string format_memory(double bytes);
+
 // One pipeline stage as the cost model sees it.
 struct StageSpec {
   const NodeGroup* nodes = nullptr;  // where the stage's devices live (type, intra-node link, NIC)
