@@ -25,9 +25,9 @@ double peak_flops(const DeviceType& d, const std::string& dtype) {
 }  // namespace
 
 std::string format_memory(double bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int unit = 0;
-  while (std::abs(bytes) >= 1024 && unit < 4) {
+  while (std::abs(bytes) >= 1024 && unit < 5) {
     bytes /= 1024;
     ++unit;
   }

@@ -2,19 +2,12 @@
 
 #include <cstdio>
 
+#include "h2/heteroauto/cost_model.hpp"
+
 namespace h2::tools {
 
 std::string format_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 5) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", value, units[unit]);
-  return text;
+  return heteroauto::format_memory(static_cast<double>(bytes));
 }
 
 std::string format_rate(double value, const char* unit) {

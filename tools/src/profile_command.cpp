@@ -93,9 +93,9 @@ double optimizer_ns_per_parameter(const ProfileOptions& options, heteropp::GptSt
   return median(ms) * 1e6 / static_cast<double>(parameters);
 }
 
-// One device: a layer, the embedding and the head as stages of their own, on random inputs, at each
-// micro-batch size; then the optimizer. Every rank measures the same part at the same time (a
-// barrier before each), so devices that share cores contend as they do in training.
+// One device: a layer, the embedding and the head as stages of their own, at each micro-batch size; then the optimizer.
+// Every rank measures the same part at the same time (a barrier before each), so devices that share cores contend as
+// they do in training.
 int run_worker(const ProfileOptions& options) {
   const heteroauto::Model model = heteroauto::load_model(options.model);
   Runtime runtime{dicomm::runtime_options_for_device()};
