@@ -8,9 +8,14 @@ namespace h2::heteroauto {
 
 namespace {
 
-// Weights and gradients in the model dtype plus fp32 master weights and the two AdamW moments:
-// 2 + 2 + 12 bytes for 16-bit training, 4 + 4 + 8 for fp32.
-constexpr double kStateBytesPerParameter = 16;
+// Per parameter, as HeteroPP holds it: the weights in the model dtype, an f32 gradient (it
+// accumulates over micro-batches and is averaged across replicas in f32), an f32 master when the
+// weights are 16-bit, and AdamW's two f32 moments: 2 + 4 + 4 + 8 = 18 bytes for 16-bit training
+// (Megatron's count with fp32 gradient accumulation), 4 + 4 + 8 = 16 for f32.
+double state_bytes_per_parameter(const Model& model) {
+  const bool sixteen_bit = model.dtype_bytes() == 2;
+  return model.dtype_bytes() + 4 + (sixteen_bit ? 4 : 0) + 8;
+}
 // Activation bytes per token per hidden unit of one layer with fused attention and no sequence
 // parallelism, in 16-bit (Korthikanti et al., "Reducing activation recomputation").
 constexpr double kActivationCoefficient = 34;
@@ -206,7 +211,7 @@ double CostModel::stage_parameters(const StageSpec& stage) const {
 }
 
 double CostModel::parameter_state_bytes(const StageSpec& stage) const {
-  return stage_parameters(stage) * kStateBytesPerParameter / stage.tp;
+  return stage_parameters(stage) * state_bytes_per_parameter(model_) / stage.tp;
 }
 
 double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const {

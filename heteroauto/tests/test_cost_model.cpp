@@ -29,8 +29,9 @@ TEST(CostModelTest, ParametersAndFlopsByHand) {
 TEST(CostModelTest, FirstStageMemoryByHand) {
   TwoTypes s;
   StageSpec first{s.fast, 1, 1, true, false, Recompute::none};
-  // (layer + embedding) x 16 bytes + 2 in flight x 34 b s h + 2 in flight x b s h x 2 bytes.
-  const double expected = (49280.0 + 6400) * 16 + 2 * 34.0 * 2 * 16 * 64 + 2 * 2.0 * 16 * 64 * 2;
+  // (layer + embedding) x 18 bytes (bf16 weights, f32 gradient, master and moments) + 2 in flight x
+  // 34 b s h + 2 in flight x b s h x 2 bytes.
+  const double expected = (49280.0 + 6400) * 18 + 2 * 34.0 * 2 * 16 * 64 + 2 * 2.0 * 16 * 64 * 2;
   EXPECT_DOUBLE_EQ(s.cost.stage_memory(first, 2, 2), expected);
   // Tensor parallelism divides the state and the activations.
   StageSpec sharded = first;
@@ -41,7 +42,7 @@ TEST(CostModelTest, FirstStageMemoryByHand) {
 TEST(CostModelTest, LastStageHoldsTheLogitsAndFullRecomputeKeepsInputsOnly) {
   TwoTypes s;
   StageSpec last{s.slow, 1, 1, false, true, Recompute::none};
-  const double state = (49280.0 + 6400 + 64) * 16;
+  const double state = (49280.0 + 6400 + 64) * 18;
   const double logits = 2.0 * 16 * 100 * (2 + 4);
   EXPECT_DOUBLE_EQ(s.cost.stage_memory(last, 2, 1), state + 34.0 * 2 * 16 * 64 + logits);
   last.recompute = Recompute::full;

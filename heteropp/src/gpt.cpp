@@ -19,6 +19,7 @@ GptConfig GptConfig::from_model(const heteroauto::Model& model, uint64_t seed) {
   c.mlp = model.mlp;
   c.norm = model.norm;
   c.seed = seed;
+  c.dtype = dtype_from_name(model.dtype).value_or(DType::f32);  // the description allows f32, f16, bf16
   return c;
 }
 
@@ -76,6 +77,9 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
   if (c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0 || c.head_dim() % 2 != 0)
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 "GPT: hidden must split into heads of even size, and kv_heads must divide heads");
+  if (c.dtype != DType::f32 && c.dtype != DType::f16 && c.dtype != DType::bf16)
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                "GPT: the model computes in f32, f16 or bf16, not " + std::string(dtype_name(c.dtype)));
   if (first_block < 0 || end_block < first_block || end_block > c.layers)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: blocks [" + std::to_string(first_block) + ", " +
                                                 std::to_string(end_block) + ") are not within the model's " +
@@ -110,7 +114,7 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
   // consecutive layers can be summed across replicas with one allreduce.
   int64_t total = 0;
   for (const Parameter& p : parameters_) total += p.value.numel();
-  grads_ = empty({std::max<int64_t>(total, 1)});
+  grads_ = empty({std::max<int64_t>(total, 1)}, DType::f32);
   int64_t offset = 0;
   for (Parameter& p : parameters_) {
     p.grad_offset = offset;
@@ -128,12 +132,17 @@ Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape sha
   // parameter's position within its layer.
   int slot = 0;
   for (const Parameter& p : parameters_) slot += p.layer == layer ? 1 : 0;
-  Parameter p{name, layer, empty(shape), {}};
+  Parameter p{name, layer, empty(shape, DType::f32), {}, {}};
+  // Drawn in f32 whatever the model's dtype, so a 16-bit model starts from the f32 model's weights rounded.
   if (init_std > 0) {
-    ops::normal(stream_, p.value, 0, init_std, ops::Philox{parameter_seed(config_.seed, layer, slot), 0});
+    ops::normal(stream_, p.master, 0, init_std, ops::Philox{parameter_seed(config_.seed, layer, slot), 0});
   } else {
-    ops::fill(stream_, p.value, init_value);
+    ops::fill(stream_, p.master, init_value);
   }
+  // Matrices feed gemms and the embedding in the model's dtype; vectors (norm weights and biases)
+  // stay f32, which the norms take with 16-bit activations.
+  p.value = config_.dtype != DType::f32 && p.master.rank() >= 2 ? empty(shape, config_.dtype) : p.master;
+  if (!p.value.same_view(p.master)) ops::copy(stream_, p.master, p.value);
   parameters_.push_back(std::move(p));
   return parameters_.back();
 }
@@ -144,6 +153,11 @@ Tensor GptStage::empty(Shape shape, DType dtype) const {
 
 void GptStage::zero_grads() {
   ops::fill(stream_, grads_, 0);
+}
+
+void GptStage::copy_masters_to_values() {
+  for (const Parameter& p : parameters_)
+    if (!p.value.same_view(p.master)) ops::copy(stream_, p.master, p.value);
 }
 
 void GptStage::accumulate(const Tensor& grad, const Tensor& value) {
@@ -162,9 +176,10 @@ void GptStage::norm_forward(const Tensor& x, const Tensor& weight, const Tensor&
 void GptStage::norm_backward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& mean,
                              const Tensor& rstd, const Tensor& dy, const Tensor& dx, const Tensor& dweight,
                              const Tensor& dbias) {
-  const Tensor dw = empty(weight.shape());
+  // Norm weights are f32 masters, so their gradients are f32 too.
+  const Tensor dw = empty(weight.shape(), DType::f32);
   if (config_.norm == Norm::layer_norm) {
-    const Tensor db = empty(bias.shape());
+    const Tensor db = empty(bias.shape(), DType::f32);
     ops::layer_norm_backward(stream_, x, weight, mean, rstd, dy, dx, dw, db);
     accumulate(dbias, db);
   } else {
@@ -185,6 +200,9 @@ Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& tar
     throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: input " + input.describe() + " must be [batch, " +
                                                 std::to_string(c.seq_len) + (has_embedding_ ? "]" : ", hidden]") +
                                                 " (the model's seq_len)");
+  if (!has_embedding_ && input.dtype() != c.dtype)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: input " + input.describe() + " must be " +
+                                                std::string(dtype_name(c.dtype)) + ", the model's dtype");
   const int64_t batch = input.size(0), seq = input.size(1), n = batch * seq;
   auto mb = std::make_unique<MicroBatch>();
   Tensor x;
@@ -209,15 +227,15 @@ Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& tar
     // Final norm, LM head, per-token cross-entropy.
     mb->final_in = x;
     mb->hf = empty({n, c.hidden});
-    mb->meanf = empty({n});
-    mb->rstdf = empty({n});
+    mb->meanf = empty({n}, DType::f32);
+    mb->rstdf = empty({n}, DType::f32);
     norm_forward(x, parameters_[final_norm_].value,
                  final_norm_bias_ >= 0 ? parameters_[final_norm_bias_].value : Tensor(), mb->hf, mb->meanf, mb->rstdf);
     mb->logits = empty({n, c.vocab});
     ops::gemm(stream_, mb->hf, parameters_[lm_head_].value, mb->logits);
     mb->targets = targets.view({n});
-    out = empty({n});
-    mb->lse = empty({n});
+    out = empty({n}, DType::f32);
+    mb->lse = empty({n}, DType::f32);
     ops::cross_entropy(stream_, mb->logits, mb->targets, out, mb->lse);
   } else {
     out = x.view({batch, seq, c.hidden});
@@ -235,8 +253,8 @@ Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
 
   // Attention: h1 = norm1(x); q, k, v = h1 @ w_qkv; rotary on q and k; causal attention.
   s.h1 = empty({n, c.hidden});
-  s.mean1 = empty({n});
-  s.rstd1 = empty({n});
+  s.mean1 = empty({n}, DType::f32);
+  s.rstd1 = empty({n}, DType::f32);
   norm_forward(x, param(b.norm1), param(b.norm1_bias), s.h1, s.mean1, s.rstd1);
   const Tensor qkv = empty({n, (h + 2 * kv) * d});
   ops::gemm(stream_, s.h1, param(b.w_qkv), qkv);
@@ -258,7 +276,7 @@ Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
   s.k = to_attention_layout(heads.slice(2, h, h + kv), kv, true);
   s.v = to_attention_layout(heads.slice(2, h + kv, h + 2 * kv), kv, false);
   s.o = empty({batch, h, seq, d});
-  s.lse = empty({batch, h, seq});
+  s.lse = empty({batch, h, seq}, DType::f32);
   ops::attention(stream_, s.q, s.k, s.v, s.o, s.lse, 1 / std::sqrt(static_cast<double>(d)), true);
   s.attn = empty({batch, seq, h, d});
   ops::copy(stream_, s.o.permute({0, 2, 1, 3}), s.attn);
@@ -271,8 +289,8 @@ Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
 
   // MLP: y = x1 + act(norm2(x1) @ w_up [, w_gate]) @ w_down
   s.h2 = empty({n, c.hidden});
-  s.mean2 = empty({n});
-  s.rstd2 = empty({n});
+  s.mean2 = empty({n}, DType::f32);
+  s.rstd2 = empty({n}, DType::f32);
   norm_forward(s.x1, param(b.norm2), param(b.norm2_bias), s.h2, s.mean2, s.rstd2);
   s.up = empty({n, c.ffn});
   ops::gemm(stream_, s.h2, param(b.w_up), s.up);
@@ -304,7 +322,7 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
   Tensor dx;
   if (has_head_) {
     const int64_t n = mb->logits.size(0);
-    const Tensor dloss = empty({n});
+    const Tensor dloss = empty({n}, DType::f32);
     ops::fill(stream_, dloss, loss_weight);
     const Tensor dlogits = empty({n, c.vocab});
     ops::cross_entropy_backward(stream_, mb->logits, mb->targets, mb->lse, dloss, dlogits);
@@ -327,7 +345,7 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
     cache = BlockCache{};  // free this block's activations before the next block's
   }
   if (has_embedding_) {
-    const Tensor dweight = empty(parameters_[embedding_].grad.shape());
+    const Tensor dweight = empty(parameters_[embedding_].grad.shape(), DType::f32);
     ops::embedding_backward(stream_, mb->tokens.view({mb->tokens.numel()}), dx, dweight);
     accumulate(parameters_[embedding_].grad, dweight);
     return {};

@@ -5,27 +5,29 @@ namespace h2::heteropp {
 AdamW::AdamW(GptStage& model, Stream& stream, const AdamWSettings& settings)
     : model_(model), stream_(stream), settings_(settings) {
   for (const Parameter& p : model_.parameters()) {
-    exp_avg_.push_back(Tensor::empty(p.value.device(), p.value.shape(), DType::f32));
-    exp_avg_sq_.push_back(Tensor::empty(p.value.device(), p.value.shape(), DType::f32));
+    exp_avg_.push_back(Tensor::empty(p.master.device(), p.master.shape(), DType::f32));
+    exp_avg_sq_.push_back(Tensor::empty(p.master.device(), p.master.shape(), DType::f32));
     ops::fill(stream_, exp_avg_.back(), 0);
     ops::fill(stream_, exp_avg_sq_.back(), 0);
   }
 }
 
 void AdamW::step(double lr, double grad_scale, int64_t step) {
-  // Two calls, one per weight-decay class, each over all of its tensors at once.
-  std::vector<Tensor> params[2], grads[2], m[2], v[2];
+  // Two calls, one per weight-decay class, each over all of its tensors at once. The f32 masters
+  // are updated; a 16-bit copy, where the model has one, receives the result rounded.
+  std::vector<Tensor> params[2], grads[2], m[2], v[2], copies[2];
   for (size_t i = 0; i < model_.parameters().size(); ++i) {
     const Parameter& p = model_.parameters()[i];
-    const int decay = p.value.rank() >= 2 ? 1 : 0;
-    params[decay].push_back(p.value);
+    const int decay = p.master.rank() >= 2 ? 1 : 0;
+    params[decay].push_back(p.master);
     grads[decay].push_back(p.grad);
     m[decay].push_back(exp_avg_[i]);
     v[decay].push_back(exp_avg_sq_[i]);
+    copies[decay].push_back(p.value.same_view(p.master) ? Tensor() : p.value);
   }
   for (int decay : {0, 1}) {
     if (params[decay].empty()) continue;
-    ops::adamw(stream_, params[decay], grads[decay], m[decay], v[decay], {},
+    ops::adamw(stream_, params[decay], grads[decay], m[decay], v[decay], copies[decay],
                {.lr = lr,
                 .beta1 = settings_.beta1,
                 .beta2 = settings_.beta2,

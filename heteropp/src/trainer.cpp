@@ -329,7 +329,8 @@ class RankTrainer {
   }
 
   Tensor message_tensor() const {
-    return Tensor::empty(device_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden}, DType::f32);
+    return Tensor::empty(device_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden},
+                         model_->config().dtype);
   }
 
   void post(int j, int peer, uint32_t tag) {
@@ -416,7 +417,7 @@ class RankTrainer {
     for (size_t i = 0; i < model_->parameters().size(); ++i) {
       const Parameter& p = model_->parameters()[i];
       if (p.layer != layer) continue;
-      tensors.push_back({p.name, p.value});
+      tensors.push_back({p.name, p.master});
       tensors.push_back({p.name + ".exp_avg", optimizer_->exp_avg(i)});
       tensors.push_back({p.name + ".exp_avg_sq", optimizer_->exp_avg_sq(i)});
     }
@@ -427,6 +428,7 @@ class RankTrainer {
     const Clock::time_point start = Clock::now();
     for (int layer : role_.layers(placement_.model_layers))
       read_layer(stream_, resume_from_, layer, placement_.model_layers, layer_state(layer));
+    model_->copy_masters_to_values();
     timeline_.add("load checkpoint", "checkpoint", start, Clock::now(), {{"from", resume_from_}});
   }
 

@@ -1,7 +1,8 @@
 // `h2 train` end to end, several processes over DiComm: a 3-stage uneven pipeline with 2 data-parallel
 // replicas of different micro-batch counts, and two pipeline classes that split the layers
 // differently, train the same model as one process; a run resumed from a checkpoint continues
-// exactly, also under another plan; bad input gets a clear message.
+// exactly, also under another plan; an f16 model skips the steps whose loss-scaled gradients
+// overflow; bad input gets a clear message.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@
 #include <set>
 
 #include "cli_test_support.hpp"
+#include "h2/h2.hpp"
+#include "h2/heteropp/checkpoint.hpp"
 #include "plan_builder.hpp"
 
 namespace h2::heteropp {
@@ -41,7 +44,7 @@ class TrainTest : public ::testing::Test {
   static nlohmann::json cluster_json(const std::string& plugin) {
     nlohmann::json type = {{"name", "cpu-ref"},
                            {"vendor", "H2"},
-                           {"peak_tflops", {{"f32", 0.03}}},
+                           {"peak_tflops", {{"f32", 0.03}, {"f16", 0.03}, {"bf16", 0.03}}},
                            {"memory_gib", 1},
                            {"runtime_overhead_gib", 0.1}};
     if (!plugin.empty()) type["plugin"] = plugin;
@@ -57,28 +60,40 @@ class TrainTest : public ::testing::Test {
                {"nic", "lo"}}}}};
   }
 
-  static nlohmann::json model_json() {
+  static nlohmann::json model_json(const std::string& dtype = "f32") {
     return {{"name", "small"}, {"layers", 5},    {"hidden", 32}, {"ffn", 64},          {"heads", 4},
             {"kv_heads", 2},   {"seq_len", 16},  {"vocab", 256}, {"global_batch", 10}, {"micro_batch_sizes", {2}},
-            {"dtype", "f32"},  {"mlp", "swiglu"}};
+            {"dtype", dtype},  {"mlp", "swiglu"}};
   }
 
-  static heteroauto::Model model() { return heteroauto::parse_model(model_json()); }
+  static heteroauto::Model model(const std::string& dtype = "f32") {
+    return heteroauto::parse_model(model_json(dtype));
+  }
 
-  // Writes the plan, trains, and returns each step's loss from metrics.jsonl.
+  // Writes the plan, trains, and returns each step's metrics from metrics.jsonl.
+  static std::vector<nlohmann::json> train_metrics(const std::string& name, const std::vector<ClassSpec>& classes,
+                                                   const std::string& extra = "", const std::string& dtype = "f32",
+                                                   int steps = kSteps) {
+    const fs::path plan = dir_ / (name + "-plan.json"), model_file = dir_ / ("model-" + dtype + ".json");
+    write(model_file, model_json(dtype));
+    write(plan, heteroauto::to_json(make_plan(model(dtype), 2, classes)));
+    const fs::path out = dir_ / name;
+    const auto result = run_h2("train --cluster " + (dir_ / "cluster.json").string() + " --model " +
+                               model_file.string() + " --plan " + plan.string() + " --out " + out.string() +
+                               " --steps " + std::to_string(steps) + " --warmup 1 --lr 1e-2 " + extra);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    std::vector<nlohmann::json> steps_done;
+    std::ifstream metrics(out / "metrics.jsonl");
+    for (std::string line; std::getline(metrics, line);) steps_done.push_back(nlohmann::json::parse(line));
+    return steps_done;
+  }
+
+  // Each step's loss.
   static std::vector<double> train(const std::string& name, const std::vector<ClassSpec>& classes,
                                    const std::string& extra = "") {
-    const fs::path plan = dir_ / (name + "-plan.json");
-    write(plan, heteroauto::to_json(make_plan(model(), 2, classes)));
-    const fs::path out = dir_ / name;
-    const auto result =
-        run_h2("train --cluster " + (dir_ / "cluster.json").string() + " --model " + (dir_ / "model.json").string() +
-               " --plan " + plan.string() + " --out " + out.string() + " --steps " + std::to_string(kSteps) +
-               " --warmup 1 --lr 1e-2 --checkpoint-every 2 " + extra);
-    EXPECT_EQ(result.exit_code, 0) << result.output;
     std::vector<double> losses;
-    std::ifstream metrics(out / "metrics.jsonl");
-    for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line).at("loss"));
+    for (const nlohmann::json& step : train_metrics(name, classes, "--checkpoint-every 2 " + extra))
+      losses.push_back(step.at("loss"));
     return losses;
   }
 
@@ -174,6 +189,65 @@ TEST_F(TrainTest, BadInputIsNamed) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("of another model: its hidden is 32, this model's is 64"), std::string::npos)
       << result.output;
+}
+
+// An f16 model trains through the 3-stage pipeline with f32 master weights and dynamic loss scaling:
+// a loss scale far too large overflows the 16-bit gradients, and those steps are skipped (AdamW does
+// not run: its moments stay zero) with the scale halved each time, until it fits and training goes on.
+TEST_F(TrainTest, Float16SkipsOverflowingStepsThenTrains) {
+  constexpr int kF16Steps = 8;
+  const double initial = 1 << 24;  // the loss's gradient alone, 2^24 / 160 tokens, exceeds f16's 65504
+  const std::vector<nlohmann::json> steps =
+      train_metrics("f16", kPipeline,
+                    "--loss-scale dynamic --initial-loss-scale " + std::to_string(initial) +
+                        " --checkpoint-every 1 --keep-checkpoints 100",
+                    "f16", kF16Steps);
+  ASSERT_EQ(steps.size(), static_cast<size_t>(kF16Steps));
+  EXPECT_TRUE(steps[0].at("skipped").get<bool>());
+  EXPECT_EQ(steps[0].at("loss_scale").get<double>(), initial);
+  EXPECT_NEAR(steps[0].at("loss").get<double>(), std::log(256.0), 0.3);
+  // Steps 1 .. first_update overflowed; later steps may overflow again as the gradients grow.
+  size_t first_update = 0;
+  while (first_update < steps.size() && steps[first_update].at("skipped").get<bool>()) ++first_update;
+  std::vector<int64_t> updates_after(steps.size());  // AdamW steps done once step i + 1 is
+  for (size_t i = 0; i < steps.size(); ++i)
+    updates_after[i] = (i > 0 ? updates_after[i - 1] : 0) + (steps[i].at("skipped").get<bool>() ? 0 : 1);
+  EXPECT_GE(first_update, 2u) << "the first loss scale did not overflow twice";
+  EXPECT_GE(updates_after.back(), 3) << "fewer than 3 steps updated the weights";
+  for (size_t i = 1; i < steps.size(); ++i) {
+    const double before = steps[i - 1].at("loss_scale"), now = steps[i].at("loss_scale");
+    EXPECT_EQ(now, steps[i - 1].at("skipped").get<bool>() ? before / 2 : before) << "step " << i + 1;
+    EXPECT_TRUE(std::isfinite(steps[i].at("loss").get<double>())) << "step " << i + 1;
+  }
+  std::cout << "f16, loss scale from 2^24:";
+  for (const nlohmann::json& step : steps)
+    std::cout << " " << step.at("loss").get<double>() << (step.at("skipped").get<bool>() ? " (skipped)" : "");
+  std::cout << "\n";
+  EXPECT_LT(steps.back().at("loss").get<double>(), steps[first_update].at("loss").get<double>() - 0.1);
+
+  // The checkpoints: after a skipped step AdamW's moments are still zero and the masters are the
+  // initial weights; after the last step, neither.
+  Runtime runtime{RuntimeOptions{.plugins = {"cpu-reference"}}};
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+  const heteroauto::Model m = model("f16");
+  auto head_state = [&](int step) {
+    const Tensor weight = Tensor::empty(device, {m.hidden, m.vocab}, DType::f32);
+    const Tensor moment = Tensor::empty(device, {m.hidden, m.vocab}, DType::f32);
+    const std::string checkpoint = step_directory((dir_ / "f16" / "checkpoints").string(), step);
+    EXPECT_EQ(read_manifest(checkpoint).optimizer_steps, updates_after[static_cast<size_t>(step - 1)]);
+    read_layer(stream, checkpoint, m.layers, m.layers,
+               {{"lm_head.weight", weight}, {"lm_head.weight.exp_avg", moment}});
+    return std::pair{weight.to_host(stream), moment.to_host(stream)};
+  };
+  const auto [first_weights, first_moments] = head_state(1);
+  EXPECT_EQ(first_moments, std::vector<double>(first_moments.size(), 0.0));
+  if (first_update >= 2) {
+    EXPECT_EQ(head_state(static_cast<int>(first_update)).first, first_weights);
+  }
+  const auto [last_weights, last_moments] = head_state(kF16Steps);
+  EXPECT_NE(last_weights, first_weights);
+  EXPECT_NE(last_moments, std::vector<double>(last_moments.size(), 0.0));
 }
 
 // `h2 profile` times a layer, the embedding, the head and the optimizer on every device and writes

@@ -1,5 +1,6 @@
 #include "format.hpp"
 
+#include <charconv>
 #include <cstdio>
 
 #include "h2/heteroauto/cost_model.hpp"
@@ -32,6 +33,12 @@ std::string format_fixed(double value, int decimals, const char* suffix) {
 std::string format_duration(double seconds) {
   if (seconds < 1e-4) return format_fixed(seconds * 1e6, 1, " us");
   return seconds < 1 ? format_fixed(seconds * 1e3, 1, " ms") : format_fixed(seconds, 3, " s");
+}
+
+std::string format_exact(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
 }
 
 }  // namespace h2::tools

@@ -10,5 +10,8 @@ std::string format_bytes(uint64_t bytes);                                       
 std::string format_rate(double value, const char* unit);                        // "989.4 T" + unit, "unknown" for 0
 std::string format_fixed(double value, int decimals, const char* suffix = "");  // "12.50" + suffix
 std::string format_duration(double seconds);                                    // "12.3 us", "4.5 ms", "1.234 s"
+// The shortest text that reads back as exactly `value` ("1e-07", "0.003"): for passing a number on
+// to another process's command line, where std::to_string's six decimals would lose it.
+std::string format_exact(double value);
 
 }  // namespace h2::tools

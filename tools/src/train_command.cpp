@@ -54,6 +54,8 @@ heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroa
   t.seed = o.seed;
   t.schedule = o.schedule == "gpipe" ? heteroauto::Schedule::gpipe : heteroauto::Schedule::one_f_one_b;
   t.loss_scaling.enabled = o.loss_scale == "dynamic" || (o.loss_scale == "auto" && model.dtype == "f16");
+  t.loss_scaling.initial = o.initial_loss_scale;
+  t.loss_scaling.growth_interval = o.loss_scale_window;
   t.data_files = o.data;
   t.out_dir = o.out;
   t.checkpoint_every = o.checkpoint_every;
@@ -244,21 +246,25 @@ int run_driver(const TrainCommandOptions& options) {
                     "--out",
                     options.out,
                     "--lr",
-                    std::to_string(options.lr),
+                    format_exact(options.lr),
                     "--min-lr",
-                    std::to_string(options.min_lr),
+                    format_exact(options.min_lr),
                     "--warmup",
                     std::to_string(options.warmup),
                     "--weight-decay",
-                    std::to_string(options.weight_decay),
+                    format_exact(options.weight_decay),
                     "--clip",
-                    std::to_string(options.clip),
+                    format_exact(options.clip),
                     "--seed",
                     std::to_string(options.seed),
                     "--schedule",
                     options.schedule,
                     "--loss-scale",
                     options.loss_scale,
+                    "--initial-loss-scale",
+                    format_exact(options.initial_loss_scale),
+                    "--loss-scale-window",
+                    std::to_string(options.loss_scale_window),
                     "--checkpoint-every",
                     std::to_string(options.checkpoint_every),
                     "--keep-checkpoints",
@@ -307,6 +313,15 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command->add_option("--loss-scale", options.loss_scale, "Dynamic loss scaling (auto: for f16 models)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dynamic", "none"}));
+  command
+      ->add_option("--initial-loss-scale", options.initial_loss_scale, "The first loss scale of dynamic loss scaling")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e30));
+  command
+      ->add_option("--loss-scale-window", options.loss_scale_window,
+                   "Steps without overflow before the loss scale doubles")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   command->add_option("--data", options.data, "Training text files (default: /usr/share/common-licenses/*)")
       ->check(CLI::ExistingFile);
   command->add_option("--checkpoint-every", options.checkpoint_every, "Steps between checkpoints (0: at the end only)")

@@ -24,6 +24,8 @@ struct TrainCommandOptions {
   uint64_t seed = 1234;
   std::string schedule = "1f1b";
   std::string loss_scale = "auto";  // auto: dynamic for f16 models, none otherwise
+  double initial_loss_scale = 65536;
+  int64_t loss_scale_window = 2000;  // steps without overflow before the scale doubles
   std::vector<std::string> data;
   int64_t checkpoint_every = 0;
   int keep_checkpoints = 2;

@@ -9,6 +9,12 @@
 //
 // Activations are kept per micro-batch id between forward and backward, so a 1F1B schedule may
 // have several micro-batches in flight. Gradients accumulate over micro-batches until zero_grads().
+//
+// Precision: the model computes in GptConfig::dtype. In f16 or bf16 the matrices (embedding,
+// projections, LM head) have a 16-bit copy that forward and backward read, next to an f32 master
+// that the optimizer updates; activations and the messages between stages are 16-bit; norm weights,
+// norm statistics, the loss and every gradient of a parameter stay f32 (gemm accumulates the 16-bit
+// products into the f32 gradients directly, as the ABI allows).
 #pragma once
 
 #include <cstdint>
@@ -29,17 +35,20 @@ struct GptConfig {
   heteroauto::Norm norm = heteroauto::Norm::rms_norm;
   double rope_base = 10000;
   double norm_eps = 1e-5;
-  uint64_t seed = 1234;  // with the layer index, the only input to the initial weights
+  uint64_t seed = 1234;      // with the layer index, the only input to the initial weights
+  DType dtype = DType::f32;  // what forward and backward compute in: f32, f16 or bf16
 
   int64_t head_dim() const { return hidden / heads; }
   static GptConfig from_model(const heteroauto::Model& model, uint64_t seed);
 };
 
-// A trainable tensor and its gradient (f32, same shape), named for checkpoints and errors.
+// A trainable tensor and its gradient, named for checkpoints and errors.
 struct Parameter {
-  std::string name;  // e.g. "block.3.w_qkv": the layer index is part of it, not the stage
-  int layer = 0;     // the block's index; -1 for the embedding, `layers` for the final norm and head
-  Tensor value, grad;
+  std::string name;         // e.g. "block.3.w_qkv": the layer index is part of it, not the stage
+  int layer = 0;            // the block's index; -1 for the embedding, `layers` for the final norm and head
+  Tensor master;            // f32: what the optimizer updates and checkpoints hold
+  Tensor value;             // what forward reads: the master itself, or its 16-bit copy (matrices of a 16-bit model)
+  Tensor grad;              // f32, the master's shape
   int64_t grad_offset = 0;  // where `grad` starts in GptStage::flat_grads()
 };
 
@@ -52,7 +61,8 @@ class GptStage {
   GptStage(const GptStage&) = delete;
   GptStage& operator=(const GptStage&) = delete;
 
-  // input: tokens i64 [batch, seq] on the first stage, else activations f32 [batch, seq, hidden].
+  // input: tokens i64 [batch, seq] on the first stage, else activations [batch, seq, hidden] in the
+  // model's dtype.
   // targets: i64 [batch, seq], needed on the last stage. Returns the activations for the next
   // stage, or on the last stage the per-token losses f32 [batch * seq]. Keeps what backward needs
   // under `micro_batch`.
@@ -73,6 +83,8 @@ class GptStage {
   // Every parameter's gradient, one after the other in parameter order (f32, 1-D).
   const Tensor& flat_grads() const { return grads_; }
   void zero_grads();
+  // Rounds every master into its 16-bit copy (after the masters were written, e.g. from a checkpoint).
+  void copy_masters_to_values();
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
   const GptConfig& config() const { return config_; }
@@ -90,7 +102,8 @@ class GptStage {
                      const Tensor& dy, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
   // grad += value, for operators that overwrite their gradient output.
   void accumulate(const Tensor& grad, const Tensor& value);
-  Tensor empty(Shape shape, DType dtype = DType::f32) const;
+  Tensor empty(Shape shape) const { return empty(std::move(shape), config_.dtype); }  // an activation
+  Tensor empty(Shape shape, DType dtype) const;
   Parameter& add_parameter(const std::string& name, int layer, Shape shape, double init_std, double init_value = 0);
 
   GptConfig config_;
