@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help, or the version: exit 0); every usage error exits 2,
+    // as the commands' own do, rather than CLI11's code per kind (105 for a value out of range).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "h2: " << e.what() << "\n";
     return 1;

@@ -165,14 +165,18 @@ TEST(H2Devices, BadPluginConfigurationIsReportedNotCrashed) {
 
 TEST(H2Devices, WrongFlagsAreUsageErrors) {
   Result bad_flag = h2("devices --bogus");
-  EXPECT_NE(bad_flag.exit_code, 0);
+  EXPECT_EQ(bad_flag.exit_code, 2);
   EXPECT_THAT(bad_flag.output, HasSubstr("--bogus"));
   Result no_command = h2("");
-  EXPECT_NE(no_command.exit_code, 0);
+  EXPECT_EQ(no_command.exit_code, 2);
   EXPECT_THAT(no_command.output, HasSubstr("a command is required"));
   Result unknown = h2("frobnicate");
-  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_THAT(unknown.output, HasSubstr("frobnicate"));
+  Result out_of_range = h2("train --cluster /dev/null --model /dev/null --steps 0");  // a failed validator
+  EXPECT_EQ(out_of_range.exit_code, 2);
+  EXPECT_THAT(out_of_range.output, HasSubstr("--steps"));
+  EXPECT_EQ(h2("--version").exit_code, 0);
 }
 
 TEST(H2Devices, EmptySearchPathSaysNoPluginsWereFound) {
