@@ -65,14 +65,15 @@ uint64_t parameter_seed(uint64_t seed, int layer, int slot) {
 }  // namespace
 
 GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool has_embedding, bool has_head,
-                   const Device& device, Stream& stream)
+                   const Device& device, Stream& stream, TensorParallel tp)
     : config_(config),
       first_block_(first_block),
       end_block_(end_block),
       has_embedding_(has_embedding),
       has_head_(has_head),
       device_(device),
-      stream_(stream) {
+      stream_(stream),
+      tp_(std::move(tp)) {
   const GptConfig& c = config_;
   if (c.hidden % c.heads != 0 || c.heads % c.kv_heads != 0 || c.head_dim() % 2 != 0)
     throw Error(H2_STATUS_INVALID_ARGUMENT,
@@ -80,13 +81,25 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
   if (c.dtype != DType::f32 && c.dtype != DType::f16 && c.dtype != DType::bf16)
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 "GPT: the model computes in f32, f16 or bf16, not " + std::string(dtype_name(c.dtype)));
+  if (tp_.ranks < 1 || tp_.rank < 0 || tp_.rank >= tp_.ranks || (tp_.ranks > 1 && !tp_.allreduce))
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: tensor-parallel rank " + std::to_string(tp_.rank) + " of " +
+                                                std::to_string(tp_.ranks) + " (ranks > 1 need an allreduce)");
+  if (c.heads % tp_.ranks != 0 || c.kv_heads % tp_.ranks != 0 || c.ffn % tp_.ranks != 0)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT: tensor parallelism over " + std::to_string(tp_.ranks) +
+                                                " ranks needs heads (" + std::to_string(c.heads) + "), kv_heads (" +
+                                                std::to_string(c.kv_heads) + ") and ffn (" + std::to_string(c.ffn) +
+                                                ") divisible by " + std::to_string(tp_.ranks));
   if (first_block < 0 || end_block < first_block || end_block > c.layers)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: blocks [" + std::to_string(first_block) + ", " +
                                                 std::to_string(end_block) + ") are not within the model's " +
                                                 std::to_string(c.layers) + " layers");
   const double std = 0.02, residual_std = 0.02 / std::sqrt(2.0 * c.layers);  // GPT-2's scaling
   const bool layer_norm = c.norm == Norm::layer_norm;
-  const int64_t qkv = (c.heads + 2 * c.kv_heads) * c.head_dim();
+  const int64_t d = c.head_dim(), qkv = (c.heads + 2 * c.kv_heads) * d;
+  // Column-parallel: w_qkv by heads within each of q, k and v; w_up and w_gate by columns.
+  // Row-parallel: w_o and w_down by rows (Megatron-LM's split of attention and MLP).
+  const Sharding qkv_columns{1, {c.heads * d, c.kv_heads * d, c.kv_heads * d}}, ffn_columns{1, {c.ffn}};
+  const Sharding head_rows{0, {c.hidden}}, ffn_rows{0, {c.ffn}};
   parameters_.reserve(static_cast<size_t>(4 + 9 * (end_block - first_block)));
   auto index_of = [&](const Parameter& p) { return static_cast<int>(&p - parameters_.data()); };
   if (has_embedding) embedding_ = index_of(add_parameter("embedding.weight", -1, {c.vocab, c.hidden}, std));
@@ -96,13 +109,14 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
     const std::string p = "block." + std::to_string(layer) + ".";
     block->norm1 = index_of(add_parameter(p + "norm1.weight", layer, {c.hidden}, 0, 1));
     if (layer_norm) block->norm1_bias = index_of(add_parameter(p + "norm1.bias", layer, {c.hidden}, 0));
-    block->w_qkv = index_of(add_parameter(p + "w_qkv", layer, {c.hidden, qkv}, std));
-    block->w_o = index_of(add_parameter(p + "w_o", layer, {c.hidden, c.hidden}, residual_std));
+    block->w_qkv = index_of(add_parameter(p + "w_qkv", layer, {c.hidden, qkv}, std, 0, qkv_columns));
+    block->w_o = index_of(add_parameter(p + "w_o", layer, {c.hidden, c.hidden}, residual_std, 0, head_rows));
     block->norm2 = index_of(add_parameter(p + "norm2.weight", layer, {c.hidden}, 0, 1));
     if (layer_norm) block->norm2_bias = index_of(add_parameter(p + "norm2.bias", layer, {c.hidden}, 0));
-    if (c.mlp == Mlp::swiglu) block->w_gate = index_of(add_parameter(p + "w_gate", layer, {c.hidden, c.ffn}, std));
-    block->w_up = index_of(add_parameter(p + "w_up", layer, {c.hidden, c.ffn}, std));
-    block->w_down = index_of(add_parameter(p + "w_down", layer, {c.ffn, c.hidden}, residual_std));
+    if (c.mlp == Mlp::swiglu)
+      block->w_gate = index_of(add_parameter(p + "w_gate", layer, {c.hidden, c.ffn}, std, 0, ffn_columns));
+    block->w_up = index_of(add_parameter(p + "w_up", layer, {c.hidden, c.ffn}, std, 0, ffn_columns));
+    block->w_down = index_of(add_parameter(p + "w_down", layer, {c.ffn, c.hidden}, residual_std, 0, ffn_rows));
     blocks_.push_back(std::move(block));
   }
   if (has_head) {
@@ -126,22 +140,27 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
 
 GptStage::~GptStage() = default;
 
-Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape shape, double init_std,
-                                   double init_value) {
+Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape shape, double init_std, double init_value,
+                                   Sharding sharding) {
   // The random stream: the seed, the layer (-1 the embedding, `layers` the head) and the
   // parameter's position within its layer.
   int slot = 0;
   for (const Parameter& p : parameters_) slot += p.layer == layer ? 1 : 0;
-  Parameter p{name, layer, empty(shape, DType::f32), {}, {}};
-  // Drawn in f32 whatever the model's dtype, so a 16-bit model starts from the f32 model's weights rounded.
+  const Shape local = shard_shape(shape, sharding, tp_.ranks);
+  const bool cut = sharding.sharded() && tp_.ranks > 1;
+  Parameter p{name, layer, empty(local, DType::f32), {}, {}, sharding, shape};
+  // Drawn whole and in f32 whatever the model's dtype and tensor parallelism, so that every layout
+  // of the model starts from the same weights (a 16-bit model from the f32 weights rounded).
+  const Tensor whole = cut ? empty(shape, DType::f32) : p.master;
   if (init_std > 0) {
-    ops::normal(stream_, p.master, 0, init_std, ops::Philox{parameter_seed(config_.seed, layer, slot), 0});
+    ops::normal(stream_, whole, 0, init_std, ops::Philox{parameter_seed(config_.seed, layer, slot), 0});
   } else {
-    ops::fill(stream_, p.master, init_value);
+    ops::fill(stream_, whole, init_value);
   }
+  if (cut) copy_shard(stream_, whole, p.master, sharding, tp_.ranks, tp_.rank, true);
   // Matrices feed gemms and the embedding in the model's dtype; vectors (norm weights and biases)
   // stay f32, which the norms take with 16-bit activations.
-  p.value = config_.dtype != DType::f32 && p.master.rank() >= 2 ? empty(shape, config_.dtype) : p.master;
+  p.value = config_.dtype != DType::f32 && p.master.rank() >= 2 ? empty(local, config_.dtype) : p.master;
   if (!p.value.same_view(p.master)) ops::copy(stream_, p.master, p.value);
   parameters_.push_back(std::move(p));
   return parameters_.back();
@@ -149,6 +168,22 @@ Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape sha
 
 Tensor GptStage::empty(Shape shape, DType dtype) const {
   return Tensor::empty(device_, std::move(shape), dtype);
+}
+
+void GptStage::add_projection(const Tensor& residual, const Tensor& input, const Tensor& weight, const Tensor& out) {
+  if (tp_.ranks == 1) {
+    ops::copy(stream_, residual, out);
+    ops::gemm(stream_, input, weight, out, {.beta = 1});
+    return;
+  }
+  const Tensor partial = empty(out.shape());
+  ops::gemm(stream_, input, weight, partial);
+  sum_over_group(partial);
+  ops::add(stream_, residual, partial, out);
+}
+
+void GptStage::sum_over_group(const Tensor& partial) {
+  if (tp_.ranks > 1) tp_.allreduce(partial);
 }
 
 void GptStage::zero_grads() {
@@ -247,7 +282,8 @@ Tensor GptStage::forward(int micro_batch, const Tensor& input, const Tensor& tar
 Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
   const GptConfig& c = config_;
   const int64_t n = x.size(0), seq = c.seq_len, batch = n / seq;
-  const int64_t h = c.heads, kv = c.kv_heads, d = c.head_dim();
+  // This rank's heads and MLP columns: all of them without tensor parallelism.
+  const int64_t h = c.heads / tp_.ranks, kv = c.kv_heads / tp_.ranks, d = c.head_dim(), ffn = c.ffn / tp_.ranks;
   auto param = [&](int i) { return i >= 0 ? parameters_[i].value : Tensor(); };
   s.x = x;
 
@@ -280,31 +316,29 @@ Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
   ops::attention(stream_, s.q, s.k, s.v, s.o, s.lse, 1 / std::sqrt(static_cast<double>(d)), true);
   s.attn = empty({batch, seq, h, d});
   ops::copy(stream_, s.o.permute({0, 2, 1, 3}), s.attn);
-  s.attn = s.attn.view({n, c.hidden});
+  s.attn = s.attn.view({n, h * d});
 
-  // x1 = x + attn @ w_o
+  // x1 = x + attn @ w_o (with tensor parallelism, the sum over the group of each rank's heads' part)
   s.x1 = empty({n, c.hidden});
-  ops::copy(stream_, x, s.x1);
-  ops::gemm(stream_, s.attn, param(b.w_o), s.x1, {.beta = 1});
+  add_projection(x, s.attn, param(b.w_o), s.x1);
 
   // MLP: y = x1 + act(norm2(x1) @ w_up [, w_gate]) @ w_down
   s.h2 = empty({n, c.hidden});
   s.mean2 = empty({n}, DType::f32);
   s.rstd2 = empty({n}, DType::f32);
   norm_forward(s.x1, param(b.norm2), param(b.norm2_bias), s.h2, s.mean2, s.rstd2);
-  s.up = empty({n, c.ffn});
+  s.up = empty({n, ffn});
   ops::gemm(stream_, s.h2, param(b.w_up), s.up);
-  s.act = empty({n, c.ffn});
+  s.act = empty({n, ffn});
   if (c.mlp == Mlp::swiglu) {
-    s.gate = empty({n, c.ffn});
+    s.gate = empty({n, ffn});
     ops::gemm(stream_, s.h2, param(b.w_gate), s.gate);
     ops::swiglu(stream_, s.gate, s.up, s.act);
   } else {
     ops::gelu(stream_, s.up, s.act);
   }
   const Tensor y = empty({n, c.hidden});
-  ops::copy(stream_, s.x1, y);
-  ops::gemm(stream_, s.act, param(b.w_down), y, {.beta = 1});
+  add_projection(s.x1, s.act, param(b.w_down), y);
   return y;
 }
 
@@ -356,18 +390,18 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
 Tensor GptStage::block_backward(Block& b, BlockCache& s, const Tensor& dy) {
   const GptConfig& c = config_;
   const int64_t n = dy.size(0), seq = c.seq_len, batch = n / seq;
-  const int64_t h = c.heads, kv = c.kv_heads, d = c.head_dim();
+  const int64_t h = c.heads / tp_.ranks, kv = c.kv_heads / tp_.ranks, d = c.head_dim(), ffn = c.ffn / tp_.ranks;
   auto value = [&](int i) { return i >= 0 ? parameters_[i].value : Tensor(); };
   auto grad = [&](int i) { return i >= 0 ? parameters_[i].grad : Tensor(); };
 
   // y = x1 + act @ w_down
   ops::gemm(stream_, s.act, dy, grad(b.w_down), {.transpose_a = true, .beta = 1});
-  const Tensor dact = empty({n, c.ffn});
+  const Tensor dact = empty({n, ffn});
   ops::gemm(stream_, dy, value(b.w_down), dact, {.transpose_b = true});
   const Tensor dh2 = empty({n, c.hidden});
-  const Tensor dup = empty({n, c.ffn});
+  const Tensor dup = empty({n, ffn});
   if (c.mlp == Mlp::swiglu) {
-    const Tensor dgate = empty({n, c.ffn});
+    const Tensor dgate = empty({n, ffn});
     ops::swiglu_backward(stream_, s.gate, s.up, dact, dgate, dup);
     ops::gemm(stream_, s.h2, dgate, grad(b.w_gate), {.transpose_a = true, .beta = 1});
     ops::gemm(stream_, dgate, value(b.w_gate), dh2, {.transpose_b = true});
@@ -377,6 +411,7 @@ Tensor GptStage::block_backward(Block& b, BlockCache& s, const Tensor& dy) {
     ops::gemm(stream_, dup, value(b.w_up), dh2, {.transpose_b = true});
   }
   ops::gemm(stream_, s.h2, dup, grad(b.w_up), {.transpose_a = true, .beta = 1});
+  sum_over_group(dh2);  // each rank's columns contributed a part
   // dx1 = dy + norm2'(dh2)
   const Tensor dx1 = empty({n, c.hidden});
   norm_backward(s.x1, value(b.norm2), value(b.norm2_bias), s.mean2, s.rstd2, dh2, dx1, grad(b.norm2),
@@ -385,7 +420,7 @@ Tensor GptStage::block_backward(Block& b, BlockCache& s, const Tensor& dy) {
 
   // x1 = x + attn @ w_o
   ops::gemm(stream_, s.attn, dx1, grad(b.w_o), {.transpose_a = true, .beta = 1});
-  const Tensor dattn = empty({n, c.hidden});
+  const Tensor dattn = empty({n, h * d});
   ops::gemm(stream_, dx1, value(b.w_o), dattn, {.transpose_b = true});
   const Tensor dout = empty({batch, h, seq, d});
   ops::copy(stream_, dattn.view({batch, seq, h, d}).permute({0, 2, 1, 3}), dout);
@@ -413,6 +448,7 @@ Tensor GptStage::block_backward(Block& b, BlockCache& s, const Tensor& dy) {
   ops::gemm(stream_, s.h1, dqkv2, grad(b.w_qkv), {.transpose_a = true, .beta = 1});
   const Tensor dh1 = empty({n, c.hidden});
   ops::gemm(stream_, dqkv2, value(b.w_qkv), dh1, {.transpose_b = true});
+  sum_over_group(dh1);
   // dx = dx1 + norm1'(dh1)
   const Tensor dx = empty({n, c.hidden});
   norm_backward(s.x, value(b.norm1), value(b.norm1_bias), s.mean1, s.rstd1, dh1, dx, grad(b.norm1), grad(b.norm1_bias));

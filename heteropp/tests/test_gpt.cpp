@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "h2/heteropp/corpus.hpp"
 #include "h2/heteropp/gpt.hpp"
@@ -200,6 +203,78 @@ TEST(ByteCorpusTest, SamplesAreDeterministicWindowsOfTheFiles) {
   EXPECT_NE(in1, in2);
   EXPECT_THROW(ByteCorpus::from_files({"/nonexistent/corpus.txt"}, 1), Error);
   EXPECT_THROW(ByteCorpus::from_files({files[0]}, 1ull << 40), Error);
+}
+
+// Tensor parallelism over two ranks (two threads with a stream each; the group's sum goes through
+// the host): every rank gets the whole model's losses within f32 rounding, and its gradients are its
+// shards of the whole model's gradients.
+TEST(GptTensorParallelTest, TwoRanksComputeWhatOneComputes) {
+  Runtime runtime{cpu_reference_only()};
+  Device device = runtime.devices().at(0);
+  Stream stream = device.create_stream();
+  GptConfig c = tiny(Norm::layer_norm, Mlp::swiglu);  // 4 heads, 2 KV heads, ffn 24
+  const Batch b = make_batch(stream, c, 2, 5);
+  const double weight = 1.0 / static_cast<double>(2 * c.seq_len);
+  GptStage whole(c, 0, c.layers, true, true, device, stream);
+  const std::vector<double> want = whole.forward(0, b.tokens, b.targets).to_host(stream);
+  whole.backward(0, {}, weight);
+
+  // A two-party sum: the second to arrive adds and wakes the first.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<double> sum;
+  int arrived = 0, generation = 0;
+  auto exchange = [&](const std::vector<double>& mine) {
+    std::unique_lock lock(mutex);
+    const int my_generation = generation;
+    if (arrived++ == 0) {
+      sum = mine;
+      changed.wait(lock, [&] { return generation != my_generation; });
+    } else {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += mine[i];
+      arrived = 0;
+      ++generation;
+      changed.notify_all();
+    }
+    return sum;
+  };
+  std::vector<double> losses[2];
+  std::map<std::string, std::vector<double>> grads[2];
+  std::string failure[2];
+  auto rank_main = [&](int r) {
+    try {
+      Stream own = device.create_stream();
+      TensorParallel tp{2, r, [&](const Tensor& t) { t.copy_from_host(own, exchange(t.to_host(own))); }};
+      GptStage shard(c, 0, c.layers, true, true, device, own, tp);
+      losses[r] = shard.forward(0, b.tokens, b.targets).to_host(own);
+      shard.backward(0, {}, weight);
+      for (Parameter& p : shard.parameters()) grads[r][p.name] = p.grad.to_host(own);
+    } catch (const std::exception& e) {
+      failure[r] = e.what();
+    }
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+  ASSERT_EQ(failure[0] + failure[1], "");
+  EXPECT_EQ(losses[0], losses[1]);
+  ASSERT_EQ(losses[0].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(losses[0][i], want[i], 1e-5 * std::abs(want[i])) << i;
+  int sharded = 0;
+  for (Parameter& p : whole.parameters()) {
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(grads[r].count(p.name)) << p.name;
+      const Tensor expected = Tensor::empty(device, shard_shape(p.master.shape(), p.sharding, 2), DType::f32);
+      copy_shard(stream, p.grad, expected, p.sharding, 2, r, true);
+      const std::vector<double> e = expected.to_host(stream), g = grads[r][p.name];
+      ASSERT_EQ(g.size(), e.size()) << p.name;
+      double scale = 0;
+      for (double v : e) scale = std::max(scale, std::abs(v));
+      for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], e[i], 1e-5 * scale + 1e-9) << p.name << "[" << i << "]";
+    }
+    sharded += p.sharding.sharded() ? 1 : 0;
+  }
+  EXPECT_EQ(sharded, 5 * c.layers) << "w_qkv, w_o, w_gate, w_up and w_down of each block";
 }
 
 // Mixed precision: the f16 and bf16 models hold 16-bit copies of their matrices next to f32 masters,

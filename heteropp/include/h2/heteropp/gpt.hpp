@@ -15,9 +15,16 @@
 // that the optimizer updates; activations and the messages between stages are 16-bit; norm weights,
 // norm statistics, the loss and every gradient of a parameter stay f32 (gemm accumulates the 16-bit
 // products into the f32 gradients directly, as the ABI allows).
+//
+// Tensor parallelism (Megatron-LM's): with TensorParallel::ranks > 1 each rank of the group holds
+// its share of every block's heads and MLP columns (sharding.hpp) and the group sums partial results
+// twice per block in forward (after w_o and after w_down) and twice in backward (the inputs'
+// gradients of w_qkv and of w_up/w_gate). Norms, the embedding and the head are whole on every rank,
+// which computes them alike. Every shard is cut from the same full initial weights.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +32,7 @@
 
 #include "h2/h2.hpp"
 #include "h2/heteroauto/description.hpp"
+#include "h2/heteropp/sharding.hpp"
 
 namespace h2::heteropp {
 
@@ -49,14 +57,23 @@ struct Parameter {
   Tensor master;            // f32: what the optimizer updates and checkpoints hold
   Tensor value;             // what forward reads: the master itself, or its 16-bit copy (matrices of a 16-bit model)
   Tensor grad;              // f32, the master's shape
+  Sharding sharding;        // how the whole parameter is cut over a tensor-parallel group (also when there is none)
+  Shape full_shape;         // the whole parameter's shape (the master's, without tensor parallelism)
   int64_t grad_offset = 0;  // where `grad` starts in GptStage::flat_grads()
+};
+
+// This rank's place in its stage's tensor-parallel group, and the group's sum: `allreduce` must
+// replace the tensor with its sum over the group's ranks, ordered on the stage's stream.
+struct TensorParallel {
+  int ranks = 1, rank = 0;
+  std::function<void(const Tensor&)> allreduce;
 };
 
 class GptStage {
  public:
   // Builds and initialises the stage's parameters on `device`; `stream` orders all its work.
   GptStage(const GptConfig& config, int first_block, int end_block, bool has_embedding, bool has_head,
-           const Device& device, Stream& stream);
+           const Device& device, Stream& stream, TensorParallel tp = {});
   ~GptStage();
   GptStage(const GptStage&) = delete;
   GptStage& operator=(const GptStage&) = delete;
@@ -88,6 +105,7 @@ class GptStage {
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
   const GptConfig& config() const { return config_; }
+  const TensorParallel& tensor_parallel() const { return tp_; }
 
  private:
   struct Block;
@@ -104,7 +122,12 @@ class GptStage {
   void accumulate(const Tensor& grad, const Tensor& value);
   Tensor empty(Shape shape) const { return empty(std::move(shape), config_.dtype); }  // an activation
   Tensor empty(Shape shape, DType dtype) const;
-  Parameter& add_parameter(const std::string& name, int layer, Shape shape, double init_std, double init_value = 0);
+  Parameter& add_parameter(const std::string& name, int layer, Shape shape, double init_std, double init_value = 0,
+                           Sharding sharding = {});
+  // out = residual + input @ weight, for a row-parallel weight: the product summed over the group.
+  void add_projection(const Tensor& residual, const Tensor& input, const Tensor& weight, const Tensor& out);
+  // Sums a partial result over the tensor-parallel group (nothing without one).
+  void sum_over_group(const Tensor& partial);
 
   GptConfig config_;
   int first_block_, end_block_;
@@ -118,6 +141,7 @@ class GptStage {
   int embedding_ = -1, final_norm_ = -1, final_norm_bias_ = -1, lm_head_ = -1;
   std::map<int, std::unique_ptr<MicroBatch>> in_flight_;
   bool recompute_ = false;
+  TensorParallel tp_;
 };
 
 }  // namespace h2::heteropp
