@@ -31,8 +31,8 @@ std::vector<int> StageRole::layers(int model_layers) const {
 
 std::string StageRole::describe() const {
   return "pipeline " + std::to_string(pipeline) + " replica " + std::to_string(replica) + " stage " +
-         std::to_string(stage) + " (" + block_range(first_block, end_block) + (first() ? ", embedding" : "") +
-         (last() ? ", head" : "") + ")";
+         std::to_string(stage) + (tp > 1 ? " tp " + std::to_string(tp_rank) + "/" + std::to_string(tp) : "") + " (" +
+         block_range(first_block, end_block) + (first() ? ", embedding" : "") + (last() ? ", head" : "") + ")";
 }
 
 Placement place(const heteroauto::Plan& plan) {
@@ -44,47 +44,80 @@ Placement place(const heteroauto::Plan& plan) {
   for (size_t p = 0; p < plan.pipelines.size(); ++p) {
     const heteroauto::PlanPipeline& pipeline = plan.pipelines[p];
     const int stages = static_cast<int>(pipeline.stages.size());
-    for (size_t k = 0; k < pipeline.stages.size(); ++k) {
-      if (pipeline.stages[k].tp != 1)
-        refuse("pipelines[" + std::to_string(p) + "].stages[" + std::to_string(k) + "] has tp " +
-               std::to_string(pipeline.stages[k].tp) +
-               ": HeteroPP does not run tensor parallelism yet; plan with tp 1 (h2 train plans that way)");
-    }
     for (size_t r = 0; r < pipeline.replicas.size(); ++r) {
       const heteroauto::PlanReplica& replica = pipeline.replicas[r];
-      std::vector<int> ranks;
-      for (const std::vector<heteroauto::DeviceRef>& stage_devices : replica.devices)
-        ranks.push_back(stage_devices.at(0).rank);
+      if (replica.devices.size() != pipeline.stages.size())
+        refuse("pipelines[" + std::to_string(p) + "].replicas[" + std::to_string(r) + "] lists devices for " +
+               std::to_string(replica.devices.size()) + " stages, not " + std::to_string(stages));
+      // ranks[k][i]: the world rank of stage k's tensor-parallel index i.
+      std::vector<std::vector<int>> ranks;
+      for (size_t k = 0; k < pipeline.stages.size(); ++k) {
+        const int tp = pipeline.stages[k].tp;
+        if (tp < 1 || replica.devices[k].size() != static_cast<size_t>(tp))
+          refuse("pipelines[" + std::to_string(p) + "].replicas[" + std::to_string(r) + "] gives stage " +
+                 std::to_string(k) + " " + std::to_string(replica.devices[k].size()) +
+                 " devices but the stage's tensor-parallel degree is " + std::to_string(tp));
+        ranks.emplace_back();
+        for (const heteroauto::DeviceRef& device : replica.devices[k]) ranks.back().push_back(device.rank);
+      }
+      // Stage k's ranks j that rank i of stage `from` (degree t) sends to: j mod t == i.
+      auto sent_to = [&](size_t k, int i, int t) {
+        std::vector<int> to;
+        for (size_t j = 0; j < ranks[k].size(); ++j)
+          if (static_cast<int>(j) % t == i) to.push_back(ranks[k][j]);
+        return to;
+      };
       for (int k = 0; k < stages; ++k) {
-        const heteroauto::PlanStage& stage = pipeline.stages[static_cast<size_t>(k)];
-        StageRole role;
-        role.device = replica.devices[static_cast<size_t>(k)].at(0);
-        role.rank = role.device.rank;
-        role.pipeline = static_cast<int>(p);
-        role.replica = static_cast<int>(r);
-        role.stage = k;
-        role.stages = stages;
-        role.first_block = stage.first_layer;
-        role.end_block = stage.first_layer + stage.layers;
-        role.micro_batches = replica.micro_batches;
-        role.first_micro_batch = next_micro_batch;
-        role.prev_rank = k > 0 ? ranks[static_cast<size_t>(k - 1)] : -1;
-        role.next_rank = k + 1 < stages ? ranks[static_cast<size_t>(k + 1)] : -1;
-        role.device_type = stage.device_type;
-        if (!by_rank.emplace(role.rank, role).second)
-          refuse("the plan gives rank " + std::to_string(role.rank) + " two stages");
+        const size_t ks = static_cast<size_t>(k);
+        const heteroauto::PlanStage& stage = pipeline.stages[ks];
+        for (int i = 0; i < stage.tp; ++i) {
+          StageRole role;
+          role.device = replica.devices[ks][static_cast<size_t>(i)];
+          role.rank = role.device.rank;
+          role.pipeline = static_cast<int>(p);
+          role.replica = static_cast<int>(r);
+          role.stage = k;
+          role.stages = stages;
+          role.tp = stage.tp;
+          role.tp_rank = i;
+          role.tp_ranks = ranks[ks];
+          role.first_block = stage.first_layer;
+          role.end_block = stage.first_layer + stage.layers;
+          role.micro_batches = replica.micro_batches;
+          role.first_micro_batch = next_micro_batch;
+          if (k > 0) {
+            role.prev_rank = ranks[ks - 1][static_cast<size_t>(i) % ranks[ks - 1].size()];
+            role.send_prev = sent_to(ks - 1, i, stage.tp);
+          }
+          if (k + 1 < stages) {
+            role.next_rank = ranks[ks + 1][static_cast<size_t>(i) % ranks[ks + 1].size()];
+            role.send_next = sent_to(ks + 1, i, stage.tp);
+          }
+          role.device_type = stage.device_type;
+          if (!by_rank.emplace(role.rank, role).second)
+            refuse("the plan gives rank " + std::to_string(role.rank) + " two stages");
+        }
       }
       next_micro_batch += replica.micro_batches;
     }
   }
   placement.global_micro_batches = static_cast<int>(next_micro_batch);
   int expected = 0;
+  std::map<int, const StageRole*> layer_degree;  // a holder of each layer, for its degree
   for (auto& [rank, role] : by_rank) {
     if (rank != expected)
       refuse("the plan's ranks are not 0.." + std::to_string(by_rank.size() - 1) + ": rank " +
              std::to_string(expected) + " is missing");
     ++expected;
-    for (int layer : role.layers(placement.model_layers)) placement.holders[layer].push_back(rank);
+    for (int layer : role.layers(placement.model_layers)) {
+      const StageRole* other = layer_degree.emplace(layer, &role).first->second;
+      if (other->tp != role.tp)
+        refuse("layer " + std::to_string(layer) + " is held with tensor-parallel degree " + std::to_string(other->tp) +
+               " by " + other->describe() + " and " + std::to_string(role.tp) + " by " + role.describe() +
+               ": HeteroPP sums a layer's gradients shard by shard, so every replica must cut it alike");
+      placement.holders[layer].push_back(rank);
+      placement.shard_holders[{layer, role.tp_rank}].push_back(rank);
+    }
     placement.roles.push_back(role);
   }
   if (placement.roles.empty()) refuse("the plan has no stages");

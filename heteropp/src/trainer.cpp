@@ -91,8 +91,15 @@ class RankTrainer {
     state_.model = heteroauto::to_json(plan.model);
     state_.plan = heteroauto::to_json(plan);
 
+    // Every rank takes part in the split (a collective over the world); ranks of one stage's
+    // tensor-parallel group share the colour of its lowest rank.
+    const bool any_tp =
+        std::any_of(placement_.roles.begin(), placement_.roles.end(), [](const StageRole& r) { return r.tp > 1; });
+    if (any_tp) tp_comm_ = world_.split(role_.tp > 1 ? role_.tp_ranks.front() : -1, role_.tp_rank);
+    TensorParallel tp{role_.tp, role_.tp_rank, {}};
+    if (role_.tp > 1) tp.allreduce = [this](const Tensor& t) { tp_comm_.allreduce(stream_, t, dicomm::ReduceOp::sum); };
     model_ = std::make_unique<GptStage>(GptConfig::from_model(plan.model, seed_), role_.first_block, role_.end_block,
-                                        role_.first(), role_.last(), device_, stream_);
+                                        role_.first(), role_.last(), device_, stream_, std::move(tp));
     model_->set_recompute(stage.recompute == heteroauto::Recompute::full);
     optimizer_ = std::make_unique<AdamW>(
         *model_, stream_,
@@ -160,7 +167,7 @@ class RankTrainer {
     }
     std::vector<Tensor> owned;
     for (const Parameter& p : model_->parameters())
-      if (placement_.owner(p.layer) == world_.rank()) owned.push_back(p.grad);
+      if (counts_for_norm(p)) owned.push_back(p.grad);
     double squared_norm = 0;
     if (!owned.empty()) {
       ops::grad_norm(stream_, owned, norm_);
@@ -169,7 +176,8 @@ class RankTrainer {
     }
 
     std::vector<double> mine(kStats, 0.0);
-    mine[kLossSum] = role_.last() ? loss_sum_.to_host(stream_).at(0) : 0;
+    // A last stage's tensor-parallel ranks compute the same losses; one of them counts.
+    mine[kLossSum] = role_.last() && role_.tp_rank == 0 ? loss_sum_.to_host(stream_).at(0) : 0;
     mine[kSquaredNorm] = squared_norm;
     mine[kFoundInf] = found_inf;
     const std::vector<double> all = exchange(mine, start);
@@ -238,14 +246,14 @@ class RankTrainer {
         Tensor output = model_->forward(j, input, targets);
         if (role_.last()) ops::add(stream_, loss_sum_, sum_of(output), loss_sum_);
         compute_done("forward", j, start);
-        if (!role_.last()) sends.push_back(send(output, role_.next_rank, activation_tag(j), "send activations", j));
+        for (int peer : role_.send_next) sends.push_back(send(output, peer, activation_tag(j), "send activations", j));
       } else {
         Tensor grad_output;
         if (!role_.last()) grad_output = receive(j, role_.next_rank, gradient_tag(j), "recv gradients");
         const Clock::time_point start = Clock::now();
         Tensor grad_input = model_->backward(j, grad_output, loss_weight);
         compute_done("backward", j, start);
-        if (!role_.first()) sends.push_back(send(grad_input, role_.prev_rank, gradient_tag(j), "send gradients", j));
+        for (int peer : role_.send_prev) sends.push_back(send(grad_input, peer, gradient_tag(j), "send gradients", j));
       }
     }
     const Clock::time_point start = Clock::now();
@@ -284,6 +292,17 @@ class RankTrainer {
         runs.emplace_back(begin, end);
     }
     return runs;
+  }
+
+  // Whether this rank's gradient of `p` enters the global norm: each layer is counted on one replica
+  // (its owner's), a shard on every rank of the owner's tensor-parallel group, a whole parameter on the
+  // owner only.
+  bool counts_for_norm(const Parameter& p) const {
+    if (p.sharding.sharded() && role_.tp > 1) {
+      const std::vector<int>& group = placement_.owner_group(p.layer);
+      return std::find(group.begin(), group.end(), world_.rank()) != group.end();
+    }
+    return placement_.owner(p.layer) == world_.rank();
   }
 
   // AdamW with the global-norm clip folded into the gradient scale.
@@ -387,12 +406,15 @@ class RankTrainer {
 
   // ---- set-up ----
 
+  // Groups by the set of ranks holding a layer's shard (the whole layer without tensor parallelism):
+  // a rank sums its shard's gradients with the ranks of the same index in other replicas.
   void create_gradient_groups() {
     std::map<std::vector<int>, size_t> by_ranks;
-    for (const auto& [layer, ranks] : placement_.holders) {
+    for (const auto& [shard, ranks] : placement_.shard_holders) {
       auto [it, fresh] = by_ranks.try_emplace(ranks, groups_.size());
       if (fresh) groups_.push_back({ranks, {}, {}});
-      groups_[it->second].layers.push_back(layer);
+      if (std::find(ranks.begin(), ranks.end(), world_.rank()) != ranks.end())
+        groups_[it->second].layers.push_back(shard.first);
     }
     // Collective over the world, in the same order on every rank; single-holder groups need none.
     for (GradientGroup& group : groups_) {
@@ -412,33 +434,69 @@ class RankTrainer {
     }
   }
 
-  std::vector<NamedTensor> layer_state(int layer) {
-    std::vector<NamedTensor> tensors;
+  // A layer's state as checkpoints hold it, whole whatever the plan's tensor parallelism: each
+  // parameter's master and AdamW moments, with how this rank's tensors are cut from them.
+  struct LayerTensor {
+    NamedTensor local;  // this rank's tensor (its shard of a cut parameter)
+    Sharding sharding;
+    Shape whole_shape;
+    bool cut() const { return sharding.sharded() && local.tensor.shape() != whole_shape; }
+  };
+  std::vector<LayerTensor> layer_state(int layer) {
+    std::vector<LayerTensor> tensors;
     for (size_t i = 0; i < model_->parameters().size(); ++i) {
       const Parameter& p = model_->parameters()[i];
       if (p.layer != layer) continue;
-      tensors.push_back({p.name, p.master});
-      tensors.push_back({p.name + ".exp_avg", optimizer_->exp_avg(i)});
-      tensors.push_back({p.name + ".exp_avg_sq", optimizer_->exp_avg_sq(i)});
+      tensors.push_back({{p.name, p.master}, p.sharding, p.full_shape});
+      tensors.push_back({{p.name + ".exp_avg", optimizer_->exp_avg(i)}, p.sharding, p.full_shape});
+      tensors.push_back({{p.name + ".exp_avg_sq", optimizer_->exp_avg_sq(i)}, p.sharding, p.full_shape});
     }
     return tensors;
   }
 
+  // Every rank reads its layers whole and keeps its shards.
   void load_checkpoint() {
     const Clock::time_point start = Clock::now();
-    for (int layer : role_.layers(placement_.model_layers))
-      read_layer(stream_, resume_from_, layer, placement_.model_layers, layer_state(layer));
+    for (int layer : role_.layers(placement_.model_layers)) {
+      const std::vector<LayerTensor> state = layer_state(layer);
+      std::vector<NamedTensor> whole;
+      for (const LayerTensor& t : state)
+        whole.push_back({t.local.name, t.cut() ? Tensor::empty(device_, t.whole_shape, DType::f32) : t.local.tensor});
+      read_layer(stream_, resume_from_, layer, placement_.model_layers, whole);
+      for (size_t i = 0; i < state.size(); ++i)
+        if (state[i].cut())
+          copy_shard(stream_, whole[i].tensor, state[i].local.tensor, state[i].sharding, role_.tp, role_.tp_rank, true);
+    }
     model_->copy_masters_to_values();
     timeline_.add("load checkpoint", "checkpoint", start, Clock::now(), {{"from", resume_from_}});
+  }
+
+  // The whole tensor from the shards of this rank's tensor-parallel group (every member calls this).
+  Tensor gather_whole(const LayerTensor& t) {
+    const Tensor& local = t.local.tensor;
+    const int64_t n = local.numel();
+    const Tensor gathered = Tensor::empty(device_, {n * role_.tp}, DType::f32);
+    tp_comm_.allgather(stream_, local.view({n}), gathered);
+    const Tensor whole = Tensor::empty(device_, t.whole_shape, DType::f32);
+    for (int r = 0; r < role_.tp; ++r)
+      copy_shard(stream_, whole, gathered.slice(0, r * n, (r + 1) * n).view(local.shape()), t.sharding, role_.tp, r,
+                 false);
+    return whole;
   }
 
   std::string save_checkpoint() {
     const Clock::time_point start = Clock::now();
     const std::string root = (fs::path(options_.out_dir) / "checkpoints").string();
     const std::string dir = step_directory(root, state_.step);
-    for (int layer : role_.layers(placement_.model_layers))
-      if (placement_.owner(layer) == world_.rank())
-        write_layer(stream_, dir, layer, placement_.model_layers, layer_state(layer));
+    for (int layer : role_.layers(placement_.model_layers)) {
+      // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
+      const std::vector<int>& group = placement_.owner_group(layer);
+      if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
+      std::vector<NamedTensor> whole;
+      for (const LayerTensor& t : layer_state(layer))
+        whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
+      if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
+    }
     world_.barrier();  // every layer is on disk before the manifest says so
     if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
     world_.barrier();
@@ -502,6 +560,7 @@ class RankTrainer {
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ByteCorpus> corpus_;
   std::vector<GradientGroup> groups_;
+  dicomm::Communicator tp_comm_;  // the stage's tensor-parallel group (invalid without one)
   std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
   Tensor found_inf_, norm_, loss_sum_;
   double busy_s_ = 0, memory_used_ = 0;

@@ -14,6 +14,7 @@ struct ClassSpec {
   std::vector<std::pair<int, int>> stages;  // (first block, blocks) per stage
   std::vector<int> micro_batches;           // per replica
   std::vector<size_t> recomputed;           // stages that recompute their activations in backward
+  std::vector<int> tp = {};                 // per stage (default 1): devices of its tensor-parallel group
 };
 
 inline heteroauto::Plan make_plan(const heteroauto::Model& model, int micro_batch_size,
@@ -35,15 +36,16 @@ inline heteroauto::Plan make_plan(const heteroauto::Model& model, int micro_batc
       stage.device_type = device_type;
       stage.first_layer = first;
       stage.layers = layers;
+      if (pipeline.stages.size() < spec.tp.size()) stage.tp = spec.tp[pipeline.stages.size()];
       pipeline.stages.push_back(stage);
     }
     pipeline.transfer_s.assign(spec.stages.size() - 1, 0.0);
     for (int m : spec.micro_batches) {
       heteroauto::PlanReplica replica;
       replica.micro_batches = m;
-      for (size_t k = 0; k < spec.stages.size(); ++k) {
-        replica.devices.push_back({{group, 0, next, next}});
-        ++next;
+      for (const heteroauto::PlanStage& stage : pipeline.stages) {
+        replica.devices.emplace_back();
+        for (int i = 0; i < stage.tp; ++i, ++next) replica.devices.back().push_back({group, 0, next, next});
       }
       pipeline.replicas.push_back(replica);
     }

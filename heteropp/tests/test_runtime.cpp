@@ -71,14 +71,48 @@ TEST(PlacementTest, RolesNeighboursAndHolders) {
   EXPECT_EQ(p.roles[7].layers(5), (std::vector<int>{2, 3, 4, 5}));
 }
 
-TEST(PlacementTest, RefusesTensorParallelismByName) {
-  heteroauto::Plan plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}}});
+// Stages with different tensor-parallel degrees: each rank receives from one rank of the neighbouring
+// stage and sends to the ranks whose index matches its own modulo its degree.
+TEST(PlacementTest, TensorParallelGroupsAndTheirNeighbours) {
+  // Stage 0: tp 2 (ranks 0, 1); stage 1: tp 1 (rank 2); stage 2: tp 2 (ranks 3, 4). Second replica alike.
+  const heteroauto::Plan plan = make_plan(small_model(), 1, {{{{0, 1}, {1, 3}, {4, 1}}, {2, 3}, {}, {2, 1, 2}}});
+  const Placement p = place(plan);
+  ASSERT_EQ(p.world_size(), 10);
+  EXPECT_EQ(p.roles[1].tp, 2);
+  EXPECT_EQ(p.roles[1].tp_rank, 1);
+  EXPECT_EQ(p.roles[1].tp_ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.roles[1].send_next, (std::vector<int>{}));  // stage 1's only rank hears from index 0
+  EXPECT_EQ(p.roles[0].send_next, (std::vector<int>{2}));
+  EXPECT_EQ(p.roles[2].prev_rank, 0);
+  EXPECT_EQ(p.roles[2].send_prev, (std::vector<int>{0, 1}));  // both stage-0 ranks need the gradient
+  EXPECT_EQ(p.roles[2].send_next, (std::vector<int>{3, 4}));
+  EXPECT_EQ(p.roles[4].prev_rank, 2);
+  EXPECT_EQ(p.roles[4].send_prev, (std::vector<int>{}));
+  EXPECT_EQ(p.roles[3].send_prev, (std::vector<int>{2}));
+  EXPECT_EQ(p.roles[1].next_rank, 2);
+  EXPECT_EQ(p.holders.at(0), (std::vector<int>{0, 1, 5, 6}));
+  EXPECT_EQ(p.shard_holders.at({0, 1}), (std::vector<int>{1, 6}));
+  EXPECT_EQ(p.owner_group(4), (std::vector<int>{3, 4}));
+  EXPECT_NE(p.roles[3].describe().find("tp 0/2"), std::string::npos) << p.roles[3].describe();
+}
+
+TEST(PlacementTest, RefusesALayerCutDifferentlyInTwoReplicasAndShortDeviceLists) {
+  heteroauto::Plan plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}, {}, {2}}, {{{0, 5}}, {5}}});
+  try {
+    place(plan);
+    FAIL() << "a layer held with tp 2 and tp 1 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is held with tensor-parallel degree 2"), std::string::npos) << e.what();
+  }
+  plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}}});
   plan.pipelines[0].stages[0].tp = 2;
   try {
     place(plan);
-    FAIL() << "tp 2 was accepted";
+    FAIL() << "tp 2 with one device was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("pipelines[0].stages[0] has tp 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gives stage 0 1 devices but the stage's tensor-parallel degree is 2"),
+              std::string::npos)
+        << e.what();
   }
 }
 

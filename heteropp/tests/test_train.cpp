@@ -107,6 +107,11 @@ const std::vector<ClassSpec> kPipeline = {{{{0, 1}, {1, 3}, {4, 1}}, {2, 3}}};
 // stages recompute their activations in backward.
 const std::vector<ClassSpec> kMixed = {{{{0, 2}, {2, 3}}, {3}, {1}}, {{{0, 1}, {1, 3}, {4, 1}}, {2}, {0}}};
 
+// Tensor parallelism: a 2-way stage (recomputing) feeding a whole one, 2 replicas; and a whole stage
+// feeding a 2-way last stage.
+const std::vector<ClassSpec> kTensorParallel = {{{{0, 2}, {2, 3}}, {2, 3}, {0}, {2, 1}}};
+const std::vector<ClassSpec> kTensorParallelLast = {{{{0, 3}, {3, 2}}, {5}, {}, {1, 2}}};
+
 void expect_close(const std::vector<double>& a, const std::vector<double>& b, size_t from, const std::string& what) {
   ASSERT_EQ(a.size(), static_cast<size_t>(kSteps)) << what;
   ASSERT_EQ(b.size() + from, static_cast<size_t>(kSteps)) << what;
@@ -154,6 +159,22 @@ TEST_F(TrainTest, PipelinesAndReplicasTrainWhatOneProcessTrains) {
     EXPECT_TRUE(names.count(name)) << name;
 }
 
+// Stages cut over tensor-parallel groups train what one process trains; their checkpoints hold whole
+// layers, so a run resumes under a plan with other degrees.
+TEST_F(TrainTest, TensorParallelStagesTrainWhatOneProcessTrains) {
+  const std::vector<double> single = train("tp-single", kSingle);
+  expect_close(single, train("tp", kTensorParallel), 0,
+               "2-way tensor-parallel stage (recomputing) + whole stage, 2 replicas (2 and 3 micro-batches)");
+  expect_close(single, train("tp-last", kTensorParallelLast), 0, "whole stage + 2-way tensor-parallel last stage");
+  const std::string from = (dir_ / "tp" / "checkpoints" / "step-000002").string();
+  expect_close(single, train("tp-resumed", kTensorParallelLast, "--resume " + from), 2,
+               "resumed from the 2-way plan's checkpoint under another cut");
+  expect_close(single,
+               train("tp-from-whole", kTensorParallel,
+                     "--resume " + (dir_ / "tp-single" / "checkpoints" / "step-000002").string()),
+               2, "resumed from the one-process checkpoint under the 2-way plan");
+}
+
 TEST_F(TrainTest, BadInputIsNamed) {
   const std::string base = "train --cluster " + (dir_ / "cluster.json").string() + " --model " +
                            (dir_ / "model.json").string() + " --out " + (dir_ / "bad").string();
@@ -161,13 +182,11 @@ TEST_F(TrainTest, BadInputIsNamed) {
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("--schedule"), std::string::npos) << result.output;
 
-  heteroauto::Plan tp = make_plan(model(), 2, kSingle);
-  tp.pipelines[0].stages[0].tp = 2;
-  tp.pipelines[0].replicas[0].devices[0].push_back({"cpu", 0, 1, 1});
-  write(dir_ / "tp-plan.json", heteroauto::to_json(tp));
+  // A layer cut over 2 ranks in one replica and whole in another.
+  write(dir_ / "tp-plan.json", heteroauto::to_json(make_plan(model(), 2, {{{{0, 5}}, {2}, {}, {2}}, {{{0, 5}}, {3}}})));
   result = run_h2(base + " --plan " + (dir_ / "tp-plan.json").string());
   EXPECT_EQ(result.exit_code, 1) << result.output;
-  EXPECT_NE(result.output.find("does not run tensor parallelism"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("every replica must cut it alike"), std::string::npos) << result.output;
 
   write(dir_ / "no-plugin.json", cluster_json(""));
   write(dir_ / "single-plan.json", heteroauto::to_json(make_plan(model(), 2, kSingle)));

@@ -126,13 +126,16 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
     const double n = static_cast<double>(result.steps.size() - skip);
     table.add_row(
         {std::to_string(r),
-         "p" + std::to_string(role.pipeline) + " r" + std::to_string(role.replica) + " s" + std::to_string(role.stage),
+         "p" + std::to_string(role.pipeline) + " r" + std::to_string(role.replica) + " s" + std::to_string(role.stage) +
+             (role.tp > 1 ? " t" + std::to_string(role.tp_rank) + "/" + std::to_string(role.tp) : ""),
          role.device_type, blocks(role), std::to_string(role.micro_batches), percent(busy / n), percent(bubble / n),
          format_bytes(static_cast<uint64_t>(used)), format_bytes(static_cast<uint64_t>(total))});
     ranks.push_back({{"rank", r},
                      {"pipeline", role.pipeline},
                      {"replica", role.replica},
                      {"stage", role.stage},
+                     {"tp_rank", role.tp_rank},
+                     {"tp", role.tp},
                      {"device_type", role.device_type},
                      {"first_block", role.first_block},
                      {"end_block", role.end_block},
@@ -210,7 +213,8 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
-    const heteroauto::SearchResult found = heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = 1});
+    const heteroauto::SearchResult found =
+        heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
     if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
     plan = found.plans.front();
     heteroauto::check_plan_invariants(plan, cluster);
@@ -310,6 +314,12 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command->add_option("--schedule", options.schedule, "Pipeline schedule")
       ->capture_default_str()
       ->check(CLI::IsMember({"1f1b", "gpipe"}));
+  command
+      ->add_option("--max-tp", options.max_tp,
+                   "Largest tensor-parallel degree HeteroAuto may plan (a --plan may hold any); 1 by default, as "
+                   "the cost model's tensor-parallel terms are not yet checked against measured steps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   command->add_option("--loss-scale", options.loss_scale, "Dynamic loss scaling (auto: for f16 models)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dynamic", "none"}));

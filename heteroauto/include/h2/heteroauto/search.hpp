@@ -31,7 +31,7 @@ struct SearchOptions {
   int max_classes = 3;  // pipeline classes in one plan
   Schedule schedule = Schedule::one_f_one_b;
   bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
-  int max_tp = 0;     // > 0: no tensor-parallel degree above it (HeteroPP runs tp 1 only, so far)
+  int max_tp = 0;     // > 0: no tensor-parallel degree above it
 };
 
 struct SearchStats {

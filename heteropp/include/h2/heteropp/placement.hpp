@@ -1,6 +1,12 @@
-// Who does what in a plan: every world rank's pipeline, replica and stage, the blocks it holds, its
-// neighbours in the pipeline, where its micro-batches sit in the step's global batch, and which ranks
-// hold each layer (the ranks whose gradients of that layer are summed).
+// Who does what in a plan: every world rank's pipeline, replica and stage, its place in the stage's
+// tensor-parallel group, the blocks it holds, its neighbours in the pipeline, where its micro-batches
+// sit in the step's global batch, and which ranks hold each layer (the ranks whose gradients of that
+// layer are summed).
+//
+// Neighbouring stages may have different tensor-parallel degrees. Every rank of a stage holds the
+// whole activations, so rank i of a stage with degree t receives them from rank i mod t' of the
+// previous stage (degree t'), and sends its own to the next stage's ranks j with j mod t = i;
+// gradients flow back the same way.
 //
 // Layers are numbered as GptStage names its parameters: -1 is the token embedding, 0..L-1 the
 // transformer blocks, L the final norm and LM head.
@@ -24,7 +30,10 @@ struct StageRole {
   // Index of this replica's first micro-batch among the step's micro-batches of every replica
   // (replicas in plan order), so that micro-batch j holds samples (first_micro_batch + j) * size...
   int64_t first_micro_batch = 0;
-  int prev_rank = -1, next_rank = -1;  // world ranks of the neighbouring stages (-1: none)
+  int tp = 1, tp_rank = 0;                // the stage's tensor-parallel degree, this rank's index in it
+  std::vector<int> tp_ranks;              // world ranks of the stage's tensor-parallel group, by index
+  int prev_rank = -1, next_rank = -1;     // the neighbouring stages' ranks this rank receives from (-1: none)
+  std::vector<int> send_prev, send_next;  // the neighbouring stages' ranks this rank sends to
   heteroauto::DeviceRef device;
   std::string device_type;
 
@@ -39,17 +48,22 @@ struct Placement {
   int micro_batch_size = 0;
   int global_micro_batches = 0;  // over every replica
   std::vector<StageRole> roles;  // by world rank
-  // Layer (-1..L) -> the world ranks that hold it, ascending.
+  // Layer (-1..L) -> the world ranks that hold it (or a shard of it), ascending.
   std::map<int, std::vector<int>> holders;
+  // (layer, tensor-parallel index) -> the ranks holding that shard: the ranks whose gradients of it
+  // are summed. Every replica holds a layer with the same tensor-parallel degree.
+  std::map<std::pair<int, int>, std::vector<int>> shard_holders;
 
   int world_size() const { return static_cast<int>(roles.size()); }
   // The rank whose copy of `layer` is counted once for the global gradient norm and written to
-  // checkpoints: the lowest holder.
+  // checkpoints: the lowest holder. Its tensor-parallel group (`owner_group`) holds the layer's shards.
   int owner(int layer) const { return holders.at(layer).front(); }
+  const std::vector<int>& owner_group(int layer) const { return roles.at(static_cast<size_t>(owner(layer))).tp_ranks; }
 };
 
 // Throws h2::Error (H2_STATUS_INVALID_ARGUMENT) naming the stage when the plan asks for what the
-// runtime cannot do (tensor parallelism above 1) or when ranks are not 0..N-1.
+// runtime cannot do (one layer with different tensor-parallel degrees in different replicas, a
+// stage's device list not as long as its degree) or when ranks are not 0..N-1.
 Placement place(const heteroauto::Plan& plan);
 
 // Where each device runs when the whole cluster is simulated on this machine (`h2 train` and
