@@ -182,14 +182,15 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
   }
   if (stage.last) {
     if (profile != nullptr && !profile->head.empty()) {
+      // Whole on every tensor-parallel rank (HeteroPP does not cut the vocabulary).
       const StageTime head = measured_time(profile->head, micro_batch);
-      t.forward += head.forward / tp;
-      t.backward += head.backward / tp;
+      t.forward += head.forward;
+      t.backward += head.backward;
     } else {
       // Without a measured head: its FLOPs at the layers' measured rate, or at peak x efficiency.
-      const double head = profile != nullptr ? recomputed_forward * head_forward_flops(1) / layer_forward_flops(1)
-                                             : head_forward_flops(micro_batch) /
-                                                   (peak_flops(type, model_.dtype) * type.efficiency * tp);
+      const double head = profile != nullptr
+                              ? recomputed_forward * tp * head_forward_flops(1) / layer_forward_flops(1)
+                              : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency);
       t.forward += head;
       t.backward += 2 * head;
     }
@@ -200,7 +201,7 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
 double CostModel::optimizer_time(const StageSpec& stage) const {
   const MeasuredProfile* profile = measured(cluster_.device_type(stage.nodes->device_type));
   if (profile == nullptr) return 0;
-  return stage_parameters(stage) / stage.tp * profile->optimizer_ns_per_parameter * 1e-9;
+  return device_parameters(stage) * profile->optimizer_ns_per_parameter * 1e-9;
 }
 
 double CostModel::stage_parameters(const StageSpec& stage) const {
@@ -210,8 +211,13 @@ double CostModel::stage_parameters(const StageSpec& stage) const {
   return parameters;
 }
 
+double CostModel::device_parameters(const StageSpec& stage) const {
+  const double blocks = stage.layers * layer_parameters();
+  return stage_parameters(stage) - blocks + blocks / stage.tp;
+}
+
 double CostModel::parameter_state_bytes(const StageSpec& stage) const {
-  return stage_parameters(stage) * state_bytes_per_parameter(model_) / stage.tp;
+  return device_parameters(stage) * state_bytes_per_parameter(model_);
 }
 
 double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const {
@@ -230,8 +236,9 @@ double CostModel::stage_memory(const StageSpec& stage, int micro_batch, int in_f
   if (stage.recompute == Recompute::full)
     bytes += kActivationCoefficient * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes() / 2 / stage.tp;
   if (stage.first) bytes += in_flight * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes();
-  // Logits in the model dtype plus their fp32 softmax for the loss, one micro-batch at a time.
-  if (stage.last) bytes += tokens * static_cast<double>(model_.vocab) * (model_.dtype_bytes() + 4) / stage.tp;
+  // Logits in the model dtype plus their fp32 softmax for the loss, one micro-batch at a time, whole
+  // on every tensor-parallel rank.
+  if (stage.last) bytes += tokens * static_cast<double>(model_.vocab) * (model_.dtype_bytes() + 4);
   return bytes;
 }
 

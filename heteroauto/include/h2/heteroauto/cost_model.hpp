@@ -57,6 +57,9 @@ class CostModel {
   // parameters (0 where the device type has no measured profile for the model).
   double optimizer_time(const StageSpec& stage) const;
   double stage_parameters(const StageSpec& stage) const;  // all of them, before tensor parallelism
+  // What one device of the stage holds, as HeteroPP cuts it: the blocks' share (1 / tp) plus the
+  // embedding and the head whole (every tensor-parallel rank has them; no vocabulary parallelism).
+  double device_parameters(const StageSpec& stage) const;
   // The device type's measured profile for this model, or nullptr.
   const MeasuredProfile* measured(const DeviceType& type) const;
   // Seconds for `micro_batch` from measured points (interpolated between sizes, scaled beyond them).
