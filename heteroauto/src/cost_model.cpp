@@ -19,6 +19,13 @@ double state_bytes_per_parameter(const Model& model) {
 // Activation bytes per token per hidden unit of one layer with fused attention and no sequence
 // parallelism, in 16-bit (Korthikanti et al., "Reducing activation recomputation").
 constexpr double kActivationCoefficient = 34;
+// Of those, what tensor parallelism without sequence parallelism cuts (attention and MLP inside):
+// 10 b s h stay whole on every rank (the block's input, norms' outputs, residuals), 24 b s h / t.
+constexpr double kActivationWhole = 10, kActivationCut = kActivationCoefficient - kActivationWhole;
+
+double activation_coefficient(int tp) {
+  return kActivationWhole + kActivationCut / tp;
+}
 
 double peak_flops(const DeviceType& d, const std::string& dtype) {
   auto it = d.peak_tflops.find(dtype);
@@ -225,7 +232,7 @@ double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_b
       static_cast<double>(micro_batch) * static_cast<double>(model_.seq_len) * static_cast<double>(model_.hidden);
   const double width = model_.dtype_bytes() / 2.0;
   if (stage.recompute == Recompute::full) return 2 * tokens_hidden * width;  // the layer's input only
-  return kActivationCoefficient * tokens_hidden * width / stage.tp;
+  return activation_coefficient(stage.tp) * tokens_hidden * width;
 }
 
 double CostModel::stage_memory(const StageSpec& stage, int micro_batch, int in_flight) const {
@@ -234,7 +241,7 @@ double CostModel::stage_memory(const StageSpec& stage, int micro_batch, int in_f
   bytes += in_flight * stage.layers * activation_bytes_per_layer(stage, micro_batch);
   // Recomputing a layer materialises its full activations once more, one layer at a time.
   if (stage.recompute == Recompute::full)
-    bytes += kActivationCoefficient * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes() / 2 / stage.tp;
+    bytes += activation_coefficient(stage.tp) * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes() / 2;
   if (stage.first) bytes += in_flight * tokens * static_cast<double>(model_.hidden) * model_.dtype_bytes();
   // Logits in the model dtype plus their fp32 softmax for the loss, one micro-batch at a time, whole
   // on every tensor-parallel rank.

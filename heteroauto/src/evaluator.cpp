@@ -175,11 +175,13 @@ double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes
       if (classes.size() == 1 && groups.size() == 1)
         for (const Segment& s : c.layout.segments)
           if (s.group == *groups.begin()) in_one_node = replicas_in_one_node(s, c.layout.replicas);
-      double parameters = stage.layers * layer_parameters;
+      // Each tensor-parallel index's ring carries its share of the blocks and the embedding and
+      // head whole (HeteroPP does not cut them).
+      double parameters = stage.layers * layer_parameters / smallest_tp;
       if (stage.first) parameters += cost_.embedding_parameters();
       if (stage.last) parameters += cost_.embedding_parameters();
       const Link link = ring_link({groups.begin(), groups.end()}, in_one_node);
-      slowest = std::max(slowest, cost_.allreduce_time(link, parameters * kGradientBytes / smallest_tp, replicas));
+      slowest = std::max(slowest, cost_.allreduce_time(link, parameters * kGradientBytes, replicas));
       first_layer = end_layer;
     }
   }

@@ -38,8 +38,10 @@ CanonicalCluster canonicalize(const Cluster& cluster) {
 std::vector<int> tensor_parallel_options(const NodeGroup& group, const Model& model, int devices) {
   std::vector<int> tps;
   for (int tp = 1; tp <= std::min(devices, group.devices_per_node); tp *= 2) {
-    if (group.devices_per_node % tp != 0 || model.heads % tp != 0 || model.ffn % tp != 0) continue;
-    if (model.kv_heads % tp != 0 && tp % model.kv_heads != 0) continue;
+    // HeteroPP gives each tensor-parallel rank whole KV heads (it does not copy them), so kv_heads
+    // must divide like heads and ffn.
+    if (group.devices_per_node % tp != 0 || model.heads % tp != 0 || model.kv_heads % tp != 0 || model.ffn % tp != 0)
+      continue;
     tps.push_back(tp);
   }
   return tps;

@@ -89,6 +89,7 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
                                                 " ranks needs heads (" + std::to_string(c.heads) + "), kv_heads (" +
                                                 std::to_string(c.kv_heads) + ") and ffn (" + std::to_string(c.ffn) +
                                                 ") divisible by " + std::to_string(tp_.ranks));
+  if (tp_.ranks > 1) require_deterministic_operators();
   if (first_block < 0 || end_block < first_block || end_block > c.layers)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "GPT stage: blocks [" + std::to_string(first_block) + ", " +
                                                 std::to_string(end_block) + ") are not within the model's " +
@@ -99,7 +100,7 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
   // Column-parallel: w_qkv by heads within each of q, k and v; w_up and w_gate by columns.
   // Row-parallel: w_o and w_down by rows (Megatron-LM's split of attention and MLP).
   const Sharding qkv_columns{1, {c.heads * d, c.kv_heads * d, c.kv_heads * d}}, ffn_columns{1, {c.ffn}};
-  const Sharding head_rows{0, {c.hidden}}, ffn_rows{0, {c.ffn}};
+  const Sharding attention_rows{0, {c.hidden}}, ffn_rows{0, {c.ffn}};
   parameters_.reserve(static_cast<size_t>(4 + 9 * (end_block - first_block)));
   auto index_of = [&](const Parameter& p) { return static_cast<int>(&p - parameters_.data()); };
   if (has_embedding) embedding_ = index_of(add_parameter("embedding.weight", -1, {c.vocab, c.hidden}, std));
@@ -110,7 +111,7 @@ GptStage::GptStage(const GptConfig& config, int first_block, int end_block, bool
     block->norm1 = index_of(add_parameter(p + "norm1.weight", layer, {c.hidden}, 0, 1));
     if (layer_norm) block->norm1_bias = index_of(add_parameter(p + "norm1.bias", layer, {c.hidden}, 0));
     block->w_qkv = index_of(add_parameter(p + "w_qkv", layer, {c.hidden, qkv}, std, 0, qkv_columns));
-    block->w_o = index_of(add_parameter(p + "w_o", layer, {c.hidden, c.hidden}, residual_std, 0, head_rows));
+    block->w_o = index_of(add_parameter(p + "w_o", layer, {c.hidden, c.hidden}, residual_std, 0, attention_rows));
     block->norm2 = index_of(add_parameter(p + "norm2.weight", layer, {c.hidden}, 0, 1));
     if (layer_norm) block->norm2_bias = index_of(add_parameter(p + "norm2.bias", layer, {c.hidden}, 0));
     if (c.mlp == Mlp::swiglu)
@@ -168,6 +169,26 @@ Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape sha
 
 Tensor GptStage::empty(Shape shape, DType dtype) const {
   return Tensor::empty(device_, std::move(shape), dtype);
+}
+
+// The norms, the embedding and the head are whole on every rank of a tensor-parallel group and are
+// never synchronised across it: their copies stay equal only if every rank computes bit for bit the
+// same, which operators that declare themselves nondeterministic (atomics, split reductions) do not.
+void GptStage::require_deterministic_operators() const {
+  static const std::pair<H2_Op, const char*> used[] = {{H2_OP_GEMM, "gemm"},
+                                                       {H2_OP_EMBEDDING_BACKWARD, "embedding_backward"},
+                                                       {H2_OP_LAYER_NORM_BACKWARD, "layer_norm_backward"},
+                                                       {H2_OP_RMS_NORM_BACKWARD, "rms_norm_backward"},
+                                                       {H2_OP_CROSS_ENTROPY_BACKWARD, "cross_entropy_backward"},
+                                                       {H2_OP_ATTENTION_BACKWARD, "attention_backward"}};
+  for (auto [op, name] : used) {
+    const std::optional<OpCapability> capability = device_.op_capability(op);
+    if (capability && !capability->deterministic)
+      throw Error(H2_STATUS_UNSUPPORTED, "GPT stage: tensor parallelism on " + device_.label() +
+                                             " needs deterministic " + "operators, and its " + name +
+                                             " is not (the group's copies of the norms, embedding and head would "
+                                             "drift apart)");
+  }
 }
 
 void GptStage::add_projection(const Tensor& residual, const Tensor& input, const Tensor& weight, const Tensor& out) {

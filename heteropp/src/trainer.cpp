@@ -49,10 +49,11 @@ constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "k
                                          "seq_len", "vocab",  "mlp", "norm"};
 
 class RankTrainer {
-  // One gradient group: the layers held by exactly the same ranks, and their communicator.
+  // One gradient group: the layers whose shard (the whole layer without tensor parallelism) is held
+  // by exactly the same ranks, and their communicator.
   struct GradientGroup {
-    std::vector<int> ranks;     // the world ranks holding these layers
-    std::vector<int> layers;    // ascending
+    std::vector<int> ranks;     // the world ranks holding these layers' shard
+    std::vector<int> layers;    // ascending; empty on ranks outside the group
     dicomm::Communicator comm;  // invalid on ranks outside the group, and for one holder
   };
 

@@ -213,10 +213,28 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
+    // HeteroAuto may cut one layer differently in two pipeline classes, which HeteroPP does not run
+    // (placement refuses it); the best plan that HeteroPP runs is taken. With tp 1 that is the best.
     const heteroauto::SearchResult found =
-        heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
+        heteroauto::search_plans(cluster, model, {.top = options.max_tp > 1 ? 50 : 1, .max_tp = options.max_tp});
     if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
-    plan = found.plans.front();
+    std::string refused;
+    const auto runnable = std::find_if(found.plans.begin(), found.plans.end(), [&](const heteroauto::Plan& p) {
+      try {
+        heteropp::place(p);
+        return true;
+      } catch (const Error& e) {
+        if (refused.empty()) refused = e.what();
+        return false;
+      }
+    });
+    if (runnable == found.plans.end())
+      throw heteroauto::DescriptionError("HeteroPP runs none of HeteroAuto's " + std::to_string(found.plans.size()) +
+                                         " best plans; the best one: " + refused + " (try a lower --max-tp)");
+    if (runnable != found.plans.begin())
+      std::cout << "HeteroAuto's best plan is not one HeteroPP runs (" << refused << "); taking its number "
+                << (runnable - found.plans.begin()) + 1 << "\n";
+    plan = *runnable;
     heteroauto::check_plan_invariants(plan, cluster);
     std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
   }

@@ -56,7 +56,7 @@ struct Parameter {
   int layer = 0;            // the block's index; -1 for the embedding, `layers` for the final norm and head
   Tensor master;            // f32: what the optimizer updates and checkpoints hold
   Tensor value;             // what forward reads: the master itself, or its 16-bit copy (matrices of a 16-bit model)
-  Tensor grad;              // f32, the master's shape
+  Tensor grad;              // f32, the master's shape (this rank's shard under tensor parallelism)
   Sharding sharding;        // how the whole parameter is cut over a tensor-parallel group (also when there is none)
   Shape full_shape;         // the whole parameter's shape (the master's, without tensor parallelism)
   int64_t grad_offset = 0;  // where `grad` starts in GptStage::flat_grads()
@@ -126,6 +126,7 @@ class GptStage {
                            Sharding sharding = {});
   // out = residual + input @ weight, for a row-parallel weight: the product summed over the group.
   void add_projection(const Tensor& residual, const Tensor& input, const Tensor& weight, const Tensor& out);
+  void require_deterministic_operators() const;
   // Sums a partial result over the tensor-parallel group (nothing without one).
   void sum_over_group(const Tensor& partial);
 

@@ -30,9 +30,11 @@ struct StageRole {
   // Index of this replica's first micro-batch among the step's micro-batches of every replica
   // (replicas in plan order), so that micro-batch j holds samples (first_micro_batch + j) * size...
   int64_t first_micro_batch = 0;
-  int tp = 1, tp_rank = 0;                // the stage's tensor-parallel degree, this rank's index in it
-  std::vector<int> tp_ranks;              // world ranks of the stage's tensor-parallel group, by index
-  int prev_rank = -1, next_rank = -1;     // the neighbouring stages' ranks this rank receives from (-1: none)
+  int tp = 1, tp_rank = 0;    // the stage's tensor-parallel degree, this rank's index in it
+  std::vector<int> tp_ranks;  // world ranks of the stage's tensor-parallel group, by index
+  // The neighbouring stages' ranks this rank receives activations (prev) and gradients (next) from;
+  // -1: none.
+  int prev_rank = -1, next_rank = -1;
   std::vector<int> send_prev, send_next;  // the neighbouring stages' ranks this rank sends to
   heteroauto::DeviceRef device;
   std::string device_type;
