@@ -98,7 +98,14 @@ class RankTrainer {
         std::any_of(placement_.roles.begin(), placement_.roles.end(), [](const StageRole& r) { return r.tp > 1; });
     if (any_tp) tp_comm_ = world_.split(role_.tp > 1 ? role_.tp_ranks.front() : -1, role_.tp_rank);
     TensorParallel tp{role_.tp, role_.tp_rank, {}};
-    if (role_.tp > 1) tp.allreduce = [this](const Tensor& t) { tp_comm_.allreduce(stream_, t, dicomm::ReduceOp::sum); };
+    if (role_.tp > 1)
+      tp.allreduce = [this](const Tensor& t) {
+        // Blocks until the group's sum is done, so the event spans the transfer and the wait for the
+        // slowest member (nested inside its forward or backward in the timeline).
+        const Clock::time_point start = Clock::now();
+        tp_comm_.allreduce(stream_, t, dicomm::ReduceOp::sum);
+        timeline_.add("allreduce tensor-parallel", "comm", start, Clock::now(), {{"elements", t.numel()}});
+      };
     model_ = std::make_unique<GptStage>(GptConfig::from_model(plan.model, seed_), role_.first_block, role_.end_block,
                                         role_.first(), role_.last(), device_, stream_, std::move(tp));
     model_->set_recompute(stage.recompute == heteroauto::Recompute::full);

@@ -166,6 +166,13 @@ TEST_F(TrainTest, TensorParallelStagesTrainWhatOneProcessTrains) {
   expect_close(single, train("tp", kTensorParallel), 0,
                "2-way tensor-parallel stage (recomputing) + whole stage, 2 replicas (2 and 3 micro-batches)");
   expect_close(single, train("tp-last", kTensorParallelLast), 0, "whole stage + 2-way tensor-parallel last stage");
+  std::ifstream trace(dir_ / "tp" / "trace.json");
+  const nlohmann::json events = nlohmann::json::parse(trace).at("traceEvents");  // kept: the loop reads it
+  int tp_sums = 0;
+  for (const nlohmann::json& e : events) tp_sums += e.value("name", std::string()) == "allreduce tensor-parallel";
+  // Stage 0 of each replica has 2 ranks; the replicas run 5 micro-batches in all; 2 blocks, each with 2
+  // sums in forward, 2 in backward and 2 in the recomputed forward.
+  EXPECT_EQ(tp_sums, 2 * 5 * 2 * 6 * kSteps);
   const std::string from = (dir_ / "tp" / "checkpoints" / "step-000002").string();
   expect_close(single, train("tp-resumed", kTensorParallelLast, "--resume " + from), 2,
                "resumed from the 2-way plan's checkpoint under another cut");
