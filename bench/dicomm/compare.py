@@ -3,8 +3,10 @@
 
 Allreduce (f32 sum, 1 MiB to 64 MiB, 2 and 4 ranks): DiComm (`h2 bench comm`) against Open MPI's
 MPI_Allreduce over shared memory (ob1 + vader, and UCX's sm transport) and Gloo over TCP (chunked ring
-and halving-doubling). Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on
-the same libfabric provider (shm, and tcp;ofi_rxm on loopback).
+and halving-doubling); DiComm as a job gets it by default, its ranks talking through its node
+transport. Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on the same
+libfabric provider (shm, and tcp;ofi_rxm on loopback), and DiComm's node transport against
+`fi_pingpong` on shm.
 
 Every contender is timed the same way (warm-up, then the mean over iterations of the slowest rank)
 and checks its own results. Each measurement is repeated and the median kept, because this machine
@@ -57,10 +59,12 @@ class Contenders:
         self.failures.append((name, f"exit {code}: {last}"))
         print(f"  {name}: failed (exit {code}): {last}", flush=True)
 
-    def dicomm(self, ranks, op="allreduce", provider=None):
+    def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None):
         env = dict(self.env)
         if provider:
             env["H2_FABRIC_PROVIDER"] = provider
+        if node_transport:
+            env["H2_DICOMM_NODE_TRANSPORT"] = node_transport
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
                                 self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
@@ -68,7 +72,7 @@ class Contenders:
                                 "--iters", str(self.args.iters), "--warmup", str(self.args.warmup),
                                 "--json", out.name], env)
             rows = [json.loads(line) for line in open(out.name) if line.strip()]
-        name = f"dicomm {provider or 'auto'}"
+        name = f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "")
         if code != 0:
             self._note_failure(name, code, err)
         for row in rows:
@@ -153,28 +157,32 @@ def medians_by_contender(repeats, all_rows):
     return results
 
 
-def print_table(title, columns, results, dicomm_key):
-    """results: {contender: {bytes: row}}; prints busbw per contender and DiComm's ratio to the best peer."""
+def print_table(title, columns, results, ours):
+    """results: {contender: {bytes: row}}; prints busbw per contender and, for each of `ours`, its
+    ratio to the best of the other contenders."""
     sizes = sorted({size for rows in results.values() for size in rows})
     print(f"\n{title}")
-    header = f"{'size':>9} " + " ".join(f"{c:>16}" for c in columns) + f" {'best peer':>16} {'DiComm/best':>12}"
+    header = (f"{'size':>9} " + " ".join(f"{c:>16}" for c in columns) + f" {'best peer':>16} " +
+              " ".join(f"{c + '/best':>22}" for c in ours))
     print(header)
     print("-" * len(header))
-    ratios = []
+    ratios = {c: [] for c in ours}
     for size in sizes:
         cells, best = [], None
         for c in columns:
             row = results.get(c, {}).get(size)
             cells.append(f"{row['busbw_gbps']:16.3f}" if row else f"{'-':>16}")
-            if row and c != dicomm_key and (best is None or row["busbw_gbps"] > best[1]):
+            if row and c not in ours and (best is None or row["busbw_gbps"] > best[1]):
                 best = (c, row["busbw_gbps"])
-        ours = results.get(dicomm_key, {}).get(size)
-        ratio = ours["busbw_gbps"] / best[1] if ours and best else None
-        if ratio is not None:
-            ratios.append(ratio)
+        cells_ratio = []
+        for c in ours:
+            row = results.get(c, {}).get(size)
+            ratio = row["busbw_gbps"] / best[1] if row and best else None
+            if ratio is not None:
+                ratios[c].append(ratio)
+            cells_ratio.append(f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>22}")
         label = f"{size // MIB} MiB" if size >= MIB else f"{size} B"
-        print(f"{label:>9} " + " ".join(cells) + f" {best[0] if best else '-':>16} "
-              f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>12}")
+        print(f"{label:>9} " + " ".join(cells) + f" {best[0] if best else '-':>16} " + " ".join(cells_ratio))
     return ratios
 
 
@@ -218,16 +226,21 @@ def main():
                 repeats[name].append(measure())
         results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"allreduce f32 sum, {ranks} ranks: busbw GB/s (median of {args.repeats})",
-                             list(runs), results, "dicomm")
+                             list(runs), results, ["dicomm"])["dicomm"]
         if ratios:
             summary.append(f"allreduce {ranks} ranks: DiComm/best peer {min(ratios):.2f}x .. {max(ratios):.2f}x")
 
+    # DiComm on the same provider as fi_pingpong (asking for a provider keeps DiComm's node transport
+    # out), and on shm's table also DiComm's own default between ranks of one node, the node transport.
     for provider in ("shm", "tcp;ofi_rxm"):
-        repeats = {"dicomm": [], "fi_pingpong": []}
+        ours = ["dicomm"] + (["dicomm node"] if provider == "shm" else [])
+        repeats = {name: [] for name in ours + ["fi_pingpong"]}
         for repeat in range(args.repeats):
             print(f"[{time.monotonic() - start:6.0f} s] pingpong, {provider}, run {repeat + 1}/{args.repeats}",
                   flush=True)
             repeats["dicomm"].append(contenders.dicomm(2, "pingpong", provider))
+            if "dicomm node" in repeats:
+                repeats["dicomm node"].append(contenders.dicomm(2, "pingpong", node_transport="cma"))
             size, rows = args.min_bytes, []
             while size <= args.max_bytes:
                 row = contenders.fi_pingpong(provider, size)
@@ -237,9 +250,11 @@ def main():
             repeats["fi_pingpong"].append(rows)
         results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"ping-pong, {provider}: GB/s of one transfer (median of {args.repeats})",
-                             list(repeats), results, "dicomm")
-        if ratios:
-            summary.append(f"pingpong {provider}: DiComm/fi_pingpong {min(ratios):.2f}x .. {max(ratios):.2f}x")
+                             list(repeats), results, ours)
+        for name, values in ratios.items():
+            if values:
+                who = "DiComm" if name == "dicomm" else "DiComm's node transport"
+                summary.append(f"pingpong {provider}: {who}/fi_pingpong {min(values):.2f}x .. {max(values):.2f}x")
 
     print("\n" + "\n".join(summary))
     wrong = sum(row["wrong"] for row in all_rows)

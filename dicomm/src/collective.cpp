@@ -4,12 +4,12 @@
 
 namespace h2::dicomm::detail {
 
-Layout::Layout(int64_t count_, int parts_, size_t element_bytes, size_t piece_bytes)
-    : segments(parts_), count(count_), parts(parts_) {
-  const int64_t per_piece = std::max<int64_t>(1, static_cast<int64_t>(piece_bytes / element_bytes));
+Layout::Layout(int64_t count_, int parts_, int64_t piece_elements)
+    : segments(static_cast<size_t>(parts_)), count(count_), parts(parts_) {
+  const int64_t per_piece = std::max<int64_t>(1, piece_elements);
   for (int s = 0; s < parts; ++s)
     for (int64_t b = begin(s); b < end(s); b += per_piece)
-      segments[s].push_back({pieces++, b, std::min(end(s), b + per_piece)});
+      segments[static_cast<size_t>(s)].push_back({pieces++, b, std::min(end(s), b + per_piece)});
 }
 
 int64_t Layout::segment_begin(int64_t count, int parts, int segment) {
@@ -17,8 +17,10 @@ int64_t Layout::segment_begin(int64_t count, int parts, int segment) {
   return segment * base + std::min<int64_t>(segment, extra);
 }
 
-int64_t Layout::largest() const {
-  return count / parts + (count % parts != 0);
+std::pair<Tensor, int> ScratchSlots::take(int64_t numel) {
+  const int slot = next++ % count;
+  const int64_t begin = slot * slot_elements;
+  return {region.flat.slice(0, begin, begin + numel), region.first + slot};
 }
 
 Collective::Collective(CommState& comm, Stream& stream, const Device& device, std::string name)
@@ -26,10 +28,14 @@ Collective::Collective(CommState& comm, Stream& stream, const Device& device, st
       device_(device),
       link_(comm.world->link(device)),
       name_(std::move(name)),
-      sequence_(comm.sequence++) {
+      sequence_(comm.sequence++),
+      board_(std::make_shared<Board>()) {
   input_ready_ = std::make_shared<Event>(device.create_event(false));
   input_ready_->record(stream);
   link_.stream().wait(*input_ready_);
+  const std::string what = name_ + " on communicator '" + comm_.name + "' (rank " + std::to_string(comm_.rank) +
+                           " of " + std::to_string(size()) + ")";
+  transfer_ = std::make_shared<Transfer>(comm_.world->engine(), link_, board_, what, kWindow);
 }
 
 std::shared_ptr<Event> Collective::record() {
@@ -38,39 +44,53 @@ std::shared_ptr<Event> Collective::record() {
   return event;
 }
 
-std::shared_ptr<Board> Collective::board(const Layout& layout, const std::shared_ptr<Event>& ready) const {
-  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
-  for (auto& piece : board->pieces) piece.event = ready;
-  return board;
+int64_t Collective::piece_elements(int64_t count, int parts, DType dtype) const {
+  const size_t element = dtype_size(dtype);
+  const auto segment_bytes = static_cast<size_t>((count + parts - 1) / parts) * element;
+  // Up to eight pieces per segment make a step a pipeline. Not below an eighth of a full piece:
+  // every piece costs a message, a device operation and an event, and on a machine whose ranks
+  // share few cores each of those is a thread hand-off (bench/dicomm: 64 KiB pieces halved the
+  // busbw of a 1 MiB allreduce).
+  const size_t largest = comm_.world->piece_bytes();
+  const size_t bytes = std::clamp(segment_bytes / 8, largest / 8, largest);
+  return std::max<int64_t>(1, static_cast<int64_t>(bytes / element));
 }
 
-StepTask::Send Collective::send(int peer, const Tensor& flat, const Layout::Piece& piece) const {
-  const int me = comm_.members[comm_.rank];
-  return {comm_.members[peer], make_tag(TagKind::collective, comm_.id, me, sequence_),
-          Span{flat.slice(0, piece.begin, piece.end)}, piece.index};
+Region Collective::region(const Tensor& flat, const Layout& layout, const std::shared_ptr<Event>& ready) {
+  return {flat, board_->add(layout.pieces, ready)};
 }
 
-StepTask::Recv Collective::recv(int peer, const Tensor& flat, const Layout::Piece& piece) const {
-  const int from = comm_.members[peer];
-  return {from,
-          make_tag(TagKind::collective, comm_.id, from, sequence_),
-          Span{flat.slice(0, piece.begin, piece.end)},
-          Tensor(),
-          Tensor(),
-          piece.index};
+ScratchSlots Collective::scratch_slots(int count, int64_t slot_elements, DType dtype) {
+  Link::Scratch memory = link_.take_scratch(count * slot_elements, dtype);
+  scratch_.push_back(memory.tensor);
+  const Layout slots(count * slot_elements, count, slot_elements);
+  // The NIC writes the slots: not before the last call's device work on this memory has run.
+  return {region(memory.tensor, slots, memory.last_use), count, slot_elements};
 }
 
-void Collective::run(const std::shared_ptr<Board>& board, std::optional<ops::BinaryOp> reduce,
-                     std::vector<StepTask::Send> sends, std::vector<StepTask::Recv> recvs, const std::string& step) {
-  const std::string what = name_ + " on communicator '" + comm_.name + "' (rank " + std::to_string(comm_.rank) +
-                           " of " + std::to_string(size()) + "), " + step;
-  auto task =
-      std::make_shared<StepTask>(comm_.world->engine(), link_, board, reduce, std::move(sends), std::move(recvs), what);
-  comm_.world->engine().run(task);
+void Collective::send(int peer, const Region& from, const Layout::Piece& piece) {
+  const int me = comm_.members[static_cast<size_t>(comm_.rank)];
+  transfer_->add(Transfer::Send{comm_.members[static_cast<size_t>(peer)],
+                                make_tag(TagKind::collective, comm_.id, me, sequence_), from.piece(piece),
+                                from.index(piece)});
+}
+
+Transfer::Recv Collective::recv(int peer, const Region& into, const Layout::Piece& piece) const {
+  const int from = comm_.members[static_cast<size_t>(peer)];
+  Transfer::Recv recv;
+  recv.peer = from;
+  recv.tag = make_tag(TagKind::collective, comm_.id, from, sequence_);
+  recv.into = into.piece(piece);
+  recv.piece = into.index(piece);
+  return recv;
+}
+
+void Collective::run() {
+  comm_.world->engine().run(transfer_);
 }
 
 Tensor Collective::scratch(int64_t numel, DType dtype) {
-  scratch_.push_back(link_.take_scratch(numel, dtype));
+  scratch_.push_back(link_.take_scratch(numel, dtype).tensor);  // used on the Link's stream only
   return scratch_.back();
 }
 
@@ -81,134 +101,113 @@ void Collective::finish(Stream& stream) {
   scratch_.clear();
 }
 
-void ring_reduce_scatter(Collective& c, const Tensor& work, ops::BinaryOp op, const std::shared_ptr<Event>& ready) {
+void ring_reduce_scatter(Collective& c, const Region& work, const Layout& layout, ops::BinaryOp op,
+                         const FinishPiece& finish) {
   const int n = c.size(), r = c.rank();
-  const Layout layout(work.numel(), n, dtype_size(work.dtype()), c.link().piece_bytes());
-  auto board = c.board(layout, ready);
-  // Two halves, alternating by step: a half is reused two steps later, when the pieces reduced from
-  // it have been sent on (the next step waits for that), so nothing still reads it.
-  const int64_t largest = layout.largest();
-  const Tensor scratch = c.scratch(2 * largest, work.dtype());
+  int64_t piece_elements = 0;
+  size_t pieces_per_segment = 0;
+  for (const auto& segment : layout.segments) {
+    pieces_per_segment = std::max(pieces_per_segment, segment.size());
+    for (const auto& piece : segment) piece_elements = std::max(piece_elements, piece.end - piece.begin);
+  }
+  // Enough slots that the receive window never waits for a reduction to free one.
+  const auto receives = static_cast<int64_t>(pieces_per_segment) * (n - 1);
+  ScratchSlots slots = c.scratch_slots(static_cast<int>(std::min<int64_t>(2 * Collective::kWindow, receives)),
+                                       piece_elements, work.flat.dtype());
   for (int step = 0; step < n - 1; ++step) {
+    // Step s sends what step s-1 reduced; each piece goes on as soon as its own reduction has run.
     const int send_segment = c.mod(r - step - 1), recv_segment = c.mod(r - step - 2);
-    std::vector<StepTask::Send> sends;
-    for (const auto& piece : layout.segments[send_segment]) sends.push_back(c.send(c.mod(r + 1), work, piece));
-    std::vector<StepTask::Recv> recvs;
-    const int64_t half = (step % 2) * largest - layout.begin(recv_segment);
-    for (const auto& piece : layout.segments[recv_segment]) {
-      StepTask::Recv recv = c.recv(c.mod(r - 1), work, piece);
-      recv.scratch = scratch.slice(0, half + piece.begin, half + piece.end);
-      recvs.push_back(std::move(recv));
+    for (const auto& piece : layout.segments[static_cast<size_t>(send_segment)]) c.send(c.mod(r + 1), work, piece);
+    for (const auto& piece : layout.segments[static_cast<size_t>(recv_segment)]) {
+      Transfer::Recv recv = c.recv(c.mod(r - 1), work, piece);
+      std::tie(recv.into, recv.piece) = slots.take(piece.end - piece.begin);
+      recv.reduce = op;
+      recv.output = work.piece(piece);
+      recv.output_piece = work.index(piece);
+      if (step == n - 2 && finish) finish(recv, piece);
+      c.add(std::move(recv));
     }
-    c.run(board, op, std::move(sends), std::move(recvs),
-          "reduce-scatter step " + std::to_string(step + 1) + "/" + std::to_string(n - 1));
   }
 }
 
-void ring_allgather(Collective& c, const Tensor& data, const std::shared_ptr<Event>& ready) {
+void ring_allgather(Collective& c, const Region& data, const Layout& layout) {
   const int n = c.size(), r = c.rank();
-  const Layout layout(data.numel(), n, dtype_size(data.dtype()), c.link().piece_bytes());
-  auto board = c.board(layout, ready);
   for (int step = 0; step < n - 1; ++step) {
     const int send_segment = c.mod(r - step), recv_segment = c.mod(r - step - 1);
-    std::vector<StepTask::Send> sends;
-    for (const auto& piece : layout.segments[send_segment]) sends.push_back(c.send(c.mod(r + 1), data, piece));
-    std::vector<StepTask::Recv> recvs;
-    for (const auto& piece : layout.segments[recv_segment]) recvs.push_back(c.recv(c.mod(r - 1), data, piece));
-    c.run(board, std::nullopt, std::move(sends), std::move(recvs),
-          "allgather step " + std::to_string(step + 1) + "/" + std::to_string(n - 1));
+    for (const auto& piece : layout.segments[static_cast<size_t>(send_segment)]) c.send(c.mod(r + 1), data, piece);
+    for (const auto& piece : layout.segments[static_cast<size_t>(recv_segment)])
+      c.add(c.recv(c.mod(r - 1), data, piece));
   }
 }
 
-Tensor recursive_doubling_allreduce(Collective& c, const Tensor& work, ops::BinaryOp op,
-                                    const std::shared_ptr<Event>& ready) {
+Region recursive_doubling_allreduce(Collective& c, const Region& work, const Region& other, const Layout& layout,
+                                    ops::BinaryOp op) {
   const int n = c.size(), r = c.rank();
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const int extra = n - p;
+  const auto& pieces = layout.segments[0];
+  int64_t piece_elements = 0;
+  for (const auto& piece : pieces) piece_elements = std::max(piece_elements, piece.end - piece.begin);
+  ScratchSlots slots = c.scratch_slots(static_cast<int>(2 * pieces.size()), piece_elements, work.flat.dtype());
   // Two buffers: a step sends one while the partner's data is reduced into the other, so the NIC
   // never reads what a reduction is writing.
-  const Layout layout(work.numel(), 1, dtype_size(work.dtype()), c.link().piece_bytes());
-  const int k = layout.pieces;
-  Tensor buffers[2] = {work, c.scratch(work.numel(), work.dtype())};
-  // Scratch halves alternate by step for the reason ring_reduce_scatter gives.
-  const int64_t count = work.numel();
-  const Tensor scratch = c.scratch(2 * count, work.dtype());
-  int steps = 0;
-  // Board: pieces [0, k) of buffers[0], [k, 2k) of buffers[1].
-  auto board = std::make_shared<Board>(static_cast<size_t>(2 * k));
-  for (auto& piece : board->pieces) piece.event = ready;
-  auto pieces_of = [&](int which) {
-    std::vector<Layout::Piece> pieces = layout.segments[0];
-    for (auto& piece : pieces) piece.index += which * k;
-    return pieces;
-  };
+  const Region* buffers[2] = {&work, &other};
   int current = 0;
   auto send_all = [&](int peer) {
-    std::vector<StepTask::Send> sends;
-    for (const auto& piece : pieces_of(current)) sends.push_back(c.send(peer, buffers[current], piece));
-    return sends;
+    for (const auto& piece : pieces) c.send(peer, *buffers[current], piece);
   };
   // Receives the peer's buffer and reduces it with ours into the other buffer, which becomes current.
-  auto exchange = [&](int peer, bool send_too, const std::string& step) {
-    std::vector<StepTask::Recv> recvs;
-    for (const auto& piece : pieces_of(1 - current)) {
-      StepTask::Recv recv = c.recv(peer, buffers[1 - current], piece);
-      const int64_t half = (steps % 2) * count;
-      recv.scratch = scratch.slice(0, half + piece.begin, half + piece.end);
-      recv.base = buffers[current].slice(0, piece.begin, piece.end);
-      recvs.push_back(std::move(recv));
+  auto reduce_from = [&](int peer) {
+    const Region& mine = *buffers[current];
+    const Region& result = *buffers[1 - current];
+    for (const auto& piece : pieces) {
+      Transfer::Recv recv = c.recv(peer, result, piece);
+      std::tie(recv.into, recv.piece) = slots.take(piece.end - piece.begin);
+      recv.reduce = op;
+      recv.base = mine.piece(piece);
+      recv.output = result.piece(piece);
+      recv.output_piece = result.index(piece);
+      c.add(std::move(recv));
     }
-    c.run(board, op, send_too ? send_all(peer) : std::vector<StepTask::Send>{}, std::move(recvs), step);
     current = 1 - current;
-    ++steps;
   };
   if (r >= p) {
     // Ranks beyond the largest power of two hand their data to a partner and get the result back.
-    c.run(board, std::nullopt, send_all(r - p), {}, "recursive doubling: fold");
-    std::vector<StepTask::Recv> recvs;
-    for (const auto& piece : pieces_of(current)) recvs.push_back(c.recv(r - p, buffers[current], piece));
-    c.run(board, std::nullopt, {}, std::move(recvs), "recursive doubling: result");
+    send_all(r - p);
+    for (const auto& piece : pieces) c.add(c.recv(r - p, *buffers[current], piece));
   } else {
-    if (r < extra) exchange(r + p, false, "recursive doubling: fold");
-    for (int mask = 1; mask < p; mask <<= 1)
-      exchange(r ^ mask, true, "recursive doubling: distance " + std::to_string(mask));
-    if (r < extra) c.run(board, std::nullopt, send_all(r + p), {}, "recursive doubling: result");
+    if (r < extra) reduce_from(r + p);
+    for (int mask = 1; mask < p; mask <<= 1) {
+      send_all(r ^ mask);
+      reduce_from(r ^ mask);
+    }
+    if (r < extra) send_all(r + p);
   }
-  return buffers[current];
+  return *buffers[current];
 }
 
-void tree_broadcast(Collective& c, const Tensor& data, int root) {
+void tree_broadcast(Collective& c, const Region& data, const Layout& layout, int root) {
   const int n = c.size(), v = c.mod(c.rank() - root);
-  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), c.link().piece_bytes());
-  auto board = c.board(layout, c.input_ready());
-  std::vector<StepTask::Recv> recvs;
   int mask = 1;
   for (; mask < n; mask <<= 1) {
     if (v & mask) {
-      for (const auto& piece : layout.segments[0]) recvs.push_back(c.recv(c.mod(v - mask + root), data, piece));
+      for (const auto& piece : layout.segments[0]) c.add(c.recv(c.mod(v - mask + root), data, piece));
       break;
     }
   }
-  std::vector<StepTask::Send> sends;
   for (mask >>= 1; mask > 0; mask >>= 1)
     if (v + mask < n)
-      for (const auto& piece : layout.segments[0]) sends.push_back(c.send(c.mod(v + mask + root), data, piece));
-  c.run(board, std::nullopt, std::move(sends), std::move(recvs), "broadcast (binomial tree)");
+      for (const auto& piece : layout.segments[0]) c.send(c.mod(v + mask + root), data, piece);
 }
 
-void chain_broadcast(Collective& c, const Tensor& data, int root) {
+void chain_broadcast(Collective& c, const Region& data, const Layout& layout, int root) {
   const int n = c.size(), v = c.mod(c.rank() - root);
-  const Layout layout(data.numel(), 1, dtype_size(data.dtype()), c.link().piece_bytes());
-  auto board = c.board(layout, c.input_ready());
-  std::vector<StepTask::Recv> recvs;
-  std::vector<StepTask::Send> sends;
   // Each piece is forwarded as soon as it has landed, so the chain runs as a pipeline.
-  if (v > 0)
-    for (const auto& piece : layout.segments[0]) recvs.push_back(c.recv(c.mod(v - 1 + root), data, piece));
-  if (v + 1 < n)
-    for (const auto& piece : layout.segments[0]) sends.push_back(c.send(c.mod(v + 1 + root), data, piece));
-  c.run(board, std::nullopt, std::move(sends), std::move(recvs), "broadcast (pipelined chain)");
+  for (const auto& piece : layout.segments[0]) {
+    if (v > 0) c.add(c.recv(c.mod(v - 1 + root), data, piece));
+    if (v + 1 < n) c.send(c.mod(v + 1 + root), data, piece);
+  }
 }
 
 }  // namespace h2::dicomm::detail

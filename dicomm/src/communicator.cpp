@@ -13,7 +13,7 @@ namespace detail {
 
 struct RequestState {
   std::shared_ptr<World> world;
-  std::shared_ptr<StepTask> task;
+  std::shared_ptr<Transfer> task;
   std::function<void()> on_complete;  // joins the caller's stream, once, in the caller's thread
   bool completed = false;
 };
@@ -58,31 +58,36 @@ Tensor work_buffer(Collective& c, const Tensor& source, bool copy) {
   return work;
 }
 
-// What isend and irecv share: the tensor cut into pieces on its device's Link, every piece usable once
-// the work enqueued on the caller's stream so far has run.
+// What isend and irecv share: a transfer of the tensor cut into pieces on its device's Link, every
+// piece usable once the work enqueued on the caller's stream so far has run.
 struct PointToPoint {
   Link& link;
-  Tensor data;  // the tensor, flat
+  Region data;  // the tensor, flat
   Layout layout;
-  std::shared_ptr<Board> board;
+  std::shared_ptr<Transfer> transfer;
 };
 
-PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& tensor) {
+PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& tensor, std::string name) {
   Link& link = s.world->link(tensor.device());
   auto ready = std::make_shared<Event>(tensor.device().create_event(false));
   ready->record(stream);
   link.stream().wait(*ready);
   const Tensor data = flat(tensor);
-  Layout layout(data.numel(), 1, dtype_size(data.dtype()), link.piece_bytes());
-  auto board = std::make_shared<Board>(static_cast<size_t>(layout.pieces));
-  for (auto& piece : board->pieces) piece.event = ready;
-  return {link, data, std::move(layout), std::move(board)};
+  Layout layout(data.numel(), 1, static_cast<int64_t>(link.piece_bytes() / dtype_size(data.dtype())));
+  auto board = std::make_shared<Board>();
+  const int first = board->add(layout.pieces, ready);
+  auto transfer = std::make_shared<Transfer>(s.world->engine(), link, std::move(board), std::move(name));
+  return {link, Region{data, first}, std::move(layout), std::move(transfer)};
 }
 
-// Average and cast back: the owner of each fully reduced segment does it once.
-void finalize(Collective& c, ReduceOp op, const Tensor& reduced, const Tensor& out) {
-  if (op == ReduceOp::avg) ops::binary(c.link().stream(), ops::BinaryOp::mul, reduced, 1.0 / c.size(), reduced);
-  if (!reduced.same_view(out)) ops::copy(c.link().stream(), reduced, out);
+// Average and cast back: the owner of each fully reduced piece does it once.
+void finalize(Stream& stream, double scale, const Tensor& reduced, const Tensor& out) {
+  if (scale != 1.0) ops::binary(stream, ops::BinaryOp::mul, reduced, scale, reduced);
+  if (!reduced.same_view(out)) ops::copy(stream, reduced, out);
+}
+
+double scale_of(ReduceOp op, int ranks) {
+  return op == ReduceOp::avg ? 1.0 / ranks : 1.0;
 }
 
 }  // namespace
@@ -155,6 +160,9 @@ const std::string& Communicator::name() const {
 const std::string& Communicator::provider() const {
   return state().world->engine().provider();
 }
+std::string Communicator::transport() const {
+  return state().world->engine().transports();
+}
 
 Communicator Communicator::split(int color, int key) const {
   CommState& parent = const_cast<CommState&>(state());
@@ -202,33 +210,33 @@ Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint
   check_tensor("isend", "the tensor", tensor);
   const int to = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  PointToPoint p = prepare_point_to_point(s, stream, tensor);
-  std::vector<StepTask::Send> sends;
+  PointToPoint p = prepare_point_to_point(s, stream, tensor,
+                                          "send of " + tensor.describe() + " to rank " + std::to_string(peer) +
+                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, s.members[s.rank], tag);
   for (const auto& piece : p.layout.segments[0])
-    sends.push_back({to, wire_tag, Span{p.data.slice(0, piece.begin, piece.end)}, piece.index});
-  auto task = std::make_shared<StepTask>(s.world->engine(), p.link, p.board, std::nullopt, std::move(sends),
-                                         std::vector<StepTask::Recv>{},
-                                         "send of " + tensor.describe() + " to rank " + std::to_string(peer) +
-                                             " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
-  s.world->engine().add_task(task);
-  return Request(std::make_shared<RequestState>(RequestState{s.world, task, {}, false}));
+    p.transfer->add(Transfer::Send{to, wire_tag, p.data.piece(piece), p.data.index(piece)});
+  s.world->engine().add_task(p.transfer);
+  return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, {}, false}));
 }
 
 Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
   check_tensor("irecv", "the tensor", tensor);
   const int from = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  PointToPoint p = prepare_point_to_point(s, stream, tensor);
-  std::vector<StepTask::Recv> recvs;
+  PointToPoint p = prepare_point_to_point(s, stream, tensor,
+                                          "receive of " + tensor.describe() + " from rank " + std::to_string(peer) +
+                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, from, tag);
-  for (const auto& piece : p.layout.segments[0])
-    recvs.push_back({from, wire_tag, Span{p.data.slice(0, piece.begin, piece.end)}, Tensor(), Tensor(), piece.index});
-  auto task = std::make_shared<StepTask>(s.world->engine(), p.link, p.board, std::nullopt,
-                                         std::vector<StepTask::Send>{}, std::move(recvs),
-                                         "receive of " + tensor.describe() + " from rank " + std::to_string(peer) +
-                                             " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
-  s.world->engine().add_task(task);
+  for (const auto& piece : p.layout.segments[0]) {
+    Transfer::Recv recv;
+    recv.peer = from;
+    recv.tag = wire_tag;
+    recv.into = p.data.piece(piece);
+    recv.piece = p.data.index(piece);
+    p.transfer->add(std::move(recv));
+  }
+  s.world->engine().add_task(p.transfer);
   Device device = tensor.device();
   Stream* caller = &stream;
   Link& link = p.link;
@@ -237,7 +245,7 @@ Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint
     done.record(link.stream());
     caller->wait(done);
   };
-  return Request(std::make_shared<RequestState>(RequestState{s.world, task, join, false}));
+  return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, join, false}));
 }
 
 void Communicator::send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
@@ -260,17 +268,31 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) 
                "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
   const Tensor data = flat(tensor);
   const Tensor work = work_buffer(c, data, false);
+  // Also when the result may overwrite `data`: the widening copy reads it.
   const auto ready = widened(data.dtype()) ? c.record() : c.input_ready();
+  const double scale = scale_of(op, size());
   const size_t bytes = static_cast<size_t>(work.numel()) * dtype_size(work.dtype());
   if (bytes <= s.world->small_bytes()) {
-    const Tensor result = recursive_doubling_allreduce(c, work, binary_of(op), ready);
-    finalize(c, op, result, data);
+    const Layout layout(work.numel(), 1, c.piece_elements(work.numel(), 1, work.dtype()));
+    const Region mine = c.region(work, layout, ready);
+    const Region other = c.region(c.scratch(work.numel(), work.dtype()), layout, nullptr);
+    const Region result = recursive_doubling_allreduce(c, mine, other, layout, binary_of(op));
+    c.run();
+    finalize(c.link().stream(), scale, result.flat, data);
   } else {
-    ring_reduce_scatter(c, work, binary_of(op), ready);
-    const int64_t begin = Layout::segment_begin(data.numel(), size(), rank());
-    const int64_t end = Layout::segment_begin(data.numel(), size(), rank() + 1);
-    finalize(c, op, work.slice(0, begin, end), data.slice(0, begin, end));
-    ring_allgather(c, data, c.record());
+    // `work` (fp32 for 16-bit data) and `data` are cut alike, so a piece reduced in one is sent
+    // from the other as soon as it is finished.
+    const Layout layout(data.numel(), size(), c.piece_elements(data.numel(), size(), work.dtype()));
+    const Region reduced = c.region(work, layout, ready);
+    const Region result = work.same_view(data) ? reduced : c.region(data, layout, ready);
+    ring_reduce_scatter(c, reduced, layout, binary_of(op), [&](Transfer::Recv& recv, const Layout::Piece& piece) {
+      const Tensor from = reduced.piece(piece), to = result.piece(piece);
+      if (scale == 1.0 && from.same_view(to)) return;
+      recv.then = [from, to, scale](Stream& on) { finalize(on, scale, from, to); };
+      recv.then_piece = result.index(piece);
+    });
+    ring_allgather(c, result, layout);
+    c.run();
   }
   c.finish(stream);
 }
@@ -287,9 +309,21 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
   Collective c(s, stream, input.device(),
                "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe());
   const Tensor work = work_buffer(c, flat(input), true);
-  if (size() > 1 && output.numel() > 0) ring_reduce_scatter(c, work, binary_of(op), c.record());
-  const int64_t n = output.numel();
-  finalize(c, op, work.slice(0, rank() * n, (rank() + 1) * n), flat(output));
+  const Tensor out = flat(output);
+  const int64_t n = out.numel(), mine = rank() * n;
+  const double scale = scale_of(op, size());
+  if (size() > 1 && n > 0) {
+    // Segment rank() of the layout is exactly [rank() * n, (rank() + 1) * n).
+    const Layout layout(work.numel(), size(), c.piece_elements(work.numel(), size(), work.dtype()));
+    const Region reduced = c.region(work, layout, c.record());
+    ring_reduce_scatter(c, reduced, layout, binary_of(op), [&](Transfer::Recv& recv, const Layout::Piece& piece) {
+      const Tensor from = reduced.piece(piece), to = out.slice(0, piece.begin - mine, piece.end - mine);
+      recv.then = [from, to, scale](Stream& on) { finalize(on, scale, from, to); };
+    });
+    c.run();
+  } else {
+    finalize(c.link().stream(), scale, work.slice(0, mine, mine + n), out);
+  }
   c.finish(stream);
 }
 
@@ -305,7 +339,11 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
   const int64_t n = input.numel();
   const Tensor out = flat(output);
   ops::copy(c.link().stream(), flat(input), out.slice(0, rank() * n, (rank() + 1) * n));
-  if (size() > 1 && n > 0) ring_allgather(c, out, c.record());
+  if (size() > 1 && n > 0) {
+    const Layout layout(out.numel(), size(), c.piece_elements(out.numel(), size(), out.dtype()));
+    ring_allgather(c, c.region(out, layout, c.record()), layout);
+    c.run();
+  }
   c.finish(stream);
 }
 
@@ -319,12 +357,15 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
   }
   Collective c(s, stream, tensor.device(), "broadcast from rank " + std::to_string(root) + " of " + tensor.describe());
   const Tensor data = flat(tensor);
+  const Layout layout(data.numel(), 1, c.piece_elements(data.numel(), 1, data.dtype()));
+  const Region region = c.region(data, layout, c.input_ready());
   const size_t bytes = static_cast<size_t>(data.numel()) * dtype_size(data.dtype());
   if (bytes <= s.world->small_bytes()) {
-    tree_broadcast(c, data, root);
+    tree_broadcast(c, region, layout, root);
   } else {
-    chain_broadcast(c, data, root);
+    chain_broadcast(c, region, layout, root);
   }
+  c.run();
   c.finish(stream);
 }
 

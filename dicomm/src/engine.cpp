@@ -22,10 +22,23 @@ void Backoff::pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(10 << doublings));  // 10 .. 640 µs
 }
 
-Engine::Engine(std::unique_ptr<Fabric> fabric, std::vector<fi_addr_t> peers, int rank,
-               std::chrono::milliseconds timeout)
-    : fabric_(std::move(fabric)), peers_(std::move(peers)), rank_(rank), timeout_(timeout) {
+Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers,
+               int rank, std::chrono::milliseconds timeout)
+    : fabric_(std::move(fabric)), node_(std::move(node)), peers_(std::move(peers)), rank_(rank), timeout_(timeout) {
   background_ = std::thread([this] { background_loop(); });
+}
+
+std::string Engine::transports() const {
+  std::string peers;
+  for (int peer : node_peers()) peers += (peers.empty() ? "" : ",") + std::to_string(peer);
+  return provider() + (peers.empty() ? "" : "; node transport (cma) to ranks " + peers);
+}
+
+std::vector<int> Engine::node_peers() const {
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size(); ++r)
+    if (via_node(r)) ranks.push_back(r);
+  return ranks;
 }
 
 Engine::~Engine() {
@@ -38,6 +51,7 @@ Engine::~Engine() {
   // Closing the endpoint drops posted operations; only then may their memory go.
   std::lock_guard lock(mutex_);
   fabric_.reset();
+  node_.reset();
   tasks_.clear();
   inflight_.clear();
   queued_.clear();
@@ -72,7 +86,7 @@ OpPtr Engine::submit(OpPtr op) {
   throw_if_failed();
   {
     std::lock_guard lock(mutex_);
-    if (fabric_->needs_registration() && op->bytes > 0) {
+    if (fabric_->needs_registration() && op->bytes > 0 && !via_node(op->peer)) {
       void* handle = nullptr;
       fabric_->register_memory(op->data, op->bytes, &handle);
       op->mr = handle;
@@ -90,8 +104,14 @@ bool Engine::post_queued_locked() {
   while (!queued_.empty()) {
     Op& op = *queued_.front();
     void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
-    const ssize_t rc = op.is_send ? fabric_->post_send(op.data, op.bytes, desc, peers_[op.peer], op.tag, &op.context)
-                                  : fabric_->post_recv(op.data, op.bytes, desc, op.tag, &op.context);
+    ssize_t rc;
+    if (via_node(op.peer)) {
+      rc = op.is_send ? node_->post_send(op.peer, op.data, op.bytes, op.tag, &op.context)
+                      : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
+    } else {
+      rc = op.is_send ? fabric_->post_send(op.data, op.bytes, desc, peers_[op.peer], op.tag, &op.context)
+                      : fabric_->post_recv(op.data, op.bytes, desc, op.tag, &op.context);
+    }
     if (rc == -FI_EAGAIN) break;  // the provider needs progress first (rxm connects on demand)
     OpPtr owned = std::move(queued_.front());
     queued_.pop_front();
@@ -133,6 +153,7 @@ bool Engine::progress() {
   bool moved = post_queued_locked();
   completions_.clear();
   if (fabric_->poll(completions_) > 0) moved = true;
+  if (node_ && node_->poll(completions_) > 0) moved = true;
   for (const Completion& c : completions_) complete_locked(c);
   for (size_t i = 0; i < tasks_.size();) {
     Task& task = *tasks_[i];

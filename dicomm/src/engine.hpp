@@ -27,6 +27,7 @@
 
 #include "fabric.hpp"
 #include "h2/dicomm/error.hpp"
+#include "node_transport.hpp"
 #include "task.hpp"
 
 namespace h2::dicomm::detail {
@@ -54,7 +55,9 @@ using OpPtr = std::shared_ptr<Op>;
 
 class Engine {
  public:
-  Engine(std::unique_ptr<Fabric> fabric, std::vector<fi_addr_t> peers, int rank, std::chrono::milliseconds timeout);
+  // `node` (may be null) carries the messages to the ranks it is enabled for, `fabric` the rest.
+  Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers, int rank,
+         std::chrono::milliseconds timeout);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -62,6 +65,10 @@ class Engine {
   int rank() const { return rank_; }
   int world_size() const { return static_cast<int>(peers_.size()); }
   const std::string& provider() const { return fabric_->provider(); }
+  // The world ranks reached through the node transport.
+  std::vector<int> node_peers() const;
+  // "tcp;ofi_rxm; node transport (cma) to ranks 1,3".
+  std::string transports() const;
   std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Queue a send / receive of `bytes` at `data` (host-addressable memory the NIC may read or write)
@@ -98,12 +105,15 @@ class Engine {
   void complete_locked(const Completion& completion);
   void background_loop();
 
+  bool via_node(int peer) const { return node_ && node_->enabled(peer); }
+
   std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<NodeTransport> node_;
   std::vector<fi_addr_t> peers_;
   int rank_;
   std::chrono::milliseconds timeout_;
 
-  // Guards fabric_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
+  // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
   std::recursive_mutex mutex_;
   std::deque<OpPtr> queued_;
   std::vector<std::shared_ptr<Task>> tasks_;

@@ -39,21 +39,25 @@ void Link::release(std::shared_ptr<StagingSlot> slot) {
 
 namespace h2::dicomm::detail {
 
-Tensor Link::take_scratch(int64_t numel, DType dtype) {
+Link::Scratch Link::take_scratch(int64_t numel, DType dtype) {
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(numel, 1)) * dtype_size(dtype);
   {
     std::lock_guard lock(scratch_mutex_);
-    for (size_t i = 0; i < scratch_.size(); ++i) {
-      auto& [buffer, done] = scratch_[i];
-      // Only once the last work on it has finished: the NIC writes into it as soon as a receive is posted.
-      if (buffer->size() >= bytes && (!done || done->ready())) {
-        std::shared_ptr<DeviceBuffer> reused = std::move(buffer);
-        scratch_.erase(scratch_.begin() + static_cast<std::ptrdiff_t>(i));
-        return Tensor::from_buffer(std::move(reused), {numel}, dtype);
-      }
+    // The smallest that fits. Not waiting for its last use to finish: calls issued back to back
+    // would otherwise allocate afresh whenever the previous call's last reduction or cast is
+    // still queued, which was most of the time for 16-bit data and recursive doubling.
+    size_t best = scratch_.size();
+    for (size_t i = 0; i < scratch_.size(); ++i)
+      if (scratch_[i].first->size() >= bytes &&
+          (best == scratch_.size() || scratch_[i].first->size() < scratch_[best].first->size()))
+        best = i;
+    if (best < scratch_.size()) {
+      auto [buffer, done] = std::move(scratch_[best]);
+      scratch_.erase(scratch_.begin() + static_cast<std::ptrdiff_t>(best));
+      return {Tensor::from_buffer(std::move(buffer), {numel}, dtype), std::move(done)};
     }
   }
-  return Tensor::from_buffer(std::make_shared<DeviceBuffer>(device_.allocate(bytes)), {numel}, dtype);
+  return {Tensor::from_buffer(std::make_shared<DeviceBuffer>(device_.allocate(bytes)), {numel}, dtype), nullptr};
 }
 
 void Link::return_scratch(const Tensor& scratch, std::shared_ptr<Event> done) {

@@ -41,7 +41,13 @@ class Link {
   // Device memory for `numel` elements of `dtype`, reused between calls: fresh memory costs a page
   // fault per page when first touched, and in a VM that alone made a 64 MiB allreduce 5x slower.
   // Give it back with return_scratch once the work using it has been recorded in `done`.
-  Tensor take_scratch(int64_t numel, DType dtype);
+  struct Scratch {
+    Tensor tensor;
+    // The last use's device work, which may still be queued on stream(): work on stream() runs
+    // after it anyway, but the NIC must not write the memory before it has completed.
+    std::shared_ptr<Event> last_use;
+  };
+  Scratch take_scratch(int64_t numel, DType dtype);
   void return_scratch(const Tensor& scratch, std::shared_ptr<Event> done);
 
  private:

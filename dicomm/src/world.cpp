@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "h2/log.hpp"
@@ -83,7 +86,7 @@ std::string join(const std::vector<std::string>& items) {
 
 // Every rank must use the same provider of the same libfabric: `net` and `tcp;ofi_rxm` do not talk
 // to each other, nor do different libfabric majors (notes/dicomm.md §2.4.6).
-std::string agree_on_provider(const std::vector<json>& ranks) {
+std::string agree_on_provider(const std::vector<json>& ranks, bool shm_safe) {
   const std::string version = ranks[0]["libfabric"];
   for (size_t r = 1; r < ranks.size(); ++r)
     if (ranks[r]["libfabric"] != version)
@@ -98,6 +101,14 @@ std::string agree_on_provider(const std::vector<json>& ranks) {
                       "DiComm: rank " + std::to_string(r) + " asks for provider '" +
                           ranks[r]["requested"].get<std::string>() + "' but rank 0 for '" + requested +
                           "' (H2_FABRIC_PROVIDER must be the same on every rank)");
+  const std::string shm_hazard =
+      "libfabric " + version +
+      "'s shm provider would copy through bounce buffers here (cross-memory attach is not permitted or "
+      "FI_SHM_DISABLE_CMA is set), and before libfabric 1.19 that hangs once several messages arrive ahead of "
+      "their receives (ofiwg/libfabric#9143)";
+  if (requested == "shm" && !shm_safe)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_FABRIC_PROVIDER=shm refused: " + shm_hazard + "; use tcp;ofi_rxm or a newer libfabric");
   if (!requested.empty()) {
     for (size_t r = 0; r < ranks.size(); ++r) {
       const auto providers = ranks[r]["providers"].get<std::vector<std::string>>();
@@ -117,6 +128,7 @@ std::string agree_on_provider(const std::vector<json>& ranks) {
     });
     single_node = single_node && rank["node"] == ranks[0]["node"];
   }
+  if (!shm_safe && std::erase(common, "shm") > 0) log(LogLevel::warning, "dicomm", "not choosing shm: " + shm_hazard);
   const std::string chosen = choose_provider(common, single_node);
   if (chosen.empty()) {
     std::string detail;
@@ -127,6 +139,80 @@ std::string agree_on_provider(const std::vector<json>& ranks) {
                         " (set H2_FABRIC_PROVIDER to one they all have)");
   }
   return chosen;
+}
+
+// What the ranks of each node can do with each other's memory.
+struct NodeSetup {
+  // Enabled for the pairs of this node that may read each other's memory; null when this rank has
+  // no such peer.
+  std::unique_ptr<NodeTransport> transport;
+  // Every pair of ranks that share a node may read each other's memory (cross-memory attach).
+  bool memory_readable = true;
+};
+
+// Sets up the node transport between ranks of one node (node_transport.hpp): every rank maps the
+// segments of the other ranks of its node and checks that it may read their memory; a pair uses
+// it when both may. Collective over the world (nothing to do when no node has two ranks).
+NodeSetup connect_node_transport(Store& store, int rank, const std::vector<json>& ranks) {
+  std::map<std::string, std::vector<int>> nodes;
+  for (size_t r = 0; r < ranks.size(); ++r) nodes[ranks[r]["node"].get<std::string>()].push_back(static_cast<int>(r));
+  NodeSetup setup;
+  if (std::all_of(nodes.begin(), nodes.end(), [](const auto& node) { return node.second.size() < 2; })) return setup;
+  const std::vector<int>& local = nodes[ranks[static_cast<size_t>(rank)]["node"].get<std::string>()];
+  const std::string prefix = "dicomm/node/";
+  auto readable_key = [&](int r) { return prefix + "readable/" + std::to_string(r); };
+  if (local.size() > 1) {
+    std::string address;
+    try {
+      setup.transport = std::make_unique<NodeTransport>(rank, local);
+      address = setup.transport->address();
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "dicomm", std::string("no node transport, libfabric carries everything: ") + e.what());
+    }
+    store.set(prefix + "address/" + std::to_string(rank), address);
+    std::string readable = " ";
+    bool reads_all = true;
+    for (int peer : local) {
+      if (peer == rank) continue;
+      const std::string peer_address = store.get(prefix + "address/" + std::to_string(peer));
+      std::string why = "rank " + std::to_string(peer) + " has no node transport";
+      if (setup.transport && !peer_address.empty() && setup.transport->connect(peer, peer_address, why)) {
+        readable += std::to_string(peer) + " ";
+      } else {
+        reads_all = false;
+        log(LogLevel::warning, "dicomm",
+            "libfabric carries the messages with rank " + std::to_string(peer) + ": " + why);
+      }
+    }
+    store.set(readable_key(rank), readable);
+    if (!reads_all) store.add(prefix + "unreadable", 1);
+  }
+  store.barrier("dicomm/node");  // every segment is mapped and every verdict in by now
+  setup.memory_readable = store.add(prefix + "unreadable", 0) == 0;
+  if (!setup.transport) return setup;
+  setup.transport->unlink();
+  const std::string mine = store.get(readable_key(rank));
+  auto lists = [](const std::string& list, int r) {
+    return list.find(" " + std::to_string(r) + " ") != std::string::npos;
+  };
+  for (int peer : local)
+    if (peer != rank && lists(mine, peer) && lists(store.get(readable_key(peer)), rank)) setup.transport->enable(peer);
+  return setup;
+}
+
+// libfabric's shm provider copies with cross-memory attach when it may and otherwise through
+// shared bounce buffers (SAR); before libfabric 1.19 SAR hangs once several messages arrive before
+// their receives are posted (ofiwg/libfabric#9143), which DiComm's pipelined transfers do all the
+// time. So shm is only chosen where it will use cross-memory attach.
+bool shm_is_safe(const std::string& libfabric_version, bool memory_readable) {
+  int major = 0, minor = 0;
+  std::sscanf(libfabric_version.c_str(), "%d.%d", &major, &minor);
+  if (major > 1 || (major == 1 && minor >= 19)) return true;
+  const char* disabled = std::getenv("FI_SHM_DISABLE_CMA");
+  std::string value = disabled != nullptr ? disabled : "";
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool cma_disabled = value == "1" || value == "on" || value == "true" || value == "yes";
+  return memory_readable && !cma_disabled;
 }
 
 }  // namespace
@@ -156,6 +242,14 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
   const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
   const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
+  // auto: the node transport between ranks of one node, unless a libfabric provider was asked
+  // for (a test of that provider, say); cma: always; off: libfabric carries everything.
+  const char* node_env = std::getenv("H2_DICOMM_NODE_TRANSPORT");
+  const std::string node_mode = node_env != nullptr && *node_env != '\0' ? node_env : "auto";
+  if (node_mode != "auto" && node_mode != "cma" && node_mode != "off")
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_DICOMM_NODE_TRANSPORT='" + node_mode + "' is not one of auto, cma, off");
+  const bool want_node_transport = node_mode == "cma" || (node_mode == "auto" && requested.empty());
 
   std::string iface = "lo";
   if (info.world_size > 1) {
@@ -169,6 +263,8 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   const ProviderProbe probe = probe_providers(iface);
 
   std::string provider = requested;
+  std::vector<json> ranks;
+  NodeSetup node_setup;
   if (world->store_) {
     Store& store = *world->store_;
     const std::string prefix = "dicomm/rank/";
@@ -177,16 +273,19 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                                                        {"libfabric", probe.libfabric_version},
                                                        {"requested", requested},
                                                        {"piece_bytes", world->piece_bytes_},
-                                                       {"small_bytes", world->small_bytes_}}
+                                                       {"small_bytes", world->small_bytes_},
+                                                       {"node_transport", node_mode}}
                                                       .dump());
-    std::vector<json> ranks;
     for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
     for (int r = 1; r < info.world_size; ++r)
-      if (ranks[r]["piece_bytes"] != ranks[0]["piece_bytes"] || ranks[r]["small_bytes"] != ranks[0]["small_bytes"])
-        throw CommError(CommErrorKind::usage, r,
-                        "DiComm: rank " + std::to_string(r) +
-                            " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES than rank 0; set them alike");
-    provider = agree_on_provider(ranks);
+      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport"})
+        if (ranks[r][setting] != ranks[0][setting])
+          throw CommError(CommErrorKind::usage, r,
+                          "DiComm: rank " + std::to_string(r) +
+                              " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
+                              "H2_DICOMM_NODE_TRANSPORT than rank 0; set them alike");
+    node_setup = connect_node_transport(store, info.rank, ranks);
+    provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
   } else if (provider.empty()) {
     provider = choose_provider(probe.providers, true);
     if (provider.empty())
@@ -203,7 +302,9 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     addresses[0] = fabric->address();
   }
   std::vector<fi_addr_t> peers = fabric->insert(addresses);
-  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(peers), info.rank, timeout);
+  if (!want_node_transport) node_setup.transport.reset();
+  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(node_setup.transport), std::move(peers),
+                                            info.rank, timeout);
   if (world->store_) {
     Engine* engine = world->engine_.get();
     world->store_->on_failure([engine](const RankFailure& failure) {
@@ -213,7 +314,7 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     world->store_->barrier("dicomm/world");
   }
   log(LogLevel::info, "dicomm",
-      info.describe() + ": provider " + provider + (is_socket_provider(provider) ? " on " + iface : "") +
+      info.describe() + ": " + world->engine_->transports() + (is_socket_provider(provider) ? " on " + iface : "") +
           ", libfabric " + probe.libfabric_version);
   return world;
 }

@@ -214,7 +214,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     Communicator world = Communicator::world();
-    std::cout << prefix << "device " << device.label() << ", provider " << world.provider() << std::endl;
+    std::cout << prefix << "device " << device.label() << ", provider " << world.provider() << ", transport "
+              << world.transport() << std::endl;
     if (mode == "check") {
       const int failed = run_checks(world, stream, device);
       std::cout << prefix << checks - failed << " of " << checks << " checks passed" << std::endl;

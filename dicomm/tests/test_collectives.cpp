@@ -35,10 +35,11 @@ void expect_all_passed(const CliResult& result, int ranks) {
   EXPECT_THAT(result.output, testing::Not(HasSubstr("FAILED"))) << result.output;
 }
 
+// Asking for a provider keeps the node transport out: this is libfabric's shm alone.
 TEST(Collectives, TwoRanksOverSharedMemory) {
   const CliResult result = launch(2, "check", "H2_FABRIC_PROVIDER=shm");
   expect_all_passed(result, 2);
-  EXPECT_THAT(result.output, HasSubstr("provider shm"));
+  EXPECT_THAT(result.output, HasSubstr("provider shm, transport shm\n"));
 }
 
 TEST(Collectives, ThreeRanksOverTcp) {
@@ -47,22 +48,50 @@ TEST(Collectives, ThreeRanksOverTcp) {
   EXPECT_THAT(result.output, HasSubstr("provider tcp;ofi_rxm"));
 }
 
-TEST(Collectives, FourRanksChooseSharedMemoryOnOneNode) {
+// On their own, ranks of one node talk through the node transport (cross-memory attach).
+TEST(Collectives, FourRanksUseTheNodeTransportOnOneNode) {
   const CliResult result = launch(4, "check");
   expect_all_passed(result, 4);
-  EXPECT_THAT(result.output, HasSubstr("provider shm"));
+  EXPECT_THAT(
+      result.output,
+      HasSubstr("rank 0: device cpu-reference:0, provider shm, transport shm; node transport (cma) to ranks 1,2,3"));
+  EXPECT_THAT(
+      result.output,
+      HasSubstr("rank 2: device cpu-reference:0, provider shm, transport shm; node transport (cma) to ranks 0,1,3"));
+}
+
+TEST(Collectives, NodeTransportCanBeTurnedOff) {
+  const CliResult result = launch(2, "check", "H2_DICOMM_NODE_TRANSPORT=off");
+  expect_all_passed(result, 2);
+  EXPECT_THAT(result.output, HasSubstr("provider shm, transport shm\n"));
+}
+
+// libfabric 1.17's shm without cross-memory attach (containers without ptrace, or this variable)
+// copies through bounce buffers and hangs once several messages arrive ahead of their receives
+// (ofiwg/libfabric#9143): DiComm picks tcp;ofi_rxm instead, and refuses shm when asked for it.
+TEST(Collectives, SharedMemoryWithoutCrossMemoryAttachIsAvoided) {
+  CliResult result = launch(2, "check", "FI_SHM_DISABLE_CMA=1 H2_DICOMM_NODE_TRANSPORT=off H2_DICOMM_TIMEOUT=60");
+  expect_all_passed(result, 2);
+  EXPECT_THAT(result.output, HasSubstr("provider tcp;ofi_rxm"));
+  result = launch(2, "check", "FI_SHM_DISABLE_CMA=1 H2_FABRIC_PROVIDER=shm H2_DICOMM_TIMEOUT=60");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("H2_FABRIC_PROVIDER=shm refused"));
+  EXPECT_THAT(result.output, HasSubstr("ofiwg/libfabric#9143"));
 }
 
 // Rank 1 stages through pinned host memory by request, rank 2's device memory is not host-readable
-// (strict mode) so it must stage, rank 0 lets the NIC use device memory: one communicator.
+// (strict mode) so it must stage, rank 0 lets the NIC use device memory: one communicator, over
+// tcp and over the node transport.
 TEST(Collectives, DirectAndStagedRanksTogether) {
   const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
-  const CliResult result = run_h2(
-      "launch -n 3 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_STAGING=1; fi; "
-      "if [ $H2_RANK = 2 ]; then export H2_CPU_REFERENCE_STRICT=1; fi; exec " +
-          rank_program + " check'",
-      "H2_FABRIC_PROVIDER='tcp;ofi_rxm' H2_DICOMM_PIECE_BYTES=65536");
-  expect_all_passed(result, 3);
+  for (const std::string transport : {"H2_FABRIC_PROVIDER='tcp;ofi_rxm'", "H2_DICOMM_NODE_TRANSPORT=cma"}) {
+    const CliResult result = run_h2(
+        "launch -n 3 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_STAGING=1; fi; "
+        "if [ $H2_RANK = 2 ]; then export H2_CPU_REFERENCE_STRICT=1; fi; exec " +
+            rank_program + " check'",
+        transport + " H2_DICOMM_PIECE_BYTES=65536");
+    expect_all_passed(result, 3);
+  }
 }
 
 // Ranks on two different plugins (separately loaded libraries with their own streams and events).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Two "hosts" on one machine: network namespaces joined by a veth pair in 198.18.0.0/15 (the range
-# reserved for benchmarks), the link shaped with tc (rate and delay), one DiComm rank in each. The
-# ranks must see separate nodes, choose tcp;ofi_rxm on their veth by themselves, and pass every
-# collective check across the shaped link. Skips (exit 77) where namespaces cannot be created.
+# reserved for benchmarks), the link shaped with tc (rate and delay), two DiComm ranks in each. The
+# ranks must see separate nodes, choose tcp;ofi_rxm on their veth by themselves, use the node
+# transport inside each host, and pass every collective check across the shaped link. Skips
+# (exit 77) where namespaces cannot be created.
 # Usage: two_hosts.sh RANK_PROGRAM
 set -uo pipefail
 program=$1
@@ -37,24 +38,36 @@ done
 tc -n "$a" qdisc show dev "veth-$suffix"
 
 port=$((20000 + suffix % 20000))
-common=(H2_WORLD_SIZE=2 H2_LOCAL_RANK=0 H2_LOCAL_WORLD_SIZE=1 H2_MASTER_ADDR=198.18.0.1 H2_MASTER_PORT=$port
+# Two ranks on each host: inside a host they use the node transport, between hosts tcp.
+common=(H2_WORLD_SIZE=4 H2_LOCAL_WORLD_SIZE=2 H2_MASTER_ADDR=198.18.0.1 H2_MASTER_PORT=$port
         H2_JOB_TOKEN=two-hosts-$suffix H2_DICOMM_TIMEOUT=120)
-timeout 300 ip netns exec "$a" env "${common[@]}" H2_RANK=0 "$program" check > "/tmp/h2-two-hosts-$suffix.0" 2>&1 &
-first=$!
-timeout 300 ip netns exec "$b" env "${common[@]}" H2_RANK=1 "$program" check > "/tmp/h2-two-hosts-$suffix.1" 2>&1
-second=$?
-wait $first
-first=$?
-output=$(cat "/tmp/h2-two-hosts-$suffix.0" "/tmp/h2-two-hosts-$suffix.1")
+pids=()
+for rank in 0 1 2 3; do
+  ns=$a
+  [ $rank -ge 2 ] && ns=$b
+  timeout 300 ip netns exec "$ns" env "${common[@]}" H2_RANK=$rank H2_LOCAL_RANK=$((rank % 2)) "$program" check \
+    > "/tmp/h2-two-hosts-$suffix.$rank" 2>&1 &
+  pids+=($!)
+done
+codes=()
+for pid in "${pids[@]}"; do
+  wait "$pid"
+  codes+=($?)
+done
+output=$(cat /tmp/h2-two-hosts-$suffix.*)
 echo "$output"
-rm -f "/tmp/h2-two-hosts-$suffix.0" "/tmp/h2-two-hosts-$suffix.1"
-if [ $first -ne 0 ] || [ $second -ne 0 ]; then
-  echo "FAILED: rank 0 exited $first, rank 1 exited $second"
+rm -f /tmp/h2-two-hosts-$suffix.*
+if [ "${codes[*]}" != "0 0 0 0" ]; then
+  echo "FAILED: the ranks exited ${codes[*]}"
   exit 1
 fi
-# Separate network namespaces are separate nodes: shared memory is out, the ranks pick tcp on the veth.
-if ! grep -q "provider tcp;ofi_rxm" <<<"$output"; then
-  echo "FAILED: the ranks did not choose tcp;ofi_rxm"
-  exit 1
-fi
+# Separate network namespaces are separate nodes: shared memory is out, the ranks pick tcp on the
+# veth, and each talks to the other rank of its host through the node transport.
+for expected in "rank 0: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm; node transport (cma) to ranks 1" \
+                "rank 3: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm; node transport (cma) to ranks 2"; do
+  if ! grep -qF "$expected" <<<"$output"; then
+    echo "FAILED: no line '$expected'"
+    exit 1
+  fi
+done
 exit 0

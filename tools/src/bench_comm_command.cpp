@@ -197,8 +197,8 @@ class Bench {
 
 void print_header(const std::string& op, const Communicator& comm, const BenchCommOptions& options,
                   const Device& device) {
-  std::printf("# h2 bench comm: %s, %d ranks, provider %s, %s, %s, %d iterations (%d warm-up), device %s\n", op.c_str(),
-              comm.size(), comm.provider().c_str(), options.dtype.c_str(), options.reduce.c_str(), options.iterations,
+  std::printf("# h2 bench comm: %s, %d ranks, %s, %s, %s, %d iterations (%d warm-up), device %s\n", op.c_str(),
+              comm.size(), comm.transport().c_str(), options.dtype.c_str(), options.reduce.c_str(), options.iterations,
               options.warmup, device.label().c_str());
   std::printf("# time: per operation, slowest rank; GB/s = 1e9 bytes/s; busbw as nccl-tests\n");
   std::printf("%14s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)", "algbw(GB/s)",
@@ -269,11 +269,17 @@ int run_bench_comm(const BenchCommOptions& options) {
                       row.time_us, row.algbw, row.busbw, static_cast<long long>(row.wrong));
           std::fflush(stdout);
           if (json_out)
-            json_out << nlohmann::json{{"library", "dicomm"},     {"op", op},
-                                       {"ranks", world.size()},   {"provider", world.provider()},
-                                       {"dtype", options.dtype},  {"bytes", row.bytes},
-                                       {"count", row.count},      {"time_us", row.time_us},
-                                       {"algbw_gbps", row.algbw}, {"busbw_gbps", row.busbw},
+            json_out << nlohmann::json{{"library", "dicomm"},
+                                       {"op", op},
+                                       {"ranks", world.size()},
+                                       {"provider", world.provider()},
+                                       {"transport", world.transport()},
+                                       {"dtype", options.dtype},
+                                       {"bytes", row.bytes},
+                                       {"count", row.count},
+                                       {"time_us", row.time_us},
+                                       {"algbw_gbps", row.algbw},
+                                       {"busbw_gbps", row.busbw},
                                        {"wrong", row.wrong}}
                             .dump()
                      << "\n";

@@ -11,6 +11,10 @@
 // contiguous. Every call of a communicator is collective over its ranks except send/recv, and ranks
 // must issue collectives in the same order with matching arguments.
 //
+// Transport: ranks on one node that may read each other's memory (cross-memory attach) exchange
+// messages through DiComm's node transport, the rest through libfabric (H2_DICOMM_NODE_TRANSPORT:
+// auto, the default, unless H2_FABRIC_PROVIDER names a provider; cma; off).
+//
 // Memory path, per rank and device: when the device declares memory a NIC may use directly
 // (H2_NIC_DIRECT_HOST and host-accessible: the cpu-reference plugin), the fabric reads and writes
 // device memory itself; otherwise DiComm stages every piece through pinned host buffers of the
@@ -81,6 +85,9 @@ class Communicator {
   int world_rank(int r) const;
   const std::string& name() const;      // "world", "world/split(1)"
   const std::string& provider() const;  // libfabric provider in use, "tcp;ofi_rxm"
+  // Every transport this rank uses: "shm; node transport (cma) to ranks 1,2,3" (ranks of this
+  // node whose memory it reads directly; libfabric carries the rest).
+  std::string transport() const;
 
   // Ranks with the same `color` form a new communicator, ordered by `key` then by rank. A negative
   // colour returns an invalid communicator. Collective over this communicator.

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "dense.hpp"
 #include "op_support.hpp"
 #include "op_table.hpp"
 #include "planted_defects.hpp"
@@ -37,27 +38,6 @@ double apply_unary(uint32_t op, double x) {
     case H2_UNARY_RECIPROCAL: return 1 / x;
     default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown unary op " + std::to_string(op));
   }
-}
-
-// True when the tensor's elements lie densely in row-major order from base (no broadcast, no gaps).
-bool dense(const TensorRef& t) {
-  int64_t expected = 1;
-  for (int d = t.rank - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
-
-// The elementwise kernel over dense tensors of one shape: the same fp64 arithmetic and one rounding
-// per output as the general path, without gathering whole tensors into temporary arrays. That
-// matters beyond speed: large temporaries are fresh pages every call, and page faults dominate in a
-// VM (DiComm reduces every received piece with this operator).
-template <typename Fn>
-void dense_elementwise(ThreadPool& pool, const TensorRef& y, Fn&& fn) {
-  pool.parallel_for(y.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) store_element(y, i, fn(i));
-  });
 }
 
 // Dense fp32 tensors: fp32 arithmetic directly. For +, -, *, / (and max/min) of two fp32 values,

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dense.hpp"
 #include "op_support.hpp"
 #include "op_table.hpp"
 
@@ -95,6 +96,18 @@ void scatter_add_kernel(const TensorRef& y, const TensorRef& indices, const Tens
 H2_Status op_copy(H2_Stream* stream, const H2_CopyArgs* args) {
   return run_op("copy", stream, args, [&](OpCall& call) {
     TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
+    if (dense(x) && dense(y) && x.numel() == y.numel() && !is_integer(x.dtype) && !is_integer(y.dtype)) {
+      ThreadPool* pool = &call.pool();
+      call.enqueue([=] {
+        // The same dtype: the bytes themselves (a value read and stored again is the same value).
+        if (x.dtype == y.dtype) {
+          std::memmove(y.base, x.base, static_cast<size_t>(y.numel()) * dtype_bytes(y.dtype));
+          return;
+        }
+        dense_elementwise(*pool, y, [&](int64_t i) { return load_element(x, i); });
+      });
+      return;
+    }
     call.enqueue([=] { copy_kernel(x, y); });
   });
 }
@@ -103,6 +116,11 @@ H2_Status op_fill(H2_Stream* stream, const H2_FillArgs* args) {
   return run_op("fill", stream, args, [&](OpCall& call) {
     TensorRef y = call.tensor(args->y, "y");
     const double value = args->value;
+    if (dense(y) && !is_integer(y.dtype)) {
+      ThreadPool* pool = &call.pool();
+      call.enqueue([=] { dense_elementwise(*pool, y, [&](int64_t) { return value; }); });
+      return;
+    }
     call.enqueue([=] { store(y, std::vector<double>(static_cast<size_t>(y.numel()), value)); });
   });
 }
