@@ -65,11 +65,14 @@ class Contenders:
             env["H2_FABRIC_PROVIDER"] = provider
         if node_transport:
             env["H2_DICOMM_NODE_TRANSPORT"] = node_transport
+        # A ping-pong runs as many round trips as fi_pingpong's (ten times the collectives' count).
+        iters, warmup = ((self.args.iters * 10, self.args.warmup * 10) if op == "pingpong"
+                         else (self.args.iters, self.args.warmup))
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
                                 self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
                                 "--max-bytes", self.sizes[1], "--factor", self.sizes[2],
-                                "--iters", str(self.args.iters), "--warmup", str(self.args.warmup),
+                                "--iters", str(iters), "--warmup", str(warmup),
                                 "--json", out.name], env)
             rows = [json.loads(line) for line in open(out.name) if line.strip()]
         name = f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "")
