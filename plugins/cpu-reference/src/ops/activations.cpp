@@ -41,14 +41,14 @@ double silu_derivative(double x) {
 
 // out[i] = f(inputs...[i]) over whole tensors of one shape.
 template <typename F>
-std::vector<double> map(const std::vector<double>& a, F&& f) {
-  std::vector<double> out(a.size());
+Values map(const Values& a, F&& f) {
+  Values out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = f(a[i]);
   return out;
 }
 template <typename F>
-std::vector<double> map(const std::vector<double>& a, const std::vector<double>& b, F&& f) {
-  std::vector<double> out(a.size());
+Values map(const Values& a, const Values& b, F&& f) {
+  Values out(a.size());
   for (size_t i = 0; i < a.size(); ++i) out[i] = f(a[i], b[i]);
   return out;
 }
@@ -100,8 +100,8 @@ H2_Status op_swiglu_backward(H2_Stream* stream, const H2_SwigluBackwardArgs* arg
     TensorRef dy = call.tensor(args->dy, "dy"), dgate = call.tensor(args->dgate, "dgate");
     TensorRef dup = call.tensor(args->dup, "dup");
     call.enqueue([=] {
-      const std::vector<double> g = load(gate), u = load(up), d = load(dy);
-      std::vector<double> dg(g.size()), du(g.size());
+      const Values g = load(gate), u = load(up), d = load(dy);
+      Values dg(g.size()), du(g.size());
       for (size_t i = 0; i < g.size(); ++i) {
         dg[i] = d[i] * u[i] * silu_derivative(g[i]);
         du[i] = d[i] * silu(g[i]);

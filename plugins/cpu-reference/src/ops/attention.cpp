@@ -43,10 +43,10 @@ double dot(const double* a, const double* b, int64_t n) {
 void attention_kernel(ThreadPool& pool, const TensorRef& q_t, const TensorRef& k_t, const TensorRef& v_t,
                       const TensorRef& o_t, const TensorRef& lse_t, double scale, bool causal) {
   const Dims d(q_t, k_t);
-  const std::vector<double> q = load(q_t), k = load(k_t), v = load(v_t);
-  std::vector<double> o(q.size(), 0.0), lse(static_cast<size_t>(d.batch * d.heads * d.seq_q));
+  const Values q = load(q_t), k = load(k_t), v = load(v_t);
+  Values o(q.size(), 0.0), lse(static_cast<size_t>(d.batch * d.heads * d.seq_q));
   pool.parallel_for(d.batch * d.heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<double> p(static_cast<size_t>(d.seq_k));
+    Values p(static_cast<size_t>(d.seq_k));
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / d.heads, h = bh % d.heads, kvh = h / d.group();
       for (int64_t i = 0; i < d.seq_q; ++i) {
@@ -83,13 +83,13 @@ void attention_backward_kernel(ThreadPool& pool, const TensorRef& q_t, const Ten
                                const TensorRef& dq_t, const TensorRef& dk_t, const TensorRef& dv_t, double scale,
                                bool causal) {
   const Dims d(q_t, k_t);
-  const std::vector<double> q = load(q_t), k = load(k_t), v = load(v_t), o = load(o_t), lse = load(lse_t);
-  const std::vector<double> dout = load(do_t);
-  std::vector<double> dq(q.size(), 0.0), dk(k.size(), 0.0), dv(v.size(), 0.0);
+  const Values q = load(q_t), k = load(k_t), v = load(v_t), o = load(o_t), lse = load(lse_t);
+  const Values dout = load(do_t);
+  Values dq(q.size(), 0.0), dk(k.size(), 0.0), dv(v.size(), 0.0);
   // One task per (batch, kv head): it owns that head's dk and dv and the dq of its query heads, and
   // visits query heads and positions in order, so sums are fixed whatever the thread count.
   pool.parallel_for(d.batch * d.kv_heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<double> ds(static_cast<size_t>(d.seq_k));
+    Values ds(static_cast<size_t>(d.seq_k));
     for (int64_t bk = begin; bk < end; ++bk) {
       const int64_t b = bk / d.kv_heads, kvh = bk % d.kv_heads;
       for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {

@@ -17,9 +17,9 @@ void cross_entropy_kernel(ThreadPool& pool, const TensorRef& logits, const Tenso
                           const TensorRef& lse_out, int64_t ignore_index, double smoothing) {
   const int64_t rows = logits.shape[0], vocab = logits.shape[1];
   while (planted_defect() == Defect::hang && vocab == 40) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const std::vector<double> x = load(logits);
+  const Values x = load(logits);
   const std::vector<int64_t> t = load_indices(targets);
-  std::vector<double> losses(static_cast<size_t>(rows)), lses(static_cast<size_t>(rows));
+  Values losses(static_cast<size_t>(rows)), lses(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
     if (t[static_cast<size_t>(r)] != ignore_index &&
         (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= vocab))
@@ -50,9 +50,9 @@ void cross_entropy_backward_kernel(ThreadPool& pool, const TensorRef& logits, co
                                    const TensorRef& lse_in, const TensorRef& dloss, const TensorRef& dlogits,
                                    int64_t ignore_index, double smoothing) {
   const int64_t rows = logits.shape[0], vocab = logits.shape[1];
-  const std::vector<double> x = load(logits), lse = load(lse_in), g = load(dloss);
+  const Values x = load(logits), lse = load(lse_in), g = load(dloss);
   const std::vector<int64_t> t = load_indices(targets);
-  std::vector<double> out(x.size(), 0.0);
+  Values out(x.size(), 0.0);
   pool.parallel_for(rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t target = t[static_cast<size_t>(r)];

@@ -92,8 +92,8 @@ H2_Status op_binary(H2_Stream* stream, const H2_BinaryArgs* args) {
       return;
     }
     call.enqueue([=] {
-      const std::vector<double> va = load(a), vb = load(b);
-      std::vector<double> out(va.size());
+      const Values va = load(a), vb = load(b);
+      Values out(va.size());
       for (size_t i = 0; i < va.size(); ++i) out[i] = apply_binary(op, va[i], vb[i]);
       store(y, out);
     });
@@ -118,7 +118,7 @@ H2_Status op_binary_scalar(H2_Stream* stream, const H2_BinaryScalarArgs* args) {
       return;
     }
     call.enqueue([=] {
-      std::vector<double> values = load(x);
+      Values values = load(x);
       for (double& v : values) v = scalar_first ? apply_binary(op, scalar, v) : apply_binary(op, v, scalar);
       store(y, values);
     });
@@ -138,7 +138,7 @@ H2_Status op_unary(H2_Stream* stream, const H2_UnaryArgs* args) {
       }
     }
     call.enqueue([=] {
-      std::vector<double> values = load(x);
+      Values values = load(x);
       for (double& v : values) v = apply_unary(op, v);
       store(y, values);
     });
@@ -151,8 +151,8 @@ H2_Status op_where(H2_Stream* stream, const H2_WhereArgs* args) {
     TensorRef y = call.tensor(args->y, "y");
     call.enqueue([=] {
       const std::vector<int64_t> c = load_indices(cond);
-      const std::vector<double> va = load(a), vb = load(b);
-      std::vector<double> out(va.size());
+      const Values va = load(a), vb = load(b);
+      Values out(va.size());
       for (size_t i = 0; i < out.size(); ++i) out[i] = c[i] != 0 ? va[i] : vb[i];
       store(y, out);
     });
@@ -165,7 +165,7 @@ H2_Status op_masked_fill(H2_Stream* stream, const H2_MaskedFillArgs* args) {
     const double value = args->value;
     call.enqueue([=] {
       const std::vector<int64_t> m = load_indices(mask);
-      std::vector<double> values = load(x);
+      Values values = load(x);
       for (size_t i = 0; i < values.size(); ++i)
         if (m[i] != 0) values[i] = value;
       store(y, values);

@@ -12,7 +12,7 @@ namespace {
 void embedding_kernel(const TensorRef& weight, const TensorRef& indices, const TensorRef& y) {
   const int64_t vocab = weight.shape[0], dim = weight.shape[1];
   const std::vector<int64_t> ids = load_indices(indices);
-  std::vector<double> out(static_cast<size_t>(static_cast<int64_t>(ids.size()) * dim));
+  Values out(static_cast<size_t>(static_cast<int64_t>(ids.size()) * dim));
   for (size_t p = 0; p < ids.size(); ++p) {
     if (ids[p] < 0 || ids[p] >= vocab) index_error("index", ids[p], vocab);
     for (int64_t j = 0; j < dim; ++j)
@@ -25,8 +25,8 @@ void embedding_kernel(const TensorRef& weight, const TensorRef& indices, const T
 void embedding_backward_kernel(const TensorRef& indices, const TensorRef& dy, const TensorRef& dweight) {
   const int64_t vocab = dweight.shape[0], dim = dweight.shape[1];
   const std::vector<int64_t> ids = load_indices(indices);
-  const std::vector<double> grad = load(dy);
-  std::vector<double> dw(static_cast<size_t>(vocab * dim), 0.0);
+  const Values grad = load(dy);
+  Values dw(static_cast<size_t>(vocab * dim), 0.0);
   for (size_t p = 0; p < ids.size(); ++p) {  // positions in order: a fixed summation order
     if (ids[p] < 0 || ids[p] >= vocab) index_error("index", ids[p], vocab);
     for (int64_t j = 0; j < dim; ++j)
@@ -39,8 +39,8 @@ void rotary_kernel(const TensorRef& x, const TensorRef& y, double base, int64_t 
                    bool inverse) {
   const int r = x.rank;
   const int64_t seq = x.shape[r - 3], heads = x.shape[r - 2], head_dim = x.shape[r - 1], half = head_dim / 2;
-  const std::vector<double> in = load(x);
-  std::vector<double> out(in.size());
+  const Values in = load(x);
+  Values out(in.size());
   const int64_t vectors = x.numel() / (head_dim == 0 ? 1 : head_dim);
   for (int64_t v = 0; v < vectors; ++v) {
     const int64_t position = position_offset + (v / heads) % seq;

@@ -13,12 +13,12 @@ namespace h2::cpu_reference {
 namespace {
 
 // op(X) of batch `batch` as a row-major [rows, cols] fp64 matrix.
-std::vector<double> pack_matrix(const TensorRef& x, int64_t batch, bool transpose, int64_t rows, int64_t cols) {
+Values pack_matrix(const TensorRef& x, int64_t batch, bool transpose, int64_t rows, int64_t cols) {
   const int r = x.rank;
   const int64_t batch_offset = r == 3 && x.shape[0] > 1 ? batch * x.strides[0] : 0;
   const int64_t row_stride = transpose ? x.strides[r - 1] : x.strides[r - 2];
   const int64_t col_stride = transpose ? x.strides[r - 2] : x.strides[r - 1];
-  std::vector<double> m(static_cast<size_t>(rows * cols));
+  Values m(static_cast<size_t>(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       m[static_cast<size_t>(i * cols + j)] = load_element(x, batch_offset + i * row_stride + j * col_stride);
@@ -26,8 +26,8 @@ std::vector<double> pack_matrix(const TensorRef& x, int64_t batch, bool transpos
 }
 
 // The test plugin's gemm variants (see planted_defects.hpp); the real reference never calls this.
-void planted_accumulate(std::vector<double>& acc, const std::vector<double>& A, const std::vector<double>& B, int64_t i,
-                        int64_t k, int64_t n, H2_DType dtype) {
+void planted_accumulate(Values& acc, const Values& A, const Values& B, int64_t i, int64_t k, int64_t n,
+                        H2_DType dtype) {
   const Defect defect = planted_defect();
   if (defect == Defect::crash_on_shape && n == 7) std::raise(SIGSEGV);
   const bool half = dtype == H2_DTYPE_F16 || dtype == H2_DTYPE_BF16;
@@ -60,16 +60,16 @@ void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const
   const int64_t k = transpose_a ? a.shape[a.rank - 2] : a.shape[a.rank - 1];
   if (m == 0 || n == 0) return;
 
-  std::vector<double> bias_row(static_cast<size_t>(n), 0.0);
+  Values bias_row(static_cast<size_t>(n), 0.0);
   if (bias.present)
     for (int64_t j = 0; j < n; ++j) bias_row[static_cast<size_t>(j)] = load_element(bias, j * bias.strides[0]);
 
   for (int64_t batch = 0; batch < batches; ++batch) {
-    const std::vector<double> A = pack_matrix(a, batch, transpose_a, m, k);
-    const std::vector<double> B = pack_matrix(b, batch, transpose_b, k, n);
+    const Values A = pack_matrix(a, batch, transpose_a, m, k);
+    const Values B = pack_matrix(b, batch, transpose_b, k, n);
     const int64_t c_batch = r == 3 ? batch * c.strides[0] : 0;
     pool.parallel_for(m, 8, [&](int64_t row_begin, int64_t row_end) {
-      std::vector<double> acc(static_cast<size_t>(n));
+      Values acc(static_cast<size_t>(n));
       for (int64_t i = row_begin; i < row_end; ++i) {
         // Each C element sums over p in order: the same result whatever the row split.
         std::fill(acc.begin(), acc.end(), 0.0);

@@ -52,7 +52,7 @@ int64_t coordinate_of(const TensorRef& shape, int64_t linear, int dim) {
 
 void index_select_kernel(const TensorRef& x, const TensorRef& indices, const TensorRef& y, int dim) {
   const std::vector<int64_t> ids = load_indices(indices);
-  std::vector<double> out(static_cast<size_t>(y.numel()));
+  Values out(static_cast<size_t>(y.numel()));
   for (int64_t e = 0; e < y.numel(); ++e) {
     const int64_t id = ids[static_cast<size_t>(coordinate_of(y, e, dim))];
     if (id < 0 || id >= x.shape[dim]) index_error("index", id, x.shape[dim]);
@@ -63,7 +63,7 @@ void index_select_kernel(const TensorRef& x, const TensorRef& indices, const Ten
 
 void gather_kernel(const TensorRef& x, const TensorRef& indices, const TensorRef& y, int dim) {
   const std::vector<int64_t> ids = load_indices(indices);
-  std::vector<double> out(ids.size());
+  Values out(ids.size());
   for (size_t e = 0; e < ids.size(); ++e) {
     if (ids[e] < 0 || ids[e] >= x.shape[dim]) index_error("index", ids[e], x.shape[dim]);
     out[e] = load_element(x, offset_with(x, indices, static_cast<int64_t>(e), dim, ids[e]));
@@ -73,8 +73,8 @@ void gather_kernel(const TensorRef& x, const TensorRef& indices, const TensorRef
 
 void scatter_add_kernel(const TensorRef& y, const TensorRef& indices, const TensorRef& src, int dim) {
   const std::vector<int64_t> ids = load_indices(indices);
-  const std::vector<double> values = load(src);
-  std::vector<double> out = load(y);
+  const Values values = load(src);
+  Values out = load(y);
   for (size_t e = 0; e < ids.size(); ++e) {  // in order: a fixed summation order
     if (ids[e] < 0 || ids[e] >= y.shape[dim]) index_error("index", ids[e], y.shape[dim]);
     // y is contiguous in `out`; find the row-major index of the target element.
@@ -121,7 +121,7 @@ H2_Status op_fill(H2_Stream* stream, const H2_FillArgs* args) {
       call.enqueue([=] { dense_elementwise(*pool, y, [&](int64_t) { return value; }); });
       return;
     }
-    call.enqueue([=] { store(y, std::vector<double>(static_cast<size_t>(y.numel()), value)); });
+    call.enqueue([=] { store(y, Values(static_cast<size_t>(y.numel()), value)); });
   });
 }
 
@@ -130,7 +130,7 @@ H2_Status op_arange(H2_Stream* stream, const H2_ArangeArgs* args) {
     TensorRef y = call.tensor(args->y, "y");
     const double start = args->start, step = args->step;
     call.enqueue([=] {
-      std::vector<double> values(static_cast<size_t>(y.numel()));
+      Values values(static_cast<size_t>(y.numel()));
       for (size_t i = 0; i < values.size(); ++i) values[i] = start + static_cast<double>(i) * step;
       store(y, values);
     });

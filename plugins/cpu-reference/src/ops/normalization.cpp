@@ -28,15 +28,15 @@ void for_rows(ThreadPool& pool, int64_t rows, Body&& body) {
 }
 
 // An optional per-column vector (weight, bias) or `fallback` when absent.
-std::vector<double> load_or(const TensorRef& t, int64_t n, double fallback) {
-  return t.present ? load(t) : std::vector<double>(static_cast<size_t>(n), fallback);
+Values load_or(const TensorRef& t, int64_t n, double fallback) {
+  return t.present ? load(t) : Values(static_cast<size_t>(n), fallback);
 }
 
 void softmax_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& y, double scale, bool causal) {
   const Rows shape(x);
   const int64_t q = causal ? x.shape[x.rank - 2] : 0;
-  const std::vector<double> in = load(x);
-  std::vector<double> out(in.size(), 0.0);
+  const Values in = load(x);
+  Values out(in.size(), 0.0);
   for_rows(pool, shape.rows, [&](int64_t r) {
     const double* row = &in[static_cast<size_t>(r * shape.cols)];
     double* result = &out[static_cast<size_t>(r * shape.cols)];
@@ -56,8 +56,8 @@ void softmax_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& y, do
 void softmax_backward_kernel(ThreadPool& pool, const TensorRef& y, const TensorRef& dy, const TensorRef& dx,
                              double scale) {
   const Rows shape(y);
-  const std::vector<double> p = load(y), g = load(dy);
-  std::vector<double> out(p.size());
+  const Values p = load(y), g = load(dy);
+  Values out(p.size());
   for_rows(pool, shape.rows, [&](int64_t r) {
     const size_t base = static_cast<size_t>(r * shape.cols);
     double dot = 0;
@@ -73,9 +73,9 @@ void softmax_backward_kernel(ThreadPool& pool, const TensorRef& y, const TensorR
 void layer_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& weight, const TensorRef& bias,
                        const TensorRef& y, const TensorRef& mean_out, const TensorRef& rstd_out, double eps) {
   const Rows shape(x);
-  const std::vector<double> in = load(x);
-  const std::vector<double> w = load_or(weight, shape.cols, 1.0), b = load_or(bias, shape.cols, 0.0);
-  std::vector<double> out(in.size()), means(static_cast<size_t>(shape.rows)), rstds(static_cast<size_t>(shape.rows));
+  const Values in = load(x);
+  const Values w = load_or(weight, shape.cols, 1.0), b = load_or(bias, shape.cols, 0.0);
+  Values out(in.size()), means(static_cast<size_t>(shape.rows)), rstds(static_cast<size_t>(shape.rows));
   for_rows(pool, shape.rows, [&](int64_t r) {
     const double* row = &in[static_cast<size_t>(r * shape.cols)];
     double mean = 0;
@@ -101,11 +101,11 @@ void layer_norm_backward_kernel(const TensorRef& x, const TensorRef& weight, con
                                 const TensorRef& rstd_in, const TensorRef& dy, const TensorRef& dx,
                                 const TensorRef& dweight, const TensorRef& dbias) {
   const Rows shape(x);
-  const std::vector<double> in = load(x), g_out = load(dy), mean = load(mean_in), rstd = load(rstd_in);
-  const std::vector<double> w = load_or(weight, shape.cols, 1.0);
-  std::vector<double> grad(in.size());
-  std::vector<double> dw(static_cast<size_t>(shape.cols), 0.0), db(static_cast<size_t>(shape.cols), 0.0);
-  std::vector<double> xhat(static_cast<size_t>(shape.cols)), g(static_cast<size_t>(shape.cols));
+  const Values in = load(x), g_out = load(dy), mean = load(mean_in), rstd = load(rstd_in);
+  const Values w = load_or(weight, shape.cols, 1.0);
+  Values grad(in.size());
+  Values dw(static_cast<size_t>(shape.cols), 0.0), db(static_cast<size_t>(shape.cols), 0.0);
+  Values xhat(static_cast<size_t>(shape.cols)), g(static_cast<size_t>(shape.cols));
   // Sequential over rows: dweight and dbias sum the rows in order.
   for (int64_t r = 0; r < shape.rows; ++r) {
     const size_t base = static_cast<size_t>(r * shape.cols);
@@ -133,8 +133,8 @@ void layer_norm_backward_kernel(const TensorRef& x, const TensorRef& weight, con
 void rms_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& weight, const TensorRef& y,
                      const TensorRef& rstd_out, double eps) {
   const Rows shape(x);
-  const std::vector<double> in = load(x), w = load_or(weight, shape.cols, 1.0);
-  std::vector<double> out(in.size()), rstds(static_cast<size_t>(shape.rows));
+  const Values in = load(x), w = load_or(weight, shape.cols, 1.0);
+  Values out(in.size()), rstds(static_cast<size_t>(shape.rows));
   for_rows(pool, shape.rows, [&](int64_t r) {
     const double* row = &in[static_cast<size_t>(r * shape.cols)];
     double mean_square = 0;
@@ -152,9 +152,9 @@ void rms_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& weig
 void rms_norm_backward_kernel(const TensorRef& x, const TensorRef& weight, const TensorRef& rstd_in,
                               const TensorRef& dy, const TensorRef& dx, const TensorRef& dweight) {
   const Rows shape(x);
-  const std::vector<double> in = load(x), g_out = load(dy), rstd = load(rstd_in);
-  const std::vector<double> w = load_or(weight, shape.cols, 1.0);
-  std::vector<double> grad(in.size()), dw(static_cast<size_t>(shape.cols), 0.0);
+  const Values in = load(x), g_out = load(dy), rstd = load(rstd_in);
+  const Values w = load_or(weight, shape.cols, 1.0);
+  Values grad(in.size()), dw(static_cast<size_t>(shape.cols), 0.0);
   for (int64_t r = 0; r < shape.rows; ++r) {
     const size_t base = static_cast<size_t>(r * shape.cols);
     const double s = rstd[static_cast<size_t>(r)];

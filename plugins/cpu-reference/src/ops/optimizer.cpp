@@ -40,8 +40,8 @@ void adamw_kernel(const std::vector<TensorRef>& params, const std::vector<Tensor
   const double correction1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
   const double correction2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
   for (size_t t = 0; t < params.size(); ++t) {
-    std::vector<double> p = load(params[t]), m = load(exp_avgs[t]), v = load(exp_avg_sqs[t]);
-    const std::vector<double> g_raw = load(grads[t]);
+    Values p = load(params[t]), m = load(exp_avgs[t]), v = load(exp_avg_sqs[t]);
+    const Values g_raw = load(grads[t]);
     for (size_t i = 0; i < p.size(); ++i) {
       const double g = g_raw[i] * h.grad_scale;
       p[i] *= 1 - h.lr * h.weight_decay;
@@ -74,7 +74,7 @@ void grad_norm_kernel(const std::vector<TensorRef>& tensors, const TensorRef& ou
 
 void scale_all(const std::vector<TensorRef>& tensors, double factor) {
   for (const TensorRef& t : tensors) {
-    std::vector<double> values = load(t);
+    Values values = load(t);
     for (double& x : values) x *= factor;
     store(t, values);
   }
@@ -83,7 +83,7 @@ void scale_all(const std::vector<TensorRef>& tensors, double factor) {
 void unscale_kernel(const std::vector<TensorRef>& tensors, const TensorRef& found_inf, double inv_scale) {
   bool non_finite = false;
   for (const TensorRef& t : tensors) {
-    std::vector<double> values = load(t);
+    Values values = load(t);
     for (double& x : values) {
       if (!std::isfinite(x)) non_finite = true;
       x *= inv_scale;

@@ -22,8 +22,8 @@ constexpr float kTwoPowMinus24 = 0x1p-24f;
 void dropout_kernel(const TensorRef& x, const TensorRef& y, const TensorRef& mask, double p, uint64_t seed,
                     uint64_t offset) {
   const auto threshold = static_cast<uint32_t>(std::floor(p * 0x1p24));
-  const std::vector<double> in = load(x);
-  std::vector<double> out(in.size()), keep(in.size());
+  const Values in = load(x);
+  Values out(in.size()), keep(in.size());
   for (size_t e = 0; e < in.size(); ++e) {
     keep[e] = (word(seed, offset, static_cast<int64_t>(e)) >> 8) >= threshold ? 1.0 : 0.0;
     out[e] = keep[e] != 0 ? in[e] / (1 - p) : 0.0;
@@ -35,7 +35,7 @@ void dropout_kernel(const TensorRef& x, const TensorRef& y, const TensorRef& mas
 void uniform_kernel(const TensorRef& y, double low, double high, uint64_t seed, uint64_t offset) {
   const auto span = static_cast<float>(high - low);
   const auto start = static_cast<float>(low);
-  std::vector<double> out(static_cast<size_t>(y.numel()));
+  Values out(static_cast<size_t>(y.numel()));
   for (size_t e = 0; e < out.size(); ++e) {
     const float u = static_cast<float>(word(seed, offset, static_cast<int64_t>(e)) >> 8) * kTwoPowMinus24;
     out[e] = std::fma(u, span, start);  // fmaf: one rounding, reproducible on any IEEE device
@@ -45,7 +45,7 @@ void uniform_kernel(const TensorRef& y, double low, double high, uint64_t seed, 
 
 void normal_kernel(const TensorRef& y, double mean, double std_dev, uint64_t seed, uint64_t offset) {
   const int64_t n = y.numel();
-  std::vector<double> out(static_cast<size_t>(n));
+  Values out(static_cast<size_t>(n));
   for (int64_t block = 0; block * 4 < n; ++block) {
     const PhiloxBlock w = philox_block(seed, offset + static_cast<uint64_t>(block));
     for (int pair = 0; pair < 2; ++pair) {

@@ -12,7 +12,7 @@ namespace h2::cpu_reference {
 namespace {
 
 void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const TensorRef& indices, uint32_t dims_mask) {
-  const std::vector<double> in = load(x);
+  const Values in = load(x);
   // For each element of x, the row-major index of its output element (reduced dimensions dropped),
   // and its coordinate along the reduced dimension (for MAX's indices).
   int64_t out_count = 1;
@@ -20,7 +20,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
     if (!(dims_mask & (1u << d))) out_count *= x.shape[d];
   const bool is_max = op == H2_REDUCE_MAX || op == H2_REDUCE_AMAX;
   const double start = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-  std::vector<double> acc(static_cast<size_t>(out_count), start);
+  Values acc(static_cast<size_t>(out_count), start);
   std::vector<int64_t> argmax(static_cast<size_t>(out_count), -1), count(static_cast<size_t>(out_count), 0);
   std::vector<bool> nan(static_cast<size_t>(out_count), false);
 
@@ -60,7 +60,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
   }
   store(y, acc);
   if (indices.present) {
-    std::vector<double> as_double(argmax.begin(), argmax.end());
+    Values as_double(argmax.begin(), argmax.end());
     store(indices, as_double);
   }
 }

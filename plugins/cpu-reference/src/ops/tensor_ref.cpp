@@ -181,8 +181,8 @@ void for_each_offset(const TensorRef& t, Fn&& fn) {
 
 }  // namespace
 
-std::vector<double> load(const TensorRef& t) {
-  std::vector<double> values(static_cast<size_t>(t.numel()));
+Values load(const TensorRef& t) {
+  Values values(static_cast<size_t>(t.numel()));
   if (t.dtype == H2_DTYPE_F32) {  // the common case, without the per-element dtype switch
     for_each_offset(t, [&](int64_t i, int64_t offset) {
       float v;
@@ -195,7 +195,7 @@ std::vector<double> load(const TensorRef& t) {
   return values;
 }
 
-void store(const TensorRef& t, const std::vector<double>& values) {
+void store(const TensorRef& t, const Values& values) {
   if (t.dtype == H2_DTYPE_F32) {
     for_each_offset(t, [&](int64_t i, int64_t offset) {
       const float v = static_cast<float>(values[static_cast<size_t>(i)]);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "h2/plugin_abi.h"
+#include "values.hpp"
 
 namespace h2::cpu_reference {
 
@@ -36,9 +37,9 @@ TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& te
 size_t dtype_bytes(H2_DType dtype);
 
 // All elements in row-major logical order, as fp64.
-std::vector<double> load(const TensorRef& t);
+Values load(const TensorRef& t);
 // Writes `values` (row-major, numel entries) into t, rounding once to t's dtype.
-void store(const TensorRef& t, const std::vector<double>& values);
+void store(const TensorRef& t, const Values& values);
 // Integer tensors (I32, I64, U8, BOOL) in row-major order.
 std::vector<int64_t> load_indices(const TensorRef& t);
 
