@@ -1,7 +1,6 @@
 #include "transfer.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace h2::dicomm::detail {
 
@@ -80,10 +79,7 @@ bool Transfer::can_send(SendState& s) {
 bool Transfer::advance() {
   // Sends first: posting a receive whose message has arrived already may copy it there and then
   // (shm does), and the peer would wait for our sends meanwhile instead of copying in parallel.
-  static const bool recv_first = getenv("H2_TMP_RECV_FIRST") != nullptr;
-  bool moved = false;
-  if (recv_first) moved = advance_receives();
-  moved = advance_sends() || moved;
+  bool moved = advance_sends();
   moved = advance_receives() || moved;
   if (done_ == sends_.size() + recvs_.size()) finish();
   return moved;
