@@ -319,6 +319,11 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
   const size_t before = out.size();
   out.insert(out.end(), done_.begin(), done_.end());
   done_.clear();
+  // One copy per poll: the engine then lands what was copied, and the reduction and the send that
+  // follow it go out before the next copy. Copying every waiting message first made the peer wait
+  // for this rank's send through copies only this rank needed (a 1 MiB allreduce of 2 ranks spent
+  // a third of its time so).
+  bool copied = false;
   for (auto& owned : peers_) {
     if (!owned || !owned->enabled) continue;
     Peer& p = *owned;
@@ -334,6 +339,7 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
       p.acks_in->pop();
     }
     for (const Command* command = p.inbox->front(); command != nullptr; command = p.inbox->front()) {
+      if (copied && command->send_id != 0) break;  // not inline: the next poll copies it
       Arrived message{command->tag, command->bytes, command->address, command->send_id, {}, command->send_id == 0};
       if (message.is_inline) message.inline_data.assign(command->data, command->data + command->bytes);
       p.inbox->pop();
@@ -345,6 +351,7 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
       }
       const Posted recv = *match;
       p.posted.erase(match);
+      copied = copied || !message.is_inline;
       deliver(p, message, recv, out);
     }
   }

@@ -77,17 +77,19 @@ bool Transfer::can_send(SendState& s) {
 }
 
 bool Transfer::advance() {
-  // Sends first: posting a receive whose message has arrived already may copy it there and then
-  // (shm does), and the peer would wait for our sends meanwhile instead of copying in parallel.
-  bool moved = advance_sends();
-  moved = advance_receives() || moved;
+  // What lets a peer go on comes first: landing what has arrived (its reduction feeds a send),
+  // then sends. Posting a receive last: one whose message has arrived already is copied there and
+  // then (shm and the node transport do), and the peer would wait for our sends meanwhile.
+  bool moved = land_receives();
+  moved = advance_sends() || moved;
+  moved = post_receives() || moved;
   if (done_ == sends_.size() + recvs_.size()) finish();
   return moved;
 }
 
-bool Transfer::advance_receives() {
+bool Transfer::post_receives() {
   bool moved = false;
-  // Post in order (matching follows posting order), a bounded number at a time.
+  // In order (matching follows posting order), a bounded number at a time.
   while (next_recv_ < recvs_.size() && active_recvs_ < window_) {
     RecvState& r = recvs_[next_recv_];
     if (!can_post(r)) break;
@@ -107,6 +109,11 @@ bool Transfer::advance_receives() {
     ++active_recvs_;
     moved = true;
   }
+  return moved;
+}
+
+bool Transfer::land_receives() {
+  bool moved = false;
   for (size_t i = first_recv_; i < next_recv_; ++i) {
     RecvState& r = recvs_[i];
     if (r.state == State::posted) {

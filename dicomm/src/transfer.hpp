@@ -112,7 +112,8 @@ class Transfer : public Task {
   Guard guard(int piece) const;
   bool can_post(RecvState& r);
   bool can_send(SendState& s);
-  bool advance_receives();
+  bool post_receives();
+  bool land_receives();
   bool advance_sends();
   void land(RecvState& r);
   std::shared_ptr<Event> record();
