@@ -339,8 +339,9 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
       p.acks_in->pop();
     }
     for (const Command* command = p.inbox->front(); command != nullptr; command = p.inbox->front()) {
-      if (copied && command->send_id != 0) break;  // not inline: the next poll copies it
-      Arrived message{command->tag, command->bytes, command->address, command->send_id, {}, command->send_id == 0};
+      const bool is_inline = command->send_id == 0;  // senders number only what the receiver copies
+      if (copied && !is_inline) break;               // the next poll copies it
+      Arrived message{command->tag, command->bytes, command->address, command->send_id, {}, is_inline};
       if (message.is_inline) message.inline_data.assign(command->data, command->data + command->bytes);
       p.inbox->pop();
       const auto match =

@@ -108,6 +108,32 @@ TEST_F(Pair, AMessageLargerThanItsReceiveFailsThatReceiveByName) {
   EXPECT_NE(done.at(&contexts[0]).error, 0);  // the sender hears of it too
 }
 
+TEST_F(Pair, APollCopiesOneMessageSoTheEngineCanSendBeforeTheNext) {
+  // Two copied messages and an inline one behind them, all posted for: the first poll copies one,
+  // the next poll the other and then the inline one, which waits in order behind it.
+  const auto a = values(4096, 1), b = values(4096, 9000), c = values(3, 500);
+  std::vector<float> into_a(a.size()), into_b(b.size()), into_c(c.size());
+  ASSERT_EQ(one.post_recv(0, into_a.data(), a.size() * 4, 4, &contexts[10]), 0);
+  ASSERT_EQ(one.post_recv(0, into_b.data(), b.size() * 4, 4, &contexts[11]), 0);
+  ASSERT_EQ(one.post_recv(0, into_c.data(), c.size() * 4, 4, &contexts[12]), 0);
+  ASSERT_EQ(zero.post_send(1, a.data(), a.size() * 4, 4, &contexts[0]), 0);
+  ASSERT_EQ(zero.post_send(1, b.data(), b.size() * 4, 4, &contexts[1]), 0);
+  ASSERT_EQ(zero.post_send(1, c.data(), c.size() * 4, 4, &contexts[2]), 0);
+  std::vector<Completion> first, second;
+  one.poll(first);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].context, &contexts[10]);
+  EXPECT_EQ(into_a, a);
+  EXPECT_NE(into_b, b) << "not copied yet";
+  one.poll(second);
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(second[0].context, &contexts[11]);
+  EXPECT_EQ(second[1].context, &contexts[12]);
+  EXPECT_EQ(into_b, b);
+  EXPECT_EQ(into_c, c);
+  drain();
+}
+
 TEST_F(Pair, SendersWaitForRoomWhenTheReceiverFallsBehind) {
   const auto data = values(1024, 0);  // larger than a command carries: copied, acknowledged
   int sent = 0;
