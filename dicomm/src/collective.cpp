@@ -101,32 +101,79 @@ void Collective::finish(Stream& stream) {
   scratch_.clear();
 }
 
+namespace {
+
+// Slots for the receives of a reduce-scatter over `layout`, `receives` of its pieces in all: enough
+// that the receive window never waits for a reduction to free one.
+ScratchSlots reduction_slots(Collective& c, const Region& work, const Layout& layout, int64_t receives) {
+  int64_t piece_elements = 0;
+  for (const auto& segment : layout.segments)
+    for (const auto& piece : segment) piece_elements = std::max(piece_elements, piece.end - piece.begin);
+  return c.scratch_slots(static_cast<int>(std::min<int64_t>(2 * Collective::kWindow, receives)), piece_elements,
+                         work.flat.dtype());
+}
+
+// Receives `peer`'s copy of `piece` into a slot and reduces it into `work`; `last`: the piece is
+// then fully reduced, and `finish` (if any) finishes it.
+void receive_and_reduce(Collective& c, int peer, const Region& work, const Layout::Piece& piece, ScratchSlots& slots,
+                        ops::BinaryOp op, bool last, const FinishPiece& finish) {
+  Transfer::Recv recv = c.recv(peer, work, piece);
+  std::tie(recv.into, recv.piece) = slots.take(piece.end - piece.begin);
+  recv.reduce = op;
+  recv.output = work.piece(piece);
+  recv.output_piece = work.index(piece);
+  if (last && finish) finish(recv, piece);
+  c.add(std::move(recv));
+}
+
+size_t max_pieces_per_segment(const Layout& layout) {
+  size_t most = 0;
+  for (const auto& segment : layout.segments) most = std::max(most, segment.size());
+  return most;
+}
+
+}  // namespace
+
 void ring_reduce_scatter(Collective& c, const Region& work, const Layout& layout, ops::BinaryOp op,
                          const FinishPiece& finish) {
   const int n = c.size(), r = c.rank();
-  int64_t piece_elements = 0;
-  size_t pieces_per_segment = 0;
-  for (const auto& segment : layout.segments) {
-    pieces_per_segment = std::max(pieces_per_segment, segment.size());
-    for (const auto& piece : segment) piece_elements = std::max(piece_elements, piece.end - piece.begin);
-  }
-  // Enough slots that the receive window never waits for a reduction to free one.
-  const auto receives = static_cast<int64_t>(pieces_per_segment) * (n - 1);
-  ScratchSlots slots = c.scratch_slots(static_cast<int>(std::min<int64_t>(2 * Collective::kWindow, receives)),
-                                       piece_elements, work.flat.dtype());
+  ScratchSlots slots = reduction_slots(c, work, layout, static_cast<int64_t>(max_pieces_per_segment(layout)) * (n - 1));
   for (int step = 0; step < n - 1; ++step) {
     // Step s sends what step s-1 reduced; each piece goes on as soon as its own reduction has run.
     const int send_segment = c.mod(r - step - 1), recv_segment = c.mod(r - step - 2);
     for (const auto& piece : layout.segments[static_cast<size_t>(send_segment)]) c.send(c.mod(r + 1), work, piece);
-    for (const auto& piece : layout.segments[static_cast<size_t>(recv_segment)]) {
-      Transfer::Recv recv = c.recv(c.mod(r - 1), work, piece);
-      std::tie(recv.into, recv.piece) = slots.take(piece.end - piece.begin);
-      recv.reduce = op;
-      recv.output = work.piece(piece);
-      recv.output_piece = work.index(piece);
-      if (step == n - 2 && finish) finish(recv, piece);
-      c.add(std::move(recv));
-    }
+    for (const auto& piece : layout.segments[static_cast<size_t>(recv_segment)])
+      receive_and_reduce(c, c.mod(r - 1), work, piece, slots, op, step == n - 2, finish);
+  }
+}
+
+void halving_doubling_allreduce(Collective& c, const Region& work, const Region& result, const Layout& layout,
+                                ops::BinaryOp op, const FinishPiece& finish) {
+  const int n = c.size(), r = c.rank();
+  auto for_pieces = [&](int first_segment, int segments, const auto& body) {
+    for (int s = first_segment; s < first_segment + segments; ++s)
+      for (const auto& piece : layout.segments[static_cast<size_t>(s)]) body(piece);
+  };
+  // Reduce-scatter by recursive halving: each exchange keeps the half of the segments that holds
+  // this rank's own and hands the other half to the partner, so segment r ends fully reduced here.
+  ScratchSlots slots = reduction_slots(c, work, layout, static_cast<int64_t>(max_pieces_per_segment(layout)) * (n - 1));
+  int first = 0;  // this rank's segments: [first, first + width)
+  for (int width = n / 2; width >= 1; width /= 2) {
+    const int partner = r ^ width;
+    const int kept = (r & width) != 0 ? first + width : first, given = (r & width) != 0 ? first : first + width;
+    for_pieces(given, width, [&](const Layout::Piece& piece) { c.send(partner, work, piece); });
+    for_pieces(kept, width, [&](const Layout::Piece& piece) {
+      receive_and_reduce(c, partner, work, piece, slots, op, width == 1, finish);
+    });
+    first = kept;
+  }
+  // Allgather by recursive doubling: each exchange trades what this rank holds for the partner's
+  // equally large block, doubling it, in the reverse order of the halving.
+  for (int width = 1; width < n; width *= 2) {
+    const int partner = r ^ width, theirs = first ^ width;
+    for_pieces(first, width, [&](const Layout::Piece& piece) { c.send(partner, result, piece); });
+    for_pieces(theirs, width, [&](const Layout::Piece& piece) { c.add(c.recv(partner, result, piece)); });
+    first = std::min(first, theirs);
   }
 }
 

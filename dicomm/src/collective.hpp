@@ -1,6 +1,7 @@
 // The algorithms behind Communicator's collectives, each written as one transfer program
 // (transfer.hpp) whose pieces flow through the algorithm's steps as a pipeline: ring reduce-scatter
-// and allgather for large messages (bandwidth-optimal), recursive doubling for small allreduces,
+// and allgather for large messages (bandwidth-optimal), recursive halving and doubling for large
+// allreduces over a power-of-two number of ranks, recursive doubling for small allreduces,
 // binomial tree and pipelined chain for broadcast.
 #pragma once
 
@@ -110,6 +111,13 @@ using FinishPiece = std::function<void(Transfer::Recv&, const Layout::Piece&)>;
 // segment rank() holds the reduction of every rank's segment rank().
 void ring_reduce_scatter(Collective& c, const Region& work, const Layout& layout, ops::BinaryOp op,
                          const FinishPiece& finish);
+// Appends an allreduce for a power-of-two number of ranks (Rabenseifner's): a reduce-scatter by
+// recursive halving of `work` (cut by `layout` into size() segments) and an allgather by recursive
+// doubling into `result` (`work` itself, or a buffer that `finish` fills from it). log2(n) exchanges
+// each way against the ring's n-1, each between two ranks that both wait for it, with the ring's
+// volume on the wire.
+void halving_doubling_allreduce(Collective& c, const Region& work, const Region& result, const Layout& layout,
+                                ops::BinaryOp op, const FinishPiece& finish);
 // Appends a ring allgather: every segment of `data` is filled from its owner; segment rank() is this
 // rank's.
 void ring_allgather(Collective& c, const Region& data, const Layout& layout);

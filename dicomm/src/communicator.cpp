@@ -285,13 +285,18 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) 
     const Layout layout(data.numel(), size(), c.piece_elements(data.numel(), size(), work.dtype()));
     const Region reduced = c.region(work, layout, ready);
     const Region result = work.same_view(data) ? reduced : c.region(data, layout, ready);
-    ring_reduce_scatter(c, reduced, layout, binary_of(op), [&](Transfer::Recv& recv, const Layout::Piece& piece) {
+    const FinishPiece finish = [&](Transfer::Recv& recv, const Layout::Piece& piece) {
       const Tensor from = reduced.piece(piece), to = result.piece(piece);
       if (scale == 1.0 && from.same_view(to)) return;
       recv.then = [from, to, scale](Stream& on) { finalize(on, scale, from, to); };
       recv.then_piece = result.index(piece);
-    });
-    ring_allgather(c, result, layout);
+    };
+    if (s.world->halving_doubling(size())) {
+      halving_doubling_allreduce(c, reduced, result, layout, binary_of(op), finish);
+    } else {
+      ring_reduce_scatter(c, reduced, layout, binary_of(op), finish);
+      ring_allgather(c, result, layout);
+    }
     c.run();
   }
   c.finish(stream);

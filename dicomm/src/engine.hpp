@@ -118,6 +118,8 @@ class Engine {
   std::deque<OpPtr> queued_;
   std::vector<std::shared_ptr<Task>> tasks_;
   std::unordered_map<void*, OpPtr> inflight_;
+  bool fabric_peers_ = false;   // some other rank is reached through the fabric
+  size_t fabric_inflight_ = 0;  // operations posted to the fabric (a rank's messages to itself go there)
   std::vector<Completion> completions_;
   std::atomic<int> pending_{0};  // queued + in flight operations + running tasks
   std::atomic<int> waiters_{0};

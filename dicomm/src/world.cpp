@@ -32,6 +32,16 @@ uint64_t env_size(const char* name, uint64_t fallback, uint64_t min, uint64_t ma
   return value;
 }
 
+// One of `choices` (the first is the default, also for an empty setting).
+std::string env_choice(const char* name, const std::vector<std::string>& choices) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return choices.front();
+  if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
+  std::string list;
+  for (const auto& choice : choices) list += (list.empty() ? "" : ", ") + choice;
+  throw CommError(CommErrorKind::usage, -1, std::string("DiComm: ") + name + "='" + text + "' is not one of " + list);
+}
+
 // The interface that carries `address` (the one this rank reaches the store through), so socket
 // providers use the same network as the rendezvous: lo for a local job, the test host's veth in a
 // network namespace, the cluster NIC on a real job.
@@ -240,15 +250,12 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   world->piece_bytes_ = env_size("H2_DICOMM_PIECE_BYTES", 4 << 20, 4096, 1ull << 30);
   world->small_bytes_ = env_size("H2_DICOMM_SMALL_BYTES", 64 << 10, 0, 1ull << 30);
   world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
+  world->allreduce_ = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
   const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
   const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
   // auto: the node transport between ranks of one node, unless a libfabric provider was asked
   // for (a test of that provider, say); cma: always; off: libfabric carries everything.
-  const char* node_env = std::getenv("H2_DICOMM_NODE_TRANSPORT");
-  const std::string node_mode = node_env != nullptr && *node_env != '\0' ? node_env : "auto";
-  if (node_mode != "auto" && node_mode != "cma" && node_mode != "off")
-    throw CommError(CommErrorKind::usage, -1,
-                    "DiComm: H2_DICOMM_NODE_TRANSPORT='" + node_mode + "' is not one of auto, cma, off");
+  const std::string node_mode = env_choice("H2_DICOMM_NODE_TRANSPORT", {"auto", "cma", "off"});
   const bool want_node_transport = node_mode == "cma" || (node_mode == "auto" && requested.empty());
 
   std::string iface = "lo";
@@ -274,16 +281,17 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                                                        {"requested", requested},
                                                        {"piece_bytes", world->piece_bytes_},
                                                        {"small_bytes", world->small_bytes_},
-                                                       {"node_transport", node_mode}}
+                                                       {"node_transport", node_mode},
+                                                       {"allreduce", world->allreduce_}}
                                                       .dump());
     for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
     for (int r = 1; r < info.world_size; ++r)
-      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport"})
+      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce"})
         if (ranks[r][setting] != ranks[0][setting])
           throw CommError(CommErrorKind::usage, r,
                           "DiComm: rank " + std::to_string(r) +
                               " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
-                              "H2_DICOMM_NODE_TRANSPORT than rank 0; set them alike");
+                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE than rank 0; set them alike");
     node_setup = connect_node_transport(store, info.rank, ranks);
     provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
   } else if (provider.empty()) {
@@ -338,6 +346,12 @@ World::~World() {
       log(LogLevel::warning, "dicomm", std::string("closing the store: ") + e.what());
     }
   }
+}
+
+bool World::halving_doubling(int ranks) const {
+  const bool power_of_two = ranks > 1 && (ranks & (ranks - 1)) == 0;
+  if (allreduce_ == "ring" || !power_of_two) return false;
+  return allreduce_ == "halving_doubling" || ranks > 2;  // at 2 ranks both are the same exchange
 }
 
 Link& World::link(const Device& device) {

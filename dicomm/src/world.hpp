@@ -33,6 +33,8 @@ class World {
   Store* store() { return store_.get(); }  // nullptr in a job of one rank
   size_t piece_bytes() const { return piece_bytes_; }
   size_t small_bytes() const { return small_bytes_; }
+  // Whether a large allreduce over `ranks` runs by recursive halving and doubling rather than a ring.
+  bool halving_doubling(int ranks) const;
   // The Link of `device`, created on first use. Call with the engine's lock held or before any
   // task runs on that device (Link is not thread-safe; the engine serialises tasks).
   Link& link(const Device& device);
@@ -47,6 +49,7 @@ class World {
   size_t small_bytes_ = 0;
   uint32_t next_local_id_ = 1;
   bool force_staging_ = false;
+  std::string allreduce_;  // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
   std::mutex links_mutex_;

@@ -60,6 +60,25 @@ TEST(Collectives, FourRanksUseTheNodeTransportOnOneNode) {
       HasSubstr("rank 2: device cpu-reference:0, provider shm, transport shm; node transport (cma) to ranks 0,1,3"));
 }
 
+// Four ranks run large allreduces by recursive halving and doubling unless told otherwise; the ring
+// must stay right for them too (and for sub-communicators of other sizes it is what runs).
+TEST(Collectives, FourRanksByRing) {
+  const CliResult result = launch(4, "check", "H2_DICOMM_ALLREDUCE=ring");
+  expect_all_passed(result, 4);
+}
+
+TEST(Collectives, AllreduceAlgorithmMustBeKnownAndAlike) {
+  CliResult result = launch(2, "check", "H2_DICOMM_ALLREDUCE=tree");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE='tree' is not one of auto, ring, halving_doubling"));
+  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
+  result = run_h2("launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_ALLREDUCE=ring; fi; exec " +
+                      rank_program + " check'",
+                  "");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE than rank 0; set them alike"));
+}
+
 TEST(Collectives, NodeTransportCanBeTurnedOff) {
   const CliResult result = launch(2, "check", "H2_DICOMM_NODE_TRANSPORT=off");
   expect_all_passed(result, 2);

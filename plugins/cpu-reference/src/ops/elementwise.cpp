@@ -40,35 +40,51 @@ double apply_unary(uint32_t op, double x) {
   }
 }
 
+// Clones of a hot loop for AVX-512 and AVX2, picked when the plugin loads by what the CPU has. The
+// x86-64 baseline is SSE2, which reduced DiComm's pieces at two thirds the speed of Open MPI's AVX op.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define H2_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define H2_VECTOR_CLONES
+#endif
+
+// y[i] = op(a[i], b[i]) for i in [0, n). `y` may be `a` or `b` exactly (in place), never partly.
+H2_VECTOR_CLONES void binary_f32_span(uint32_t op, const float* a, const float* b, float* y, int64_t n) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  switch (op) {
+#define H2_BINARY_LOOP(expression)                       \
+  _Pragma("GCC ivdep") for (int64_t i = 0; i < n; ++i) { \
+    const float x = a[i], z = b[i];                      \
+    y[i] = (expression);                                 \
+  }                                                      \
+  return;
+    case H2_BINARY_ADD: H2_BINARY_LOOP(x + z)
+    case H2_BINARY_SUB: H2_BINARY_LOOP(x - z)
+    case H2_BINARY_MUL: H2_BINARY_LOOP(x * z)
+    case H2_BINARY_DIV: H2_BINARY_LOOP(x / z)
+    case H2_BINARY_MAXIMUM: H2_BINARY_LOOP(std::isnan(x) || std::isnan(z) ? nan : std::max(x, z))
+    case H2_BINARY_MINIMUM: H2_BINARY_LOOP(std::isnan(x) || std::isnan(z) ? nan : std::min(x, z))
+#undef H2_BINARY_LOOP
+    default: return;
+  }
+}
+
 // Dense fp32 tensors: fp32 arithmetic directly. For +, -, *, / (and max/min) of two fp32 values,
 // computing in fp64 and rounding once to fp32 gives exactly the correctly rounded fp32 result
 // (fp64 carries more than 2·24+2 bits), so this is bit-identical to the general path and lets the
 // compiler vectorise: DiComm reduces every received piece with it.
 bool binary_f32(ThreadPool& pool, uint32_t op, const TensorRef& a, const TensorRef& b, const TensorRef& y) {
   if (a.dtype != H2_DTYPE_F32 || b.dtype != H2_DTYPE_F32 || y.dtype != H2_DTYPE_F32) return false;
+  // pow: fp32 pow is not correctly rounded.
+  if (op < H2_BINARY_ADD || op > H2_BINARY_MINIMUM || op == H2_BINARY_POW) return false;
   const float* pa = reinterpret_cast<const float*>(a.base);
   const float* pb = reinterpret_cast<const float*>(b.base);
   float* py = reinterpret_cast<float*>(y.base);
-  auto run = [&](auto&& fn) {
-    // Waking a pool thread costs more than adding a few hundred thousand floats.
-    pool.parallel_for(y.numel(), 1 << 18, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) py[i] = fn(pa[i], pb[i]);
-    });
-  };
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  switch (op) {
-    case H2_BINARY_ADD: run([](float x, float z) { return x + z; }); return true;
-    case H2_BINARY_SUB: run([](float x, float z) { return x - z; }); return true;
-    case H2_BINARY_MUL: run([](float x, float z) { return x * z; }); return true;
-    case H2_BINARY_DIV: run([](float x, float z) { return x / z; }); return true;
-    case H2_BINARY_MAXIMUM:
-      run([nan](float x, float z) { return std::isnan(x) || std::isnan(z) ? nan : std::max(x, z); });
-      return true;
-    case H2_BINARY_MINIMUM:
-      run([nan](float x, float z) { return std::isnan(x) || std::isnan(z) ? nan : std::min(x, z); });
-      return true;
-    default: return false;  // pow: fp32 pow is not correctly rounded
-  }
+  // Waking a pool thread costs more than adding a few hundred thousand floats.
+  pool.parallel_for(y.numel(), 1 << 18, [&](int64_t begin, int64_t end) {
+    binary_f32_span(op, pa + begin, pb + begin, py + begin, end - begin);
+  });
+  return true;
 }
 
 void check_op(bool known, const char* kind, uint32_t op) {
