@@ -71,7 +71,10 @@ PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& 
   Link& link = s.world->link(tensor.device());
   auto ready = std::make_shared<Event>(tensor.device().create_event(false));
   ready->record(stream);
-  link.stream().wait(*ready);
+  // Only a staged transfer puts device work (its copies) on the Link's stream. A direct one waits for
+  // `ready` through the Board, so it does not hold the Link's stream, which every communicator on
+  // the device shares, behind the caller's compute.
+  if (!link.direct()) link.stream().wait(*ready);
   const Tensor data = flat(tensor);
   Layout layout(data.numel(), 1, static_cast<int64_t>(link.piece_bytes() / dtype_size(data.dtype())));
   auto board = std::make_shared<Board>();
