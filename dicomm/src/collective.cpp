@@ -103,13 +103,22 @@ void Collective::finish(Stream& stream) {
 
 namespace {
 
-// Slots for the receives of a reduce-scatter over `layout`, `receives` of its pieces in all: enough
-// that the receive window never waits for a reduction to free one.
-ScratchSlots reduction_slots(Collective& c, const Region& work, const Layout& layout, int64_t receives) {
-  int64_t piece_elements = 0;
+// The most elements any piece of `layout` holds: the size of a scratch slot that fits each.
+int64_t largest_piece(const Layout& layout) {
+  int64_t most = 0;
   for (const auto& segment : layout.segments)
-    for (const auto& piece : segment) piece_elements = std::max(piece_elements, piece.end - piece.begin);
-  return c.scratch_slots(static_cast<int>(std::min<int64_t>(2 * Collective::kWindow, receives)), piece_elements,
+    for (const auto& piece : segment) most = std::max(most, piece.end - piece.begin);
+  return most;
+}
+
+// Slots for the receives of a reduce-scatter over `layout`, a segment per rank (ring and recursive
+// halving both receive n - 1 segments' worth): enough that the receive window never waits for a
+// reduction to free one.
+ScratchSlots reduction_slots(Collective& c, const Region& work, const Layout& layout) {
+  size_t pieces_per_segment = 0;
+  for (const auto& segment : layout.segments) pieces_per_segment = std::max(pieces_per_segment, segment.size());
+  const auto receives = static_cast<int64_t>(pieces_per_segment) * (c.size() - 1);
+  return c.scratch_slots(static_cast<int>(std::min<int64_t>(2 * Collective::kWindow, receives)), largest_piece(layout),
                          work.flat.dtype());
 }
 
@@ -126,18 +135,12 @@ void receive_and_reduce(Collective& c, int peer, const Region& work, const Layou
   c.add(std::move(recv));
 }
 
-size_t max_pieces_per_segment(const Layout& layout) {
-  size_t most = 0;
-  for (const auto& segment : layout.segments) most = std::max(most, segment.size());
-  return most;
-}
-
 }  // namespace
 
 void ring_reduce_scatter(Collective& c, const Region& work, const Layout& layout, ops::BinaryOp op,
                          const FinishPiece& finish) {
   const int n = c.size(), r = c.rank();
-  ScratchSlots slots = reduction_slots(c, work, layout, static_cast<int64_t>(max_pieces_per_segment(layout)) * (n - 1));
+  ScratchSlots slots = reduction_slots(c, work, layout);
   for (int step = 0; step < n - 1; ++step) {
     // Step s sends what step s-1 reduced; each piece goes on as soon as its own reduction has run.
     const int send_segment = c.mod(r - step - 1), recv_segment = c.mod(r - step - 2);
@@ -156,7 +159,7 @@ void halving_doubling_allreduce(Collective& c, const Region& work, const Region&
   };
   // Reduce-scatter by recursive halving: each exchange keeps the half of the segments that holds
   // this rank's own and hands the other half to the partner, so segment r ends fully reduced here.
-  ScratchSlots slots = reduction_slots(c, work, layout, static_cast<int64_t>(max_pieces_per_segment(layout)) * (n - 1));
+  ScratchSlots slots = reduction_slots(c, work, layout);
   int first = 0;  // this rank's segments: [first, first + width)
   for (int width = n / 2; width >= 1; width /= 2) {
     const int partner = r ^ width;
@@ -194,9 +197,7 @@ Region recursive_doubling_allreduce(Collective& c, const Region& work, const Reg
   while (p * 2 <= n) p *= 2;
   const int extra = n - p;
   const auto& pieces = layout.segments[0];
-  int64_t piece_elements = 0;
-  for (const auto& piece : pieces) piece_elements = std::max(piece_elements, piece.end - piece.begin);
-  ScratchSlots slots = c.scratch_slots(static_cast<int>(2 * pieces.size()), piece_elements, work.flat.dtype());
+  ScratchSlots slots = c.scratch_slots(static_cast<int>(2 * pieces.size()), largest_piece(layout), work.flat.dtype());
   // Two buffers: a step sends one while the partner's data is reduced into the other, so the NIC
   // never reads what a reduction is writing.
   const Region* buffers[2] = {&work, &other};
