@@ -247,6 +247,32 @@ void add_behaviour_checks(CaseList& list) {
          }
          return "";
        }});
+  // H2_STREAM_HOST_INLINE is a hint: whether the plugin runs the work inline or ignores the flag,
+  // order and events must hold as on any stream (DiComm creates its streams this way).
+  list.behaviours.push_back(
+      {"streams", "a host-inline stream keeps stream order and events", [](Stream& s) -> std::string {
+         const Device& d = s.device();
+         Stream inline_stream = d.create_stream({.host_inline = true});
+         DeviceBuffer big = d.allocate(size_t{32} << 20), flag = d.allocate(4), seen = d.allocate(4);
+         s.memset(flag, 0);
+         s.memset(big, 1);
+         s.memset(flag, 7);
+         Event produced = d.create_event();
+         produced.record(s);
+         inline_stream.wait(produced);
+         inline_stream.copy(seen, 0, flag, 0, 4);
+         inline_stream.memset(flag, 9);
+         Event consumed = d.create_event();
+         consumed.record(inline_stream);
+         s.wait(consumed);
+         uint8_t host[8] = {};
+         s.copy_to_host(host, seen, 4);
+         s.copy_to_host(host + 4, flag, 4);
+         s.synchronize();
+         if (host[0] != 7) return "a host-inline stream waiting on an event read data written before the event";
+         if (host[4] != 9) return "a stream waiting on a host-inline stream's event missed its work";
+         return "";
+       }});
   list.behaviours.push_back({"streams", "an event orders work across two streams", [](Stream& s) -> std::string {
                                const Device& d = s.device();
                                Stream other = d.create_stream();

@@ -73,9 +73,16 @@ PinnedHostBuffer Device::allocate_pinned_host(size_t bytes) const {
   return PinnedHostBuffer(*this, data, bytes);
 }
 
-Stream Device::create_stream() const {
+Stream Device::create_stream(StreamOptions options) const {
   H2_Stream* native = nullptr;
-  plugin_->check(plugin_->api().stream_create(index_, &native), "stream_create(device " + std::to_string(index_) + ")");
+  const uint32_t flags = options.host_inline ? H2_STREAM_HOST_INLINE : H2_STREAM_DEFAULT;
+  const auto with_flags = plugin_->api().stream_create_with_flags;
+  if (flags != H2_STREAM_DEFAULT && with_flags != nullptr)
+    plugin_->check(with_flags(index_, flags, &native), "stream_create_with_flags(device " + std::to_string(index_) +
+                                                           ", flags " + std::to_string(flags) + ")");
+  else
+    plugin_->check(plugin_->api().stream_create(index_, &native),
+                   "stream_create(device " + std::to_string(index_) + ")");
   return Stream(*this, native);
 }
 

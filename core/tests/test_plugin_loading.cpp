@@ -159,8 +159,8 @@ TEST(PluginLoading, NewerMinorIsAnAbiMismatch) {
 TEST(PluginLoading, TooSmallTableIsRejected) {
   PluginInfo info = load_one(fake_plugin("small-table").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
-  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_1) +
-                                      " bytes ABI 1.1 requires"));
+  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_2) +
+                                      " bytes ABI 1.2 requires"));
 }
 
 TEST(PluginLoading, NullRequiredSlotIsRejected) {
@@ -200,6 +200,21 @@ TEST(PluginLoading, UnsupportedOptionalSlotIsReportedAsUnsupported) {
     EXPECT_EQ(e.status(), H2_STATUS_UNSUPPORTED);
     EXPECT_THAT(e.what(), HasSubstr("fake does not support mem_info"));
   }
+}
+
+// The fake plugin has no stream_create_with_flags: a hint must not make stream creation fail.
+TEST(PluginLoading, StreamHintsFallBackToAPlainStreamWithoutTheSlot) {
+  RuntimeOptions options;
+  options.plugins = {fake_plugin("fake").string()};
+  Runtime runtime(options);
+  ASSERT_EQ(runtime.devices()[0].plugin_api().stream_create_with_flags, nullptr);
+  Stream stream = runtime.devices()[0].create_stream({.host_inline = true});
+  DeviceBuffer buffer = runtime.devices()[0].allocate(16);
+  stream.memset(buffer, 3);
+  uint8_t host[16] = {};
+  stream.copy_to_host(host, buffer, sizeof host);
+  stream.synchronize();
+  EXPECT_EQ(host[15], 3);
 }
 
 TEST(PluginLoading, FailedCallNamesPluginCallAndReason) {

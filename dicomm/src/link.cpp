@@ -18,7 +18,12 @@ Link::Link(const Device& device, size_t piece_bytes, bool force_staging)
     : device_(device),
       direct_(!force_staging && nic_can_access(device.properties())),
       piece_bytes_(piece_bytes),
-      stream_(device.create_stream()) {}
+      // DiComm waits for its copies and reductions as soon as it enqueues them (the next message
+      // depends on them), so a device that computes on host threads runs them on the thread that
+      // drives progress: no wake-up of a stream worker per piece, and a reduction reads data that
+      // thread has just received, from its own cache (issue 7: 16-24% less time for 1-4 MiB
+      // allreduces on cpu-reference). Other devices ignore the hint.
+      stream_(device.create_stream({.host_inline = true})) {}
 
 std::shared_ptr<StagingSlot> Link::acquire() {
   if (!free_.empty()) {

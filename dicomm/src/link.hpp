@@ -1,7 +1,9 @@
 // How one device's memory meets the wire: directly (the NIC reads and writes device memory) or
 // staged through pinned host buffers of the device's plugin. One Link per device per process,
 // shared by every communicator; its stream carries DiComm's copies and reductions on that device,
-// so they never sit in the middle of the caller's own work.
+// so they never sit in the middle of the caller's own work. The stream is host-inline
+// (H2_STREAM_HOST_INLINE): on a device that computes on host threads, enqueuing on it runs the work,
+// and a wait on it blocks, so DiComm enqueues only what it is about to wait for anyway.
 #pragma once
 
 #include <memory>

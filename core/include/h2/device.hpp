@@ -56,6 +56,13 @@ struct MemoryInfo {
   uint64_t total_bytes = 0;
 };
 
+// Hints for Device::create_stream (H2_StreamFlags). They never change results or stream order.
+struct StreamOptions {
+  // The caller waits for the stream's work right after enqueuing it: a plugin computing on host
+  // threads may run the work on the enqueuing thread, so enqueuing (a wait included) may block.
+  bool host_inline = false;
+};
+
 class Device {
  public:
   Device(std::shared_ptr<detail::PluginHandle> plugin, int index, DeviceProperties properties);
@@ -73,7 +80,9 @@ class Device {
   DeviceBuffer allocate(size_t bytes) const;
   // Pinned host memory from this device's plugin, for fast copies and NIC registration.
   PinnedHostBuffer allocate_pinned_host(size_t bytes) const;
-  Stream create_stream() const;
+  // A new stream. `options` are hints (H2_StreamFlags); a plugin without stream_create_with_flags
+  // (ABI 1.2) gives a plain stream.
+  Stream create_stream(StreamOptions options = {}) const;
   Event create_event(bool timing = true) const;
 
   bool operator==(const Device& other) const;

@@ -13,6 +13,11 @@
  *   2. Status codes and errors        5. Memory              8. Operators (ABI 1.1)
  *   3. Lifecycle and logging          6. Streams and copies  9. The table and the entry point
  *
+ * ---- History ----
+ *   1.0  devices, memory, streams, copies, events
+ *   1.1  the operator table (section 8)
+ *   1.2  stream_create_with_flags and H2_StreamFlags (an inline stream for host-computing devices)
+ *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
  *   calling thread's last-error message, which the core reads at once through `last_error`.
@@ -22,7 +27,8 @@
  * - Device pointers (returned by `mem_alloc`) are opaque to host code: a plugin may hand out addresses
  *   that the host cannot dereference. Only the plugin's own calls read or write through them.
  * - "Blocks" means the call may wait for device work to complete. Calls documented as non-blocking
- *   return after enqueuing work and must not wait for earlier work on the stream.
+ *   return after enqueuing work and must not wait for earlier work on the stream. The one exception
+ *   is a stream the caller created with H2_STREAM_HOST_INLINE (ABI 1.2), on which they may run it.
  * - Enum-typed values inside structs are stored as uint32_t, so their size never depends on the compiler.
  * - Calls are thread-safe: the core may call any slot from any thread concurrently, except
  *   `initialize` and `shutdown`, which the core calls once each, with no other call in flight.
@@ -61,7 +67,7 @@ extern "C" {
  * each minor's size stays fixed forever even after later minors append.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 1
+#define H2_ABI_MINOR 2
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 
@@ -161,6 +167,21 @@ typedef enum H2_MemcpyKind {
   H2_MEMCPY_DEVICE_TO_HOST = 2,
   H2_MEMCPY_DEVICE_TO_DEVICE = 3 /* both pointers from mem_alloc of this plugin, any of its devices */
 } H2_MemcpyKind;
+
+/* Hints for stream_create_with_flags (ABI 1.2). Every flag is a hint: it never changes what a
+ * stream's work computes or the order it runs in, so a plugin ignores the flags it does not know or
+ * does not act on, and a later minor may add flags that older plugins ignore. */
+typedef enum H2_StreamFlags {
+  H2_STREAM_DEFAULT = 0,
+  /* The caller waits for the stream's work soon after enqueuing it, as a communication library
+   * waits for its copies and reductions, and a hand-off to another thread would cost more than the
+   * work. A plugin whose device computes on host threads may then run each call's work on the
+   * calling thread before the call returns. Every call that enqueues on such a stream
+   * (stream_wait_event included) may then block until its work has completed, and an error of
+   * that work may be returned by the call itself as well as being sticky for the stream. The
+   * calling thread must therefore not hold anything the awaited work needs. */
+  H2_STREAM_HOST_INLINE = 1u << 0
+} H2_StreamFlags;
 
 typedef enum H2_EventFlags {
   H2_EVENT_DEFAULT = 0,
@@ -777,7 +798,8 @@ typedef struct H2_PluginApi {
   /* ---- Streams ---- */
 
   /* Creates an in-order work queue on `device` and writes its handle to `*stream`. The handle is
-   * owned by the caller until stream_destroy. Non-blocking. */
+   * owned by the caller until stream_destroy. Non-blocking. (stream_create_with_flags, at the end of
+   * the table since ABI 1.2, takes H2_StreamFlags as well.) */
   H2_Status (*stream_create)(int32_t device, H2_Stream** stream);
 
   /* Destroys `stream`. Blocks until the stream's pending work has completed. The handle is
@@ -839,10 +861,18 @@ typedef struct H2_PluginApi {
   /* The operators (section 8), since ABI 1.1; NULL when the plugin provides none (and always NULL
    * for a plugin built against ABI 1.0). Static: lives as long as the library stays loaded. */
   const H2_OpTable* op_table;
+
+  /* ---- Since ABI 1.2 ---- */
+
+  /* [optional] Like stream_create, with H2_StreamFlags `flags` (hints; unknown bits are ignored).
+   * The handle is owned by the caller until stream_destroy. Non-blocking. A core that finds this
+   * slot NULL creates a plain stream with stream_create instead. */
+  H2_Status (*stream_create_with_flags)(int32_t device, uint32_t flags, H2_Stream** stream);
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
 #define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
+#define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -873,6 +903,7 @@ H2_STATIC_ASSERT(H2_INIT_ARGS_SIZE_1_0 == 36, "H2_InitArgs 1.0 layout changed");
 H2_STATIC_ASSERT(H2_DEVICE_PROPERTIES_SIZE_1_0 == 400, "H2_DeviceProperties 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_IDENTITY_SIZE == 32, "H2_PluginApi identity prefix changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GemmArgs, beta) == 608, "H2_GemmArgs 1.1 layout changed");

@@ -111,6 +111,16 @@ H2_Status stream_create(int32_t device, H2_Stream** stream) {
   });
 }
 
+// H2_STREAM_HOST_INLINE gives a blocking stream: every call runs on the caller's thread, which
+// saves the wake-up of a worker and runs the work in the caches of the thread that produced its input
+// (DiComm's reductions right after a copy). Other bits are hints this plugin does not act on.
+H2_Status stream_create_with_flags(int32_t device, uint32_t flags, H2_Stream** stream) {
+  return guarded("stream_create_with_flags", [&] {
+    require(stream, "stream");
+    *stream = runtime().create_stream(device, (flags & H2_STREAM_HOST_INLINE) != 0);
+  });
+}
+
 H2_Status stream_destroy(H2_Stream* stream) {
   return guarded("stream_destroy", [&] { runtime().destroy_stream(stream); });
 }
@@ -262,6 +272,7 @@ const H2_PluginApi kApi = {
     .event_synchronize = event_synchronize,
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
+    .stream_create_with_flags = stream_create_with_flags,
 };
 
 }  // namespace

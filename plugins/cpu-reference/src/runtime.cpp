@@ -112,9 +112,9 @@ void Runtime::host_free(void* ptr) {
   std::free(ptr);
 }
 
-H2_Stream* Runtime::create_stream(int device) {
+H2_Stream* Runtime::create_stream(int device, bool host_inline) {
   check_device(device);
-  return streams_.add(std::make_shared<Stream>(device, config_.blocking));
+  return streams_.add(std::make_shared<Stream>(device, config_.blocking || host_inline));
 }
 
 std::shared_ptr<Stream> Runtime::stream(H2_Stream* handle) const {

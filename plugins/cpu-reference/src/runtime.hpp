@@ -34,7 +34,8 @@ class Runtime {
   void* host_alloc(size_t bytes);
   void host_free(void* ptr);
 
-  H2_Stream* create_stream(int device);
+  // `host_inline` (H2_STREAM_HOST_INLINE), or the plugin's blocking mode, makes a blocking stream.
+  H2_Stream* create_stream(int device, bool host_inline = false);
   void destroy_stream(H2_Stream* handle);
   std::shared_ptr<Stream> stream(H2_Stream* handle) const;
 

@@ -39,7 +39,8 @@ class Marker {
 class Stream {
  public:
   // A blocking stream runs each task on the calling thread before enqueue returns (like
-  // CUDA_LAUNCH_BLOCKING=1): for debugging, and to time the host side of a call without a handoff.
+  // CUDA_LAUNCH_BLOCKING=1): for debugging, to time the host side of a call without a handoff, and
+  // for streams created with H2_STREAM_HOST_INLINE.
   Stream(int device, bool blocking);
   ~Stream();  // drains the queue and joins the worker
   Stream(const Stream&) = delete;

@@ -113,6 +113,44 @@ TEST_F(CAbi, CopiesOutsideAllocationsAreRejectedBeforeTheyRun) {
   EXPECT_EQ(api_->mem_free(0, p), H2_STATUS_OK);
 }
 
+// H2_STREAM_HOST_INLINE: every call has run when it returns, a wait included, so no synchronize is
+// needed before the host reads a copy's result.
+TEST_F(CAbi, HostInlineStreamRunsEachCallBeforeItReturns) {
+  ASSERT_NE(api_->stream_create_with_flags, nullptr);
+  constexpr size_t kBig = size_t{64} << 20;
+  void* big = nullptr;
+  void* small = nullptr;
+  ASSERT_EQ(api_->mem_alloc(0, kBig, &big), H2_STATUS_OK);
+  ASSERT_EQ(api_->mem_alloc(0, 256, &small), H2_STATUS_OK);
+  H2_Stream* queued = nullptr;
+  H2_Stream* inline_stream = nullptr;
+  ASSERT_EQ(api_->stream_create(0, &queued), H2_STATUS_OK);
+  // An unknown bit beside the flag is ignored: flags are hints.
+  ASSERT_EQ(api_->stream_create_with_flags(0, H2_STREAM_HOST_INLINE | (1u << 30), &inline_stream), H2_STATUS_OK);
+
+  ASSERT_EQ(api_->memset_async(inline_stream, small, 7, 256), H2_STATUS_OK);
+  unsigned char host[256] = {};
+  ASSERT_EQ(api_->memcpy_async(inline_stream, host, small, 256, H2_MEMCPY_DEVICE_TO_HOST), H2_STATUS_OK);
+  EXPECT_EQ(host[0], 7);
+  EXPECT_EQ(host[255], 7);
+
+  // A wait for work queued elsewhere returns once that work has completed.
+  H2_Event* event = nullptr;
+  ASSERT_EQ(api_->event_create(0, H2_EVENT_DISABLE_TIMING, &event), H2_STATUS_OK);
+  ASSERT_EQ(api_->memset_async(queued, big, 1, kBig), H2_STATUS_OK);
+  ASSERT_EQ(api_->event_record(event, queued), H2_STATUS_OK);
+  ASSERT_EQ(api_->stream_wait_event(inline_stream, event), H2_STATUS_OK);
+  EXPECT_EQ(api_->event_query(event), H2_STATUS_OK);
+  EXPECT_EQ(api_->stream_query(inline_stream), H2_STATUS_OK);
+
+  EXPECT_EQ(api_->stream_create_with_flags(7, H2_STREAM_HOST_INLINE, &inline_stream), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(api_->event_destroy(event), H2_STATUS_OK);
+  EXPECT_EQ(api_->stream_destroy(inline_stream), H2_STATUS_OK);
+  EXPECT_EQ(api_->stream_destroy(queued), H2_STATUS_OK);
+  EXPECT_EQ(api_->mem_free(0, small), H2_STATUS_OK);
+  EXPECT_EQ(api_->mem_free(0, big), H2_STATUS_OK);
+}
+
 TEST_F(CAbi, OperatorsCheckTheirTensorsAgainstTheAllocations) {
   H2_Stream* stream = nullptr;
   ASSERT_EQ(api_->stream_create(0, &stream), H2_STATUS_OK);
