@@ -57,6 +57,12 @@ void free_device_memory(const Device& device, void* data) {
                 "mem_free(device " + std::to_string(device.index()) + ")");
 }
 
+void close_imported_memory(const Device& device, void* data) {
+  const auto& plugin = device.plugin();
+  plugin->check(plugin->api().mem_close(device.index(), data),
+                "mem_close(device " + std::to_string(device.index()) + ")");
+}
+
 void free_pinned_host_memory(const Device& device, void* data) {
   const auto& plugin = device.plugin();
   plugin->check(plugin->api().host_free(data), "host_free");
@@ -66,6 +72,10 @@ void free_pinned_host_memory(const Device& device, void* data) {
 
 DeviceBuffer::DeviceBuffer(Device device, void* data, size_t bytes)
     : Allocation(std::move(device), data, bytes, free_device_memory) {}
+
+DeviceBuffer DeviceBuffer::imported(Device device, void* data, size_t bytes) {
+  return DeviceBuffer(std::move(device), data, bytes, close_imported_memory);
+}
 
 PinnedHostBuffer::PinnedHostBuffer(Device device, void* data, size_t bytes)
     : Allocation(std::move(device), data, bytes, free_pinned_host_memory) {}

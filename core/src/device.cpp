@@ -86,6 +86,29 @@ Stream Device::create_stream(StreamOptions options) const {
   return Stream(*this, native);
 }
 
+bool Device::can_share_memory() const {
+  return plugin_->api().mem_export != nullptr;  // the loader checked that the three slots go together
+}
+
+MemoryExport Device::export_memory(const DeviceBuffer& buffer, size_t offset) const {
+  if (offset >= buffer.size())
+    throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot export byte " + std::to_string(offset) + " of a " +
+                                                std::to_string(buffer.size()) + "-byte buffer");
+  MemoryExport out;
+  auto slot = plugin_->require(plugin_->api().mem_export, "mem_export");
+  plugin_->check(slot(index_, static_cast<const char*>(buffer.data()) + offset, &out.handle, &out.offset),
+                 "mem_export(device " + std::to_string(index_) + ")");
+  return out;
+}
+
+DeviceBuffer Device::import_memory(const H2_MemHandle& handle) const {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+  auto slot = plugin_->require(plugin_->api().mem_import, "mem_import");
+  plugin_->check(slot(index_, &handle, &data, &bytes), "mem_import(device " + std::to_string(index_) + ")");
+  return DeviceBuffer::imported(*this, data, static_cast<size_t>(bytes));
+}
+
 Event Device::create_event(bool timing) const {
   H2_Event* native = nullptr;
   plugin_->check(plugin_->api().event_create(index_, timing ? H2_EVENT_DEFAULT : H2_EVENT_DISABLE_TIMING, &native),

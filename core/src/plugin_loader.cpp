@@ -177,6 +177,10 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
     return failure(info, PluginState::invalid_table, std::string("required slot '") + slot + "' is NULL");
   if ((api.host_alloc == nullptr) != (api.host_free == nullptr))
     return failure(info, PluginState::invalid_table, "host_alloc and host_free must both be set or both be NULL");
+  const int sharing_slots = (api.mem_export != nullptr) + (api.mem_import != nullptr) + (api.mem_close != nullptr);
+  if (sharing_slots != 0 && sharing_slots != 3)
+    return failure(info, PluginState::invalid_table,
+                   "mem_export, mem_import and mem_close must all be set or all be NULL");
   if (api.op_table != nullptr && table->abi_minor == 0)
     return failure(info, PluginState::invalid_table, "op_table must be NULL in ABI 1.0");
   // The same rule for the operator table: read what its struct_size covers, the rest is NULL.

@@ -159,14 +159,20 @@ TEST(PluginLoading, NewerMinorIsAnAbiMismatch) {
 TEST(PluginLoading, TooSmallTableIsRejected) {
   PluginInfo info = load_one(fake_plugin("small-table").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
-  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_2) +
-                                      " bytes ABI 1.2 requires"));
+  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_3) +
+                                      " bytes ABI 1.3 requires"));
 }
 
 TEST(PluginLoading, NullRequiredSlotIsRejected) {
   PluginInfo info = load_one(fake_plugin("null-slot").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
   EXPECT_THAT(info.message, HasSubstr("required slot 'memset_async' is NULL"));
+}
+
+TEST(PluginLoading, MemorySharingSlotsComeTogether) {
+  PluginInfo info = load_one(fake_plugin("partial-sharing").string());
+  EXPECT_EQ(info.state, PluginState::invalid_table);
+  EXPECT_THAT(info.message, HasSubstr("mem_export, mem_import and mem_close must all be set or all be NULL"));
 }
 
 TEST(PluginLoading, InitFailureCarriesThePluginsMessage) {
@@ -215,6 +221,22 @@ TEST(PluginLoading, StreamHintsFallBackToAPlainStreamWithoutTheSlot) {
   stream.copy_to_host(host, buffer, sizeof host);
   stream.synchronize();
   EXPECT_EQ(host[15], 3);
+}
+
+TEST(PluginLoading, MemorySharingWithoutTheSlotsIsUnsupported) {
+  RuntimeOptions options;
+  options.plugins = {fake_plugin("fake").string()};
+  Runtime runtime(options);
+  Device device = runtime.devices().at(0);
+  EXPECT_FALSE(device.can_share_memory());
+  DeviceBuffer buffer = device.allocate(64);
+  try {
+    device.export_memory(buffer);
+    FAIL() << "the fake plugin cannot export memory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_UNSUPPORTED);
+    EXPECT_THAT(e.what(), HasSubstr("fake does not support mem_export"));
+  }
 }
 
 TEST(PluginLoading, FailedCallNamesPluginCallAndReason) {

@@ -40,7 +40,7 @@ std::string fake(const std::string& name) {
 TEST(H2Devices, ListsTheConfiguredCpuReferenceDevicesAndCapacities) {
   Result r = h2("devices", "H2_CPU_REFERENCE_MEMORY=1GiB,512MiB,256MiB");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.2"));
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.3"));
   EXPECT_THAT(r.output, HasSubstr("loaded"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:2"));
@@ -118,8 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"/etc/hostname", "not a shared library: /etc/hostname has no ELF header"},
         BrokenCase{"no-entry", "entry point missing: the library does not export h2_plugin_get_api"},
         BrokenCase{"undefined-symbol", "load failed: the dynamic loader refused it"},
-        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.2)"},
-        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.2)"},
+        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.3)"},
+        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.3)"},
         BrokenCase{"small-table", "invalid API table: API table struct_size 64 is smaller"},
         BrokenCase{"null-slot", "invalid API table: required slot 'memset_async' is NULL"},
         BrokenCase{"init-fails", "init failed (device error): simulated driver failure"},

@@ -48,6 +48,12 @@ class DeviceBuffer : public detail::Allocation {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(Device device, void* data, size_t bytes);
+  // Memory another process exported, from mem_import: given back with mem_close, not mem_free.
+  static DeviceBuffer imported(Device device, void* data, size_t bytes);
+
+ private:
+  DeviceBuffer(Device device, void* data, size_t bytes, FreeFn free_fn)
+      : Allocation(std::move(device), data, bytes, free_fn) {}
 };
 
 // Pinned host memory: host code may read and write data() directly.

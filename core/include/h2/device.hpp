@@ -56,6 +56,12 @@ struct MemoryInfo {
   uint64_t total_bytes = 0;
 };
 
+// Where a device allocation is, for another process of the same node (Device::export_memory).
+struct MemoryExport {
+  H2_MemHandle handle{};  // plain bytes: send them to the other process as they are
+  uint64_t offset = 0;    // of the exported pointer within the allocation the handle names
+};
+
 // Hints for Device::create_stream (H2_StreamFlags). They never change results or stream order.
 struct StreamOptions {
   // The caller waits for the stream's work right after enqueuing it: a plugin computing on host
@@ -84,6 +90,14 @@ class Device {
   // (ABI 1.2) gives a plain stream.
   Stream create_stream(StreamOptions options = {}) const;
   Event create_event(bool timing = true) const;
+
+  // Device memory shared between processes of one node (ABI 1.3): whether the plugin has it at all;
+  // a handle for the allocation holding `buffer`'s byte `offset`; and, in another process, that
+  // allocation opened for this device, as a buffer that closes it when destroyed. Throws h2::Error:
+  // H2_STATUS_UNSUPPORTED when the plugin cannot (saying why), INVALID_ARGUMENT for a foreign handle.
+  bool can_share_memory() const;
+  MemoryExport export_memory(const DeviceBuffer& buffer, size_t offset = 0) const;
+  DeviceBuffer import_memory(const H2_MemHandle& handle) const;
 
   bool operator==(const Device& other) const;
   bool same_plugin(const Device& other) const { return plugin_ == other.plugin_; }

@@ -17,6 +17,7 @@
  *   1.0  devices, memory, streams, copies, events
  *   1.1  the operator table (section 8)
  *   1.2  stream_create_with_flags and H2_StreamFlags (an inline stream for host-computing devices)
+ *   1.3  mem_export, mem_import, mem_close and H2_MemHandle (device memory shared between processes)
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -67,7 +68,7 @@ extern "C" {
  * each minor's size stays fixed forever even after later minors append.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 2
+#define H2_ABI_MINOR 3
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 
@@ -161,6 +162,14 @@ typedef struct H2_DeviceProperties {
  * ---------------------------------------------------------------------------------------------- */
 typedef struct H2_Stream H2_Stream; /* opaque; created and owned by the plugin */
 typedef struct H2_Event H2_Event;   /* opaque; created and owned by the plugin */
+
+/* A handle through which another process on the same node opens device memory (mem_export,
+ * mem_import; ABI 1.3). Plain bytes, opaque to the core: it may be copied and sent to another
+ * process as they are. CUDA's cudaIpcMemHandle_t (64 bytes) fits. */
+#define H2_MEM_HANDLE_BYTES 128
+typedef struct H2_MemHandle {
+  uint8_t bytes[H2_MEM_HANDLE_BYTES];
+} H2_MemHandle;
 
 typedef enum H2_MemcpyKind {
   H2_MEMCPY_HOST_TO_DEVICE = 1,
@@ -868,11 +877,46 @@ typedef struct H2_PluginApi {
    * The handle is owned by the caller until stream_destroy. Non-blocking. A core that finds this
    * slot NULL creates a plain stream with stream_create instead. */
   H2_Status (*stream_create_with_flags)(int32_t device, uint32_t flags, H2_Stream** stream);
+
+  /* ---- Since ABI 1.3: device memory shared between processes of one node ----
+   * A communication library passes a peer process a handle to its device memory once, and the peer
+   * then reads (a reduction's input) or writes (an allgather's output) that memory with this
+   * plugin's own copies and operators, with no copy through the kernel or the host: what CUDA IPC
+   * handles give NCCL within a node. The three slots are [optional] together: all set or all NULL.
+   * No ordering crosses processes: the processes agree through their own messages when memory is
+   * ready to read and when it may be written again. */
+
+  /* [optional] Writes to `*handle` a handle for the allocation from mem_alloc on `device` that
+   * holds `ptr`, and to `*offset` the offset of `ptr` within that allocation. `handle` and `offset`
+   * are written by the plugin and owned by the caller. The handle stays valid as long as the
+   * allocation: freeing it while another process has it open is the caller's bug, after which that
+   * process reads undefined data (never this process's other memory). Returns
+   * H2_STATUS_INVALID_ARGUMENT when `ptr` is not inside a live allocation of `device`, and
+   * H2_STATUS_UNSUPPORTED (saying why) when this device's memory cannot be shared here.
+   * Non-blocking. */
+  H2_Status (*mem_export)(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset);
+
+  /* [optional] Opens a handle that mem_export wrote in another process of this plugin on the same
+   * node, for device `device` of this process, and writes to `*ptr` a device pointer to the start of
+   * the exported allocation and to `*bytes` its size. `handle` is borrowed for the call only. This
+   * plugin's copies and operators on streams of `device` may then read and write [*ptr, *ptr +
+   * *bytes) like memory from mem_alloc, until mem_close; mem_free does not take it. Each import is
+   * closed once, even when a handle is imported twice. Returns H2_STATUS_INVALID_ARGUMENT for a
+   * handle that is not one of this plugin's, and H2_STATUS_UNSUPPORTED (saying why: another node,
+   * another user, the process has ended) when it cannot be opened here. Blocks briefly (system
+   * calls); never waits for device work. */
+  H2_Status (*mem_import)(int32_t device, const H2_MemHandle* handle, void** ptr, uint64_t* bytes);
+
+  /* [optional] Closes `ptr` from mem_import on `device`. Blocks until work enqueued so far that may
+   * use it has completed, as mem_free does; the pointer is invalid afterwards. The exporting
+   * process's allocation is not affected. */
+  H2_Status (*mem_close)(int32_t device, void* ptr);
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
 #define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
 #define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
+#define H2_PLUGIN_API_SIZE_1_3 H2_STRUCT_SIZE(H2_PluginApi, mem_close)
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -904,6 +948,8 @@ H2_STATIC_ASSERT(H2_DEVICE_PROPERTIES_SIZE_1_0 == 400, "H2_DeviceProperties 1.0 
 H2_STATIC_ASSERT(H2_PLUGIN_API_IDENTITY_SIZE == 32, "H2_PluginApi identity prefix changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed");
+H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GemmArgs, beta) == 608, "H2_GemmArgs 1.1 layout changed");

@@ -108,6 +108,17 @@ static H2_Status mem_free(int32_t device, void* ptr) {
   return H2_STATUS_OK;
 }
 
+#ifdef FAKE_PARTIAL_SHARING
+/* Exports but cannot import or close: the loader must refuse half of the sharing slots. */
+static H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
+  (void)device;
+  (void)ptr;
+  (void)handle;
+  (void)offset;
+  return H2_STATUS_OK;
+}
+#endif
+
 static int the_stream;
 static H2_Status stream_create(int32_t device, H2_Stream** stream) {
   (void)device;
@@ -214,6 +225,9 @@ static const H2_PluginApi api = {
     .event_synchronize = event_done,
 #ifdef FAKE_OP_TABLE
     .op_table = &op_table,
+#endif
+#ifdef FAKE_PARTIAL_SHARING
+    .mem_export = mem_export,
 #endif
 };
 

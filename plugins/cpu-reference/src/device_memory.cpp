@@ -1,6 +1,8 @@
 #include "device_memory.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,12 +25,29 @@ size_t round_up(size_t value, size_t to) {
   return (value + to - 1) / to * to;
 }
 
-char* map_region(size_t bytes, int protection, int device) {
-  void* p = mmap(nullptr, bytes, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+char* map_region(size_t bytes, int protection, int device, int fd = -1) {
+  const int flags = (fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED) | MAP_NORESERVE;
+  void* p = mmap(nullptr, bytes, protection, flags, fd, 0);
   if (p == MAP_FAILED)
     fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + ": cannot reserve " + format_bytes(bytes) +
                                       " of address space: " + std::strerror(errno));
   return static_cast<char*>(p);
+}
+
+// A sparse memfd of `bytes` for the arena, or -1 with the reason in `why` (seccomp, old kernels).
+int create_arena_file(size_t bytes, int device, std::string& why) {
+  const std::string name = "h2-cpu-reference-dev" + std::to_string(device);
+  const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) {
+    why = std::string("memfd_create failed: ") + std::strerror(errno);
+    return -1;
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    why = std::string("ftruncate of the arena's memfd failed: ") + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
@@ -47,15 +66,22 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 DeviceMemory::DeviceMemory(int device, uint64_t capacity, bool strict)
-    : device_(device), capacity_(capacity), strict_(strict) {
+    : device_(device), capacity_(capacity), strict_(strict), imports_(device, strict) {
   mapped_bytes_ = round_up(static_cast<size_t>(capacity), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
-  shadow_view_ = map_region(mapped_bytes_, PROT_READ | PROT_WRITE, device);
+  memfd_ = create_arena_file(mapped_bytes_, device, unshareable_why_);
+  try {
+    shadow_view_ = map_region(mapped_bytes_, PROT_READ | PROT_WRITE, device, memfd_);
+  } catch (...) {
+    if (memfd_ >= 0) close(memfd_);
+    throw;
+  }
   if (strict) {
     try {
       device_view_ = map_region(mapped_bytes_, PROT_NONE, device);
       register_device_range(device_view_, mapped_bytes_, device);
     } catch (...) {
       munmap(shadow_view_, mapped_bytes_);
+      if (memfd_ >= 0) close(memfd_);
       throw;
     }
   } else {
@@ -71,6 +97,7 @@ DeviceMemory::~DeviceMemory() {
     munmap(device_view_, mapped_bytes_);
   }
   munmap(shadow_view_, mapped_bytes_);
+  if (memfd_ >= 0) close(memfd_);
 }
 
 void* DeviceMemory::allocate(size_t bytes) {
@@ -98,8 +125,10 @@ void* DeviceMemory::allocate(size_t bytes) {
 }
 
 void DeviceMemory::release(void* ptr) {
+  if (imports_.holds(ptr))
+    fail(H2_STATUS_INVALID_ARGUMENT, "pointer is memory imported from another process: mem_close closes it");
   std::lock_guard lock(mutex_);
-  if (!contains(ptr))
+  if (!in_arena(ptr))
     fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device_));
   size_t offset = offset_of(ptr);
   auto it = live_.find(offset);
@@ -114,7 +143,12 @@ void DeviceMemory::release(void* ptr) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t begin = round_up(offset, page);
     size_t end = (offset + size) / page * page;
-    if (end > begin) madvise(shadow_view_ + begin, end - begin, MADV_DONTNEED);
+    // A shared mapping keeps its pages in the file: punch them out of the memfd instead.
+    if (end > begin && memfd_ >= 0)
+      fallocate(memfd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(begin),
+                static_cast<off_t>(end - begin));
+    else if (end > begin)
+      madvise(shadow_view_ + begin, end - begin, MADV_DONTNEED);
   }
 
   // Insert into the free list and merge with neighbours.
@@ -133,9 +167,40 @@ void DeviceMemory::release(void* ptr) {
   free_.emplace(offset, size);
 }
 
-bool DeviceMemory::contains(const void* ptr) const {
+bool DeviceMemory::in_arena(const void* ptr) const {
   const char* p = static_cast<const char*>(ptr);
   return p >= device_view_ && p < device_view_ + capacity_;
+}
+
+bool DeviceMemory::contains(const void* ptr) const {
+  return in_arena(ptr) || imports_.holds(ptr);
+}
+
+DeviceMemory::LiveMap::const_iterator DeviceMemory::allocation_at(size_t offset) const {
+  auto it = live_.upper_bound(offset);
+  if (it == live_.begin()) return live_.end();
+  --it;
+  return offset < it->first + it->second.requested ? it : live_.end();
+}
+
+SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const {
+  std::lock_guard lock(mutex_);
+  if (!in_arena(ptr))
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "pointer is not device memory of device " + std::to_string(device_) +
+             (imports_.holds(ptr) ? " (it is an import: export it where it was allocated)" : ""));
+  auto it = allocation_at(offset_of(ptr));
+  if (it == live_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not inside a live allocation");
+  if (memfd_ < 0)
+    fail(H2_STATUS_UNSUPPORTED, "device " + std::to_string(device_) +
+                                    "'s memory cannot be shared with other "
+                                    "processes: " +
+                                    unshareable_why_);
+  struct stat info {};
+  if (fstat(memfd_, &info) != 0)
+    fail(H2_STATUS_INTERNAL, std::string("fstat of the arena's memfd failed: ") + std::strerror(errno));
+  offset_within = offset_of(ptr) - it->first;
+  return {getpid(), memfd_, static_cast<uint64_t>(info.st_ino), it->first, it->second.requested};
 }
 
 size_t DeviceMemory::offset_of(const void* ptr) const {
@@ -149,9 +214,11 @@ void* DeviceMemory::resolve(const void* ptr, size_t bytes, const char* role) con
     std::snprintf(text, sizeof text, "%p (+%zu bytes)", ptr, bytes);
     return std::string(text);
   };
-  if (!contains(ptr))
+  if (!in_arena(ptr)) {
+    if (void* imported = imports_.resolve(ptr, bytes, role)) return imported;
     fail(H2_STATUS_INVALID_ARGUMENT,
          std::string(role) + " " + where() + " is not device memory of device " + std::to_string(device_));
+  }
   size_t offset = offset_of(ptr);
   auto it = live_.upper_bound(offset);
   if (it == live_.begin())

@@ -6,6 +6,9 @@
 // own calls read and write. Outside strict mode the two views are the same mapping, so device
 // pointers are ordinary host addresses. Either way the plugin translates every device pointer it is
 // given through `resolve`, which also checks that the range lies inside one live allocation.
+//
+// The shadow view maps a memfd, so another process can map an allocation too (memory_sharing.hpp);
+// where memfd_create is not allowed it is anonymous memory and exporting says why not.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+
+#include "memory_sharing.hpp"
 
 namespace h2::cpu_reference {
 
@@ -31,18 +36,34 @@ class DeviceMemory {
   void release(void* ptr);
 
   // Translates [ptr, ptr + bytes) to the shadow view. Throws PluginError(INVALID_ARGUMENT), naming
-  // `role` ("destination", "source"), unless the range lies inside one live allocation.
+  // `role` ("destination", "source"), unless the range lies inside one live allocation or one
+  // allocation imported from another process.
   void* resolve(const void* ptr, size_t bytes, const char* role) const;
 
-  // True when `ptr` lies inside this device's address range (allocated or not).
+  // True when `ptr` lies inside this device's address range (allocated or not) or an import.
   bool contains(const void* ptr) const;
+
+  // The allocation holding `ptr`, for another process (mem_export), and `ptr`'s offset in it.
+  // Throws PluginError: INVALID_ARGUMENT outside a live allocation, UNSUPPORTED when the arena is
+  // not shareable.
+  SharedRange share(const void* ptr, uint64_t& offset_within) const;
+  ImportedRanges& imports() { return imports_; }
 
   uint64_t capacity() const { return capacity_; }
   uint64_t free_bytes() const;
   bool strict() const { return strict_; }
 
  private:
+  struct Allocation {
+    size_t requested;  // what the caller asked for: accesses are checked against this
+    size_t reserved;   // rounded up to kAlignment: what the allocator holds
+  };
+  using LiveMap = std::map<size_t, Allocation>;
+
   size_t offset_of(const void* ptr) const;
+  bool in_arena(const void* ptr) const;
+  // The live allocation whose requested bytes hold `offset`, or live_.end(). Needs mutex_.
+  LiveMap::const_iterator allocation_at(size_t offset) const;
 
   int device_;
   uint64_t capacity_;
@@ -50,14 +71,13 @@ class DeviceMemory {
   size_t mapped_bytes_ = 0;
   char* device_view_ = nullptr;
   char* shadow_view_ = nullptr;
+  int memfd_ = -1;               // backs the shadow view; -1 when it is anonymous memory
+  std::string unshareable_why_;  // why memfd_ is -1
+  ImportedRanges imports_;
 
   mutable std::mutex mutex_;
   std::map<size_t, size_t> free_;  // offset -> size, coalesced
-  struct Allocation {
-    size_t requested;  // what the caller asked for: accesses are checked against this
-    size_t reserved;   // rounded up to kAlignment: what the allocator holds
-  };
-  std::map<size_t, Allocation> live_;  // offset -> allocation
+  LiveMap live_;                   // offset -> allocation
   uint64_t allocated_ = 0;
 };
 

@@ -80,6 +80,39 @@ H2_Status mem_free(int32_t device, void* ptr) {
   });
 }
 
+H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
+  return guarded("mem_export", [&] {
+    require(ptr, "ptr");
+    require(handle, "handle");
+    require(offset, "offset");
+    uint64_t within = 0;
+    *handle = encode_handle(runtime().memory(device).share(ptr, within));
+    *offset = within;
+  });
+}
+
+H2_Status mem_import(int32_t device, const H2_MemHandle* handle, void** ptr, uint64_t* bytes) {
+  return guarded("mem_import", [&] {
+    require(handle, "handle");
+    require(ptr, "ptr");
+    require(bytes, "bytes");
+    const SharedRange range = decode_handle(*handle);
+    *ptr = runtime().memory(device).imports().open(range);
+    *bytes = range.bytes;
+  });
+}
+
+H2_Status mem_close(int32_t device, void* ptr) {
+  return guarded("mem_close", [&] {
+    require(ptr, "ptr");
+    ImportedRanges& imports = runtime().memory(device).imports();
+    if (!imports.holds(ptr))
+      fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not an open import of device " + std::to_string(device));
+    runtime().wait_all_streams();  // queued work may still read or write it
+    imports.close(ptr);
+  });
+}
+
 H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
   return guarded("mem_info", [&] {
     require(free_bytes, "free_bytes");
@@ -273,6 +306,9 @@ const H2_PluginApi kApi = {
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
     .stream_create_with_flags = stream_create_with_flags,
+    .mem_export = mem_export,
+    .mem_import = mem_import,
+    .mem_close = mem_close,
 };
 
 }  // namespace

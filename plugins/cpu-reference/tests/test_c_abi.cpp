@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "h2/plugin_abi.h"
+#include "quiet_init.hpp"
 
 extern "C" const H2_PluginApi* h2_plugin_get_api(uint32_t abi_major);
 
@@ -15,19 +16,12 @@ namespace {
 
 using testing::HasSubstr;
 
-void ignore_log(void*, H2_LogLevel, const char*) {}
-
 class CAbi : public testing::Test {
  protected:
   void SetUp() override {
     api_ = h2_plugin_get_api(H2_ABI_MAJOR);
     ASSERT_NE(api_, nullptr);
-    H2_InitArgs args{};
-    args.struct_size = sizeof args;
-    args.core_abi_major = H2_ABI_MAJOR;
-    args.core_abi_minor = H2_ABI_MINOR;
-    args.log = ignore_log;
-    args.log_level = H2_LOG_ERROR;
+    const H2_InitArgs args = h2::cpu_reference::test::quiet_init_args();
     ASSERT_EQ(api_->initialize(&args), H2_STATUS_OK) << api_->last_error();
   }
   void TearDown() override { EXPECT_EQ(api_->shutdown(), H2_STATUS_OK); }
@@ -47,9 +41,7 @@ TEST_F(CAbi, TableDeclaresItsVersionAndSize) {
 }
 
 TEST_F(CAbi, SecondInitializeIsRejected) {
-  H2_InitArgs args{};
-  args.struct_size = sizeof args;
-  args.log = ignore_log;
+  const H2_InitArgs args = h2::cpu_reference::test::quiet_init_args();
   EXPECT_EQ(api_->initialize(&args), H2_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(error(), HasSubstr("already initialized"));
 }
