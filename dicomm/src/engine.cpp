@@ -58,7 +58,8 @@ Engine::~Engine() {
   queued_.clear();
 }
 
-OpPtr Engine::send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive) {
+OpPtr Engine::send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive,
+                   std::optional<MemoryExport> shared) {
   auto op = std::make_shared<Op>();
   op->is_send = true;
   op->peer = peer;
@@ -66,6 +67,7 @@ OpPtr Engine::send(int peer, uint64_t tag, const void* data, size_t bytes, std::
   op->data = const_cast<void*>(data);
   op->bytes = bytes;
   op->keep_alive = std::move(keep_alive);
+  op->shared = std::move(shared);
   return submit(std::move(op));
 }
 
@@ -107,8 +109,9 @@ bool Engine::post_queued_locked() {
     void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
     ssize_t rc;
     if (via_node(op.peer)) {
-      rc = op.is_send ? node_->post_send(op.peer, op.data, op.bytes, op.tag, &op.context)
-                      : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
+      rc = op.is_send
+               ? node_->post_send(op.peer, op.data, op.bytes, op.tag, &op.context, op.shared ? &*op.shared : nullptr)
+               : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
     } else {
       rc = op.is_send ? fabric_->post_send(op.data, op.bytes, desc, peers_[op.peer], op.tag, &op.context)
                       : fabric_->post_recv(op.data, op.bytes, desc, op.tag, &op.context);

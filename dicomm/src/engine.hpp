@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -41,8 +42,9 @@ struct Op {
   uint64_t tag = 0;
   void* data = nullptr;
   size_t bytes = 0;
-  std::shared_ptr<void> keep_alive;  // what owns data until the operation is over
-  void* mr = nullptr;                // registration, when the provider needs FI_MR_LOCAL
+  std::shared_ptr<void> keep_alive;    // what owns data until the operation is over
+  std::optional<MemoryExport> shared;  // sends: where data lies in exported device memory
+  void* mr = nullptr;                  // registration, when the provider needs FI_MR_LOCAL
   std::atomic<OpState> state{OpState::queued};
   std::string error;  // set before state becomes failed
 
@@ -73,7 +75,9 @@ class Engine {
 
   // Queue a send / receive of `bytes` at `data` (host-addressable memory the NIC may read or write)
   // to / from world rank `peer`. Operations to one peer with one tag complete in the order posted.
-  OpPtr send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive = {});
+  // `shared`: where `data` lies in exported device memory, for a peer on the node transport.
+  OpPtr send(int peer, uint64_t tag, const void* data, size_t bytes, std::shared_ptr<void> keep_alive = {},
+             std::optional<MemoryExport> shared = {});
   OpPtr recv(int peer, uint64_t tag, void* data, size_t bytes, std::shared_ptr<void> keep_alive = {});
 
   // Posts queued operations, reads completions and advances the tasks once. True when anything moved.

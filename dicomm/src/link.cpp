@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "h2/error.hpp"
+#include "h2/log.hpp"
+
 namespace h2::dicomm::detail {
 
 bool nic_can_access(const DeviceProperties& properties) {
@@ -14,9 +17,11 @@ bool nic_can_access(const DeviceProperties& properties) {
   return properties.nic_direct_host && properties.host_accessible;
 }
 
-Link::Link(const Device& device, size_t piece_bytes, bool force_staging)
+Link::Link(const Device& device, size_t piece_bytes, bool force_staging, bool share_memory)
     : device_(device),
       direct_(!force_staging && nic_can_access(device.properties())),
+      // Node peers copy from a mapping with the host's memcpy, so only host-addressable memory.
+      share_memory_(share_memory && direct_ && device.can_share_memory()),
       piece_bytes_(piece_bytes),
       // DiComm waits for its copies and reductions as soon as it enqueues them (the next message
       // depends on them), so a device that computes on host threads runs them on the thread that
@@ -24,6 +29,17 @@ Link::Link(const Device& device, size_t piece_bytes, bool force_staging)
       // thread has just received, from its own cache (issue 7: 16-24% less time for 1-4 MiB
       // allreduces on cpu-reference). Other devices ignore the hint.
       stream_(device.create_stream({.host_inline = true})) {}
+
+std::optional<MemoryExport> Link::shared_location(const DeviceBuffer& buffer, size_t offset) {
+  if (!share_memory_) return std::nullopt;
+  try {
+    return device_.export_memory(buffer, offset);
+  } catch (const Error& e) {
+    share_memory_ = false;
+    log(LogLevel::info, "dicomm", device_.label() + "'s memory is copied to node peers, not mapped: " + e.what());
+    return std::nullopt;
+  }
+}
 
 std::shared_ptr<StagingSlot> Link::acquire() {
   if (!free_.empty()) {

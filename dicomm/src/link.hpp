@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "h2/buffer.hpp"
@@ -26,13 +27,19 @@ struct StagingSlot {
 class Link {
  public:
   // `staged` forces host staging even where the device allows direct access (H2_DICOMM_STAGING=1).
-  Link(const Device& device, size_t piece_bytes, bool force_staging);
+  // `share_memory` lets node peers read this device's memory through a mapping where the plugin
+  // can export it (H2_DICOMM_SHARED_MEMORY).
+  Link(const Device& device, size_t piece_bytes, bool force_staging, bool share_memory);
 
   const Device& device() const { return device_; }
   // The NIC reads and writes this device's memory directly.
   bool direct() const { return direct_; }
   Stream& stream() { return stream_; }
   size_t piece_bytes() const { return piece_bytes_; }
+
+  // Where byte `offset` of `buffer` lies for a node peer that maps it, or nullopt when this device's
+  // memory is not shared (after a failed export it stops trying, and says so once).
+  std::optional<MemoryExport> shared_location(const DeviceBuffer& buffer, size_t offset);
 
   // A free staging slot, or nullptr when `kMaxSlots` are in use (the caller retries later).
   std::shared_ptr<StagingSlot> acquire();
@@ -55,6 +62,7 @@ class Link {
  private:
   Device device_;
   bool direct_;
+  bool share_memory_;
   size_t piece_bytes_;
   Stream stream_;
   std::vector<std::shared_ptr<StagingSlot>> free_;

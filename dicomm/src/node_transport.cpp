@@ -23,17 +23,21 @@ namespace h2::dicomm::detail {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x6832'6e6f'6465'0001;  // "h2node", layout version 1
+constexpr uint64_t kMagic = 0x6832'6e6f'6465'0002;  // "h2node", layout version 2
 constexpr uint64_t kDepth = 64;                     // commands in flight from one rank to another
-constexpr size_t kInline = 984;                     // messages this small travel inside the command
+constexpr size_t kInline = 840;                     // messages this small travel inside the command
 
 struct Command {
   uint64_t tag;
   uint64_t bytes;
   uint64_t address;  // in the sender's address space; 0 when inline
   uint64_t send_id;  // what the receiver acknowledges; 0 when inline (complete once posted)
+  uint64_t shared;   // 1: the data also lies at `shared_offset` of the exported allocation `handle`
+  uint64_t shared_offset;
+  H2_MemHandle handle;
   char data[kInline];
 };
+static_assert(sizeof(Command) == 1016, "keep a command within 1 KiB");
 
 struct Ack {
   uint64_t send_id;
@@ -233,7 +237,8 @@ NodeTransport::Peer& NodeTransport::peer(int world_rank) {
   return *peers_[static_cast<size_t>(at - local_.begin())];
 }
 
-ssize_t NodeTransport::post_send(int world_rank, const void* data, size_t bytes, uint64_t tag, void* context) {
+ssize_t NodeTransport::post_send(int world_rank, const void* data, size_t bytes, uint64_t tag, void* context,
+                                 const MemoryExport* shared) {
   Peer& p = peer(world_rank);
   const bool small = bytes <= kInline;
   // Acknowledgements must always fit their ring: at most kDepth sends wait for one.
@@ -250,6 +255,11 @@ ssize_t NodeTransport::post_send(int world_rank, const void* data, size_t bytes,
   } else {
     // The receiver copies straight from `data`; the send completes when it says it has.
     command->address = reinterpret_cast<uintptr_t>(data);
+    command->shared = shared != nullptr ? 1 : 0;
+    if (shared != nullptr) {
+      command->shared_offset = shared->offset;
+      command->handle = shared->handle;
+    }
     command->send_id = next_send_id_++;
     sends_.emplace(command->send_id, context);
     ++p.outstanding;
@@ -281,6 +291,11 @@ void NodeTransport::deliver(Peer& from, const Arrived& message, const Posted& re
            " for a receive of " + std::to_string(recv.bytes) + " bytes";
   } else if (message.is_inline) {
     if (message.bytes > 0) std::memcpy(recv.data, message.inline_data.data(), message.bytes);
+  } else if (const char* mapped = message.shared && opener_
+                                      ? static_cast<const char*>(opener_(from.world_rank, message.handle))
+                                      : nullptr) {
+    // The sender's device memory is mapped here: a plain copy, with no page pinning per message.
+    std::memcpy(recv.data, mapped + message.shared_offset, message.bytes);
   } else {
     size_t done = 0;
     while (done < message.bytes) {
@@ -342,6 +357,11 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
       const bool is_inline = command->send_id == 0;  // senders number only what the receiver copies
       if (copied && !is_inline) break;               // the next poll copies it
       Arrived message{command->tag, command->bytes, command->address, command->send_id, {}, is_inline};
+      if (command->shared != 0 && !is_inline) {
+        message.shared = true;
+        message.shared_offset = command->shared_offset;
+        message.handle = command->handle;
+      }
       if (message.is_inline) message.inline_data.assign(command->data, command->data + command->bytes);
       p.inbox->pop();
       const auto match =

@@ -10,6 +10,11 @@
 // libfabric's tagged messages: a receive takes the first message from its peer with its tag, in
 // the order sent, whether the message arrived before or after the receive was posted.
 //
+// Where the sender's data lies in device memory its plugin exports (Device::export_memory) and the
+// receiver can open it, the receiver copies from a mapping of it instead (the opener, set by the
+// World, imports and caches): no page pinning per message, and a plain memcpy, as Open MPI's
+// XPMEM path and NCCL's CUDA IPC handles within a node do.
+//
 // Not thread-safe: the Engine serialises every call, as for the Fabric.
 #pragma once
 
@@ -18,12 +23,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "fabric.hpp"
+#include "h2/device.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -48,9 +55,16 @@ class NodeTransport {
   // /dev/shm however the job ends.
   void unlink();
 
+  // A host address here of the first byte of the allocation a peer exported as `handle`, or nullptr
+  // when it cannot be opened here (the receiver then copies with process_vm_readv).
+  using SharedMemoryOpener = std::function<const void*(int world_rank, const H2_MemHandle& handle)>;
+  void set_shared_memory_opener(SharedMemoryOpener opener) { opener_ = std::move(opener); }
+
   // As Fabric::post_send and post_recv: 0 or -FI_EAGAIN (progress, then retry). `context` comes
-  // back in the completion.
-  ssize_t post_send(int peer, const void* data, size_t bytes, uint64_t tag, void* context);
+  // back in the completion. `shared` (may be null; borrowed for the call) says where `data` lies in
+  // exported device memory.
+  ssize_t post_send(int peer, const void* data, size_t bytes, uint64_t tag, void* context,
+                    const MemoryExport* shared = nullptr);
   ssize_t post_recv(int peer, void* data, size_t bytes, uint64_t tag, void* context);
   // Delivers arrived messages to posted receives (copying them) and reports completions.
   size_t poll(std::vector<Completion>& out);
@@ -63,6 +77,9 @@ class NodeTransport {
     uint64_t tag = 0, bytes = 0, address = 0, send_id = 0;
     std::vector<char> inline_data;
     bool is_inline = false;
+    bool shared = false;  // the data may be read through a mapping of `handle`
+    uint64_t shared_offset = 0;
+    H2_MemHandle handle{};
   };
   struct Posted {
     void* data;
@@ -87,6 +104,7 @@ class NodeTransport {
   std::unordered_map<uint64_t, void*> sends_;  // awaiting the receiver's acknowledgement
   uint64_t next_send_id_ = 1;
   std::vector<Completion> done_;  // completed when posted (small messages are copied into the command)
+  SharedMemoryOpener opener_;
 };
 
 }  // namespace h2::dicomm::detail

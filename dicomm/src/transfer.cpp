@@ -6,6 +6,8 @@ namespace h2::dicomm::detail {
 
 namespace {
 
+constexpr size_t kSmallMessage = 4096;
+
 size_t byte_offset(const Tensor& t) {
   return static_cast<size_t>(t.offset()) * dtype_size(t.dtype());
 }
@@ -169,7 +171,11 @@ bool Transfer::advance_sends() {
     if (!can_send(s)) break;
     const Tensor& source = s.op.source;
     if (link_.direct()) {
-      s.fabric_op = engine_.send(s.op.peer, s.op.tag, source.data(), bytes_of(source), source.buffer());
+      // Small messages travel inside the node transport's command: no need to say where they lie.
+      std::optional<MemoryExport> shared;
+      if (bytes_of(source) > kSmallMessage) shared = link_.shared_location(*source.buffer(), byte_offset(source));
+      s.fabric_op =
+          engine_.send(s.op.peer, s.op.tag, source.data(), bytes_of(source), source.buffer(), std::move(shared));
       s.state = State::posted;
     } else {
       s.slot = link_.acquire();

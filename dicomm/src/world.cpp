@@ -251,6 +251,7 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   world->small_bytes_ = env_size("H2_DICOMM_SMALL_BYTES", 64 << 10, 0, 1ull << 30);
   world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
   world->allreduce_ = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
+  world->share_device_memory_ = env_choice("H2_DICOMM_SHARED_MEMORY", {"auto", "off"}) == "auto";
   const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
   const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
   // auto: the node transport between ranks of one node, unless a libfabric provider was asked
@@ -311,6 +312,11 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   }
   std::vector<fi_addr_t> peers = fabric->insert(addresses);
   if (!want_node_transport) node_setup.transport.reset();
+  if (node_setup.transport) {
+    World* self = world.get();
+    node_setup.transport->set_shared_memory_opener(
+        [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
+  }
   world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(node_setup.transport), std::move(peers),
                                             info.rank, timeout);
   if (world->store_) {
@@ -339,6 +345,7 @@ World::~World() {
   }
   links_.clear();
   engine_.reset();
+  imports_.clear();  // after the engine: the node transport reads through them
   if (store_) {
     try {
       store_->close();
@@ -357,8 +364,37 @@ bool World::halving_doubling(int ranks) const {
 Link& World::link(const Device& device) {
   std::lock_guard lock(links_mutex_);
   auto& slot = links_[device.label()];
-  if (!slot) slot = std::make_unique<Link>(device, piece_bytes_, force_staging_);
+  if (!slot) slot = std::make_unique<Link>(device, piece_bytes_, force_staging_, share_device_memory_);
   return *slot;
+}
+
+const void* World::open_shared(int peer, const H2_MemHandle& handle) {
+  std::string key(reinterpret_cast<const char*>(handle.bytes), sizeof handle.bytes);
+  key += "@" + std::to_string(peer);
+  std::lock_guard imports_lock(imports_mutex_);
+  if (auto it = imports_.find(key); it != imports_.end()) return it->second ? it->second->data() : nullptr;
+  // A device of this process that can open it: one of the sender's plugin (another plugin refuses
+  // the handle), whose pointers are host addresses (the node transport copies with memcpy).
+  std::shared_ptr<DeviceBuffer> opened;
+  {
+    std::lock_guard links_lock(links_mutex_);
+    for (const auto& [label, link] : links_) {
+      const Device& device = link->device();
+      if (!device.can_share_memory() || !device.properties().host_accessible) continue;
+      try {
+        opened = std::make_shared<DeviceBuffer>(device.import_memory(handle));
+        break;
+      } catch (const Error& e) {
+        log(LogLevel::debug, "dicomm",
+            "rank " + std::to_string(peer) + "'s device memory is copied, not mapped: " + e.what());
+      }
+    }
+  }
+  // Imports are kept: a job sends from the same few buffers over and over. Closing one waits for
+  // every stream of its device, so that happens only when very many have piled up.
+  if (imports_.size() >= kMaxImports) imports_.clear();
+  imports_.emplace(std::move(key), opened);
+  return opened ? opened->data() : nullptr;
 }
 
 uint32_t World::new_comm_id() {

@@ -76,6 +76,33 @@ TEST_F(Pair, MessagesOfOneTagMatchInOrderWhetherTheyArriveBeforeOrAfterTheirRece
   }
 }
 
+// A sender that says where its data lies in exported memory is read through the receiver's mapping
+// of it (the opener's answer), and with process_vm_readv where the opener cannot open it.
+TEST_F(Pair, ExportedMemoryIsReadThroughTheReceiversMapping) {
+  const auto sent = values(1 << 16, 1);
+  const auto mapped = values((1 << 16) + 64, 5000);  // what the "mapping" shows, offset by 64 floats
+  h2::MemoryExport where;
+  where.handle.bytes[0] = 42;
+  where.offset = 64 * sizeof(float);
+  int opened = 0;
+  one.set_shared_memory_opener([&](int peer, const H2_MemHandle& handle) -> const void* {
+    ++opened;
+    EXPECT_EQ(peer, 0);
+    return handle.bytes[0] == 42 ? mapped.data() : nullptr;
+  });
+  std::vector<float> through_mapping(sent.size(), -1), copied(sent.size(), -1);
+  ASSERT_EQ(one.post_recv(0, through_mapping.data(), sent.size() * 4, 3, &contexts[1]), 0);
+  ASSERT_EQ(zero.post_send(1, sent.data(), sent.size() * 4, 3, &contexts[0], &where), 0);
+  where.handle.bytes[0] = 7;  // one the opener refuses
+  ASSERT_EQ(one.post_recv(0, copied.data(), sent.size() * 4, 3, &contexts[3]), 0);
+  ASSERT_EQ(zero.post_send(1, sent.data(), sent.size() * 4, 3, &contexts[2], &where), 0);
+  const auto done = drain();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(done.count(&contexts[i])) << "operation " << i << " completed";
+  EXPECT_EQ(opened, 2);
+  EXPECT_EQ(through_mapping, std::vector<float>(mapped.begin() + 64, mapped.begin() + 64 + (1 << 16)));
+  EXPECT_EQ(copied, sent);
+}
+
 TEST_F(Pair, AReceiveTakesTheFirstMessageWithItsTagAndLeavesOthersWaiting) {
   const auto a = values(4096, 1), b = values(4096, 9000);
   std::vector<float> into_b(4096), into_a(4096);

@@ -69,6 +69,8 @@ DeviceMemory::DeviceMemory(int device, uint64_t capacity, bool strict)
     : device_(device), capacity_(capacity), strict_(strict), imports_(device, strict) {
   mapped_bytes_ = round_up(static_cast<size_t>(capacity), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
   memfd_ = create_arena_file(mapped_bytes_, device, unshareable_why_);
+  struct stat info {};
+  if (memfd_ >= 0 && fstat(memfd_, &info) == 0) memfd_inode_ = static_cast<uint64_t>(info.st_ino);
   try {
     shadow_view_ = map_region(mapped_bytes_, PROT_READ | PROT_WRITE, device, memfd_);
   } catch (...) {
@@ -196,11 +198,8 @@ SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const 
                                     "'s memory cannot be shared with other "
                                     "processes: " +
                                     unshareable_why_);
-  struct stat info {};
-  if (fstat(memfd_, &info) != 0)
-    fail(H2_STATUS_INTERNAL, std::string("fstat of the arena's memfd failed: ") + std::strerror(errno));
   offset_within = offset_of(ptr) - it->first;
-  return {getpid(), memfd_, static_cast<uint64_t>(info.st_ino), it->first, it->second.requested};
+  return {getpid(), memfd_, memfd_inode_, it->first, it->second.requested};
 }
 
 size_t DeviceMemory::offset_of(const void* ptr) const {
