@@ -32,7 +32,7 @@ Collective::Collective(CommState& comm, Stream& stream, const Device& device, st
       board_(std::make_shared<Board>()) {
   input_ready_ = std::make_shared<Event>(device.create_event(false));
   input_ready_->record(stream);
-  link_.stream().wait(*input_ready_);
+  link_.wait_for(*input_ready_);
   const std::string what = name_ + " on communicator '" + comm_.name + "' (rank " + std::to_string(comm_.rank) +
                            " of " + std::to_string(size()) + ")";
   transfer_ = std::make_shared<Transfer>(comm_.world->engine(), link_, board_, what, kWindow);

@@ -74,7 +74,7 @@ PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& 
   // Only a staged transfer puts device work (its copies) on the Link's stream. A direct one waits for
   // `ready` through the Board, so it does not hold the Link's stream, which every communicator on
   // the device shares, behind the caller's compute.
-  if (!link.direct()) link.stream().wait(*ready);
+  if (!link.direct()) link.wait_for(*ready);
   const Tensor data = flat(tensor);
   Layout layout(data.numel(), 1, static_cast<int64_t>(link.piece_bytes() / dtype_size(data.dtype())));
   auto board = std::make_shared<Board>();

@@ -20,6 +20,7 @@ bool nic_can_access(const DeviceProperties& properties) {
 Link::Link(const Device& device, size_t piece_bytes, bool force_staging, bool share_memory)
     : device_(device),
       direct_(!force_staging && nic_can_access(device.properties())),
+      host_inline_(device.properties().host_accessible),
       // Node peers copy from a mapping with the host's memcpy, so only host-addressable memory.
       share_memory_(share_memory && direct_ && device.can_share_memory()),
       piece_bytes_(piece_bytes),
@@ -27,14 +28,23 @@ Link::Link(const Device& device, size_t piece_bytes, bool force_staging, bool sh
       // depends on them), so a device that computes on host threads runs them on the thread that
       // drives progress: no wake-up of a stream worker per piece, and a reduction reads data that
       // thread has just received, from its own cache (issue 7: 16-24% less time for 1-4 MiB
-      // allreduces on cpu-reference). Other devices ignore the hint.
-      stream_(device.create_stream({.host_inline = true})) {}
+      // allreduces on cpu-reference). Devices whose memory the host cannot address (GPUs, NPUs)
+      // get a plain stream: their work runs on the device anyway.
+      stream_(device.create_stream({.host_inline = host_inline_})) {}
+
+void Link::wait_for(Event& ready) {
+  if (host_inline_)
+    ready.synchronize();
+  else
+    stream_.wait(ready);
+}
 
 std::optional<MemoryExport> Link::shared_location(const DeviceBuffer& buffer, size_t offset) {
   if (!share_memory_) return std::nullopt;
   try {
     return device_.export_memory(buffer, offset);
   } catch (const Error& e) {
+    if (e.status() != H2_STATUS_UNSUPPORTED) return std::nullopt;  // this buffer only: it is copied
     share_memory_ = false;
     log(LogLevel::info, "dicomm", device_.label() + "'s memory is copied to node peers, not mapped: " + e.what());
     return std::nullopt;

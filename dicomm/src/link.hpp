@@ -35,6 +35,10 @@ class Link {
   // The NIC reads and writes this device's memory directly.
   bool direct() const { return direct_; }
   Stream& stream() { return stream_; }
+  // Makes the Link's later work wait for `ready`. On a host-inline stream an enqueued wait would block
+  // while holding the stream, and every transfer on this device (other threads', the engine's) would
+  // queue behind the caller's compute: the caller waits on the host instead, holding nothing.
+  void wait_for(Event& ready);
   size_t piece_bytes() const { return piece_bytes_; }
 
   // Where byte `offset` of `buffer` lies for a node peer that maps it, or nullopt when this device's
@@ -62,6 +66,7 @@ class Link {
  private:
   Device device_;
   bool direct_;
+  bool host_inline_;  // the stream was asked to run inline (host-addressable devices only)
   bool share_memory_;
   size_t piece_bytes_;
   Stream stream_;

@@ -343,9 +343,11 @@ World::~World() {
       log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
     }
   }
-  links_.clear();
+  // The engine first: its background thread may still be delivering a message, which reads through
+  // imports_ and looks through links_.
   engine_.reset();
-  imports_.clear();  // after the engine: the node transport reads through them
+  imports_.clear();
+  links_.clear();
   if (store_) {
     try {
       store_->close();

@@ -70,7 +70,10 @@ DeviceMemory::DeviceMemory(int device, uint64_t capacity, bool strict)
   mapped_bytes_ = round_up(static_cast<size_t>(capacity), static_cast<size_t>(sysconf(_SC_PAGESIZE)));
   memfd_ = create_arena_file(mapped_bytes_, device, unshareable_why_);
   struct stat info {};
-  if (memfd_ >= 0 && fstat(memfd_, &info) == 0) memfd_inode_ = static_cast<uint64_t>(info.st_ino);
+  if (memfd_ >= 0 && fstat(memfd_, &info) == 0) {
+    memfd_inode_ = static_cast<uint64_t>(info.st_ino);
+    memfd_filesystem_ = static_cast<uint64_t>(info.st_dev);
+  }
   try {
     shadow_view_ = map_region(mapped_bytes_, PROT_READ | PROT_WRITE, device, memfd_);
   } catch (...) {
@@ -199,7 +202,7 @@ SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const 
                                     "processes: " +
                                     unshareable_why_);
   offset_within = offset_of(ptr) - it->first;
-  return {getpid(), memfd_, memfd_inode_, it->first, it->second.requested};
+  return {getpid(), memfd_, memfd_inode_, memfd_filesystem_, it->first, it->second.requested};
 }
 
 size_t DeviceMemory::offset_of(const void* ptr) const {

@@ -71,8 +71,9 @@ class DeviceMemory {
   size_t mapped_bytes_ = 0;
   char* device_view_ = nullptr;
   char* shadow_view_ = nullptr;
-  int memfd_ = -1;               // backs the shadow view; -1 when it is anonymous memory
-  uint64_t memfd_inode_ = 0;     // names it in handles, so an importer can tell it from a reused number
+  int memfd_ = -1;            // backs the shadow view; -1 when it is anonymous memory
+  uint64_t memfd_inode_ = 0;  // names it in handles, so an importer can tell it from a reused number
+  uint64_t memfd_filesystem_ = 0;
   std::string unshareable_why_;  // why memfd_ is -1
   ImportedRanges imports_;
 

@@ -17,7 +17,7 @@ namespace h2::cpu_reference {
 namespace {
 
 constexpr char kMagic[8] = {'h', '2', 'c', 'p', 'u', 'r', 'e', 'f'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 
 // The handle's byte layout: magic, format, then the range's fields.
 struct Wire {
@@ -27,6 +27,7 @@ struct Wire {
   int32_t fd;
   uint32_t reserved;
   uint64_t inode;
+  uint64_t filesystem;
   uint64_t offset;
   uint64_t bytes;
 };
@@ -45,6 +46,7 @@ H2_MemHandle encode_handle(const SharedRange& range) {
   wire.pid = range.pid;
   wire.fd = range.fd;
   wire.inode = range.inode;
+  wire.filesystem = range.filesystem;
   wire.offset = range.offset;
   wire.bytes = range.bytes;
   H2_MemHandle handle{};
@@ -63,7 +65,7 @@ SharedRange decode_handle(const H2_MemHandle& handle) {
   if (wire.pid <= 0 || wire.fd < 0 || wire.bytes == 0)
     fail(H2_STATUS_INVALID_ARGUMENT, "the handle is damaged (pid " + std::to_string(wire.pid) + ", fd " +
                                          std::to_string(wire.fd) + ", " + std::to_string(wire.bytes) + " bytes)");
-  return {wire.pid, wire.fd, wire.inode, wire.offset, wire.bytes};
+  return {wire.pid, wire.fd, wire.inode, wire.filesystem, wire.offset, wire.bytes};
 }
 
 ImportedRanges::~ImportedRanges() {
@@ -84,7 +86,8 @@ void* ImportedRanges::open(const SharedRange& range) {
     fail(H2_STATUS_UNSUPPORTED, "cannot open " + what + " (" + path + ": " + errno_text() +
                                     "; the process may have ended, be another user's, or live on another node)");
   struct stat info {};
-  const bool same = fstat(fd, &info) == 0 && static_cast<uint64_t>(info.st_ino) == range.inode;
+  const bool same = fstat(fd, &info) == 0 && static_cast<uint64_t>(info.st_ino) == range.inode &&
+                    static_cast<uint64_t>(info.st_dev) == range.filesystem;
   const bool fits = same && static_cast<uint64_t>(info.st_size) >= range.offset + range.bytes;
   if (!fits) {
     ::close(fd);

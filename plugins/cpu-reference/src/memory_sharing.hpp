@@ -23,8 +23,9 @@ struct SharedRange {
   pid_t pid = 0;
   int fd = -1;
   uint64_t inode = 0;
-  uint64_t offset = 0;  // of the allocation in the memfd
-  uint64_t bytes = 0;   // the allocation's size as requested
+  uint64_t filesystem = 0;  // st_dev: with the inode, names the memfd even after a pid is reused
+  uint64_t offset = 0;      // of the allocation in the memfd
+  uint64_t bytes = 0;       // the allocation's size as requested
 };
 
 H2_MemHandle encode_handle(const SharedRange& range);
