@@ -32,7 +32,9 @@ Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> no
 std::string Engine::transports() const {
   std::string peers;
   for (int peer : node_peers()) peers += (peers.empty() ? "" : ",") + std::to_string(peer);
-  return provider() + (peers.empty() ? "" : "; node transport (cma) to ranks " + peers);
+  if (peers.empty()) return provider();
+  const char* how = node_->maps_shared_memory() ? " (mapped device memory, else cma)" : " (cma)";
+  return provider() + "; node transport" + how + " to ranks " + peers;
 }
 
 std::vector<int> Engine::node_peers() const {

@@ -6,8 +6,15 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "h2/error.hpp"
 
@@ -97,6 +104,8 @@ Fabric::Fabric(const std::string& provider, const std::string& iface) : provider
                                            (iface.empty() ? "" : " on interface '" + iface + "'") + ": " +
                                            error_text(rc) + " (see `fi_info -l`; H2_FABRIC_PROVIDER overrides)");
   mr_local_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  const bool shm = std::strcmp(info_->fabric_attr->prov_name, "shm") == 0;
+  if (shm) name_shm_region();
 
   ssize_t rc2 = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
   if (rc2 != 0) fail(provider_, "fi_fabric", rc2);
@@ -123,6 +132,34 @@ Fabric::Fabric(const std::string& provider, const std::string& iface) : provider
   if (rc2 != 0) fail(provider_, "fi_ep_bind(av)", rc2);
   rc2 = fi_enable(ep_);
   if (rc2 != 0) fail(provider_, "fi_enable", rc2);
+  if (shm) {
+    // The endpoint's name is "fi_shm://<ours>:<uid>:<index>", its region "/dev/shm/<ours>:<uid>:<index>".
+    const std::vector<uint8_t> address = this->address();
+    const std::string full(reinterpret_cast<const char*>(address.data()),
+                           strnlen(reinterpret_cast<const char*>(address.data()), address.size()));
+    const std::string prefix = "fi_shm://";
+    region_name_ = full.starts_with(prefix) ? full.substr(prefix.size()) : "";
+  }
+}
+
+// The shm provider (1.17) names its region after the process id. A region a killed process left in
+// /dev/shm outlives it; when a later process gets the same pid (pid_max is 32768 in containers),
+// libfabric finds the region's recorded owner alive, itself, and fi_enable fails with EBUSY. A name
+// of our own, with a random part, never meets a leftover.
+void Fabric::name_shm_region() {
+  std::random_device random;
+  const uint64_t nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
+  char name[96];
+  std::snprintf(name, sizeof name, "fi_shm://h2-%d-%016" PRIx64, static_cast<int>(getpid()), nonce);
+  std::free(info_->src_addr);
+  info_->src_addr = strdup(name);  // fi_freeinfo frees it
+  if (info_->src_addr == nullptr) throw Error(H2_STATUS_OUT_OF_MEMORY, "DiComm: strdup failed");
+  info_->src_addrlen = std::strlen(name) + 1;
+  info_->addr_format = FI_ADDR_STR;
+}
+
+void Fabric::unlink_region_name(const std::string& name) {
+  if (!name.empty()) shm_unlink(name.c_str());
 }
 
 Fabric::~Fabric() {

@@ -46,6 +46,12 @@ class Fabric {
   Fabric& operator=(const Fabric&) = delete;
 
   const std::string& provider() const { return provider_; }
+  // The name of the shared-memory region behind the endpoint (the shm provider), "" for others.
+  // Peers open it by name when they insert this endpoint's address, and never after; so once every
+  // rank has inserted every address the name can go (unlink_region_name), and a rank killed later
+  // leaves nothing in /dev/shm.
+  const std::string& region_name() const { return region_name_; }
+  static void unlink_region_name(const std::string& name);
   // The endpoint's address, to publish through the store.
   std::vector<uint8_t> address() const;
   // Inserts every rank's address, in rank order; returns their fi_addr_t.
@@ -69,7 +75,9 @@ class Fabric {
   static std::string error_text(ssize_t code);
 
  private:
+  void name_shm_region();
   std::string provider_;
+  std::string region_name_;
   bool mr_local_ = false;
   uint64_t next_key_ = 1;
   fi_info* info_ = nullptr;

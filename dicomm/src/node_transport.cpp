@@ -32,7 +32,7 @@ struct Command {
   uint64_t bytes;
   uint64_t address;  // in the sender's address space; 0 when inline
   uint64_t send_id;  // what the receiver acknowledges; 0 when inline (complete once posted)
-  uint64_t shared;   // 1: the data also lies at `shared_offset` of the exported allocation `handle`
+  uint64_t shared;   // 1: the data also lies at `shared_offset` of the exported region `handle`
   uint64_t shared_offset;
   H2_MemHandle handle;
   char data[kInline];
@@ -291,11 +291,14 @@ void NodeTransport::deliver(Peer& from, const Arrived& message, const Posted& re
            " for a receive of " + std::to_string(recv.bytes) + " bytes";
   } else if (message.is_inline) {
     if (message.bytes > 0) std::memcpy(recv.data, message.inline_data.data(), message.bytes);
-  } else if (const char* mapped = message.shared && opener_
-                                      ? static_cast<const char*>(opener_(from.world_rank, message.handle))
-                                      : nullptr) {
+  } else if (const std::span<const char> region =
+                 message.shared && opener_ ? opener_(from.world_rank, message.handle) : std::span<const char>();
+             !region.empty() && message.shared_offset <= region.size() &&
+             message.bytes <= region.size() - message.shared_offset) {
     // The sender's device memory is mapped here: a plain copy, with no page pinning per message.
-    std::memcpy(recv.data, mapped + message.shared_offset, message.bytes);
+    // (A region that cannot be opened is empty, and a range outside it, which a well-formed peer
+    // never sends, is read from the sender's address space below.)
+    std::memcpy(recv.data, region.data() + message.shared_offset, message.bytes);
   } else {
     size_t done = 0;
     while (done < message.bytes) {

@@ -25,6 +25,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,10 +56,11 @@ class NodeTransport {
   // /dev/shm however the job ends.
   void unlink();
 
-  // A host address here of the first byte of the allocation a peer exported as `handle`, or nullptr
-  // when it cannot be opened here (the receiver then copies with process_vm_readv).
-  using SharedMemoryOpener = std::function<const void*(int world_rank, const H2_MemHandle& handle)>;
+  // The region a peer exported as `handle`, at a host address here; empty when it cannot be opened
+  // here (the receiver then copies with process_vm_readv).
+  using SharedMemoryOpener = std::function<std::span<const char>(int world_rank, const H2_MemHandle& handle)>;
   void set_shared_memory_opener(SharedMemoryOpener opener) { opener_ = std::move(opener); }
+  bool maps_shared_memory() const { return static_cast<bool>(opener_); }
 
   // As Fabric::post_send and post_recv: 0 or -FI_EAGAIN (progress, then retry). `context` comes
   // back in the completion. `shared` (may be null; borrowed for the call) says where `data` lies in

@@ -311,8 +311,9 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     addresses[0] = fabric->address();
   }
   std::vector<fi_addr_t> peers = fabric->insert(addresses);
+  const std::string region_name = fabric->region_name();
   if (!want_node_transport) node_setup.transport.reset();
-  if (node_setup.transport) {
+  if (node_setup.transport && world->share_device_memory_) {
     World* self = world.get();
     node_setup.transport->set_shared_memory_opener(
         [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
@@ -327,6 +328,7 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     });
     world->store_->barrier("dicomm/world");
   }
+  Fabric::unlink_region_name(region_name);  // every rank has inserted every address by now
   log(LogLevel::info, "dicomm",
       info.describe() + ": " + world->engine_->transports() + (is_socket_provider(provider) ? " on " + iface : "") +
           ", libfabric " + probe.libfabric_version);
@@ -370,11 +372,15 @@ Link& World::link(const Device& device) {
   return *slot;
 }
 
-const void* World::open_shared(int peer, const H2_MemHandle& handle) {
+std::span<const char> World::open_shared(int peer, const H2_MemHandle& handle) {
   std::string key(reinterpret_cast<const char*>(handle.bytes), sizeof handle.bytes);
   key += "@" + std::to_string(peer);
   std::lock_guard imports_lock(imports_mutex_);
-  if (auto it = imports_.find(key); it != imports_.end()) return it->second ? it->second->data() : nullptr;
+  auto view = [](const std::shared_ptr<DeviceBuffer>& buffer) {
+    return buffer ? std::span<const char>(static_cast<const char*>(buffer->data()), buffer->size())
+                  : std::span<const char>();
+  };
+  if (auto it = imports_.find(key); it != imports_.end()) return view(it->second);
   // A device of this process that can open it: one of the sender's plugin (another plugin refuses
   // the handle), whose pointers are host addresses (the node transport copies with memcpy).
   std::shared_ptr<DeviceBuffer> opened;
@@ -392,11 +398,12 @@ const void* World::open_shared(int peer, const H2_MemHandle& handle) {
       }
     }
   }
-  // Imports are kept: a job sends from the same few buffers over and over. Closing one waits for
-  // every stream of its device, so that happens only when very many have piled up.
+  // Imports are kept: a handle names a region (cpu-reference: a peer's whole arena), and a job sends
+  // from the same few regions over and over. Closing one waits for every stream of its device, so
+  // that happens only when very many have piled up (a plugin exporting each allocation apart).
   if (imports_.size() >= kMaxImports) imports_.clear();
   imports_.emplace(std::move(key), opened);
-  return opened ? opened->data() : nullptr;
+  return view(opened);
 }
 
 uint32_t World::new_comm_id() {

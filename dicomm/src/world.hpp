@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "engine.hpp"
@@ -41,10 +42,10 @@ class World {
   // A new communicator id, unique in the job (the store counts them).
   uint32_t new_comm_id();
 
-  // A host address of the first byte of device memory that node peer `peer` exported as `handle`,
-  // opened once with one of this process's devices and then cached; nullptr when none can open it
+  // The region of device memory that node peer `peer` exported as `handle`, at a host address here,
+  // opened once with one of this process's devices and then cached; empty when none can open it
   // (the node transport copies with process_vm_readv then). Called by the node transport.
-  const void* open_shared(int peer, const H2_MemHandle& handle);
+  std::span<const char> open_shared(int peer, const H2_MemHandle& handle);
 
  private:
   World() = default;
@@ -59,8 +60,8 @@ class World {
   std::unique_ptr<Engine> engine_;
   std::mutex links_mutex_;
   std::map<std::string, std::unique_ptr<Link>> links_;
-  bool share_device_memory_ = true;  // H2_DICOMM_SHARED_MEMORY
-  static constexpr size_t kMaxImports = 1024;
+  bool share_device_memory_ = true;            // H2_DICOMM_SHARED_MEMORY
+  static constexpr size_t kMaxImports = 1024;  // regions; cpu-reference exports one per device
   std::mutex imports_mutex_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> imports_;  // by handle and peer; null: cannot open
 };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -52,12 +53,10 @@ TEST(Collectives, ThreeRanksOverTcp) {
 TEST(Collectives, FourRanksUseTheNodeTransportOnOneNode) {
   const CliResult result = launch(4, "check");
   expect_all_passed(result, 4);
-  EXPECT_THAT(
-      result.output,
-      HasSubstr("rank 0: device cpu-reference:0, provider shm, transport shm; node transport (cma) to ranks 1,2,3"));
-  EXPECT_THAT(
-      result.output,
-      HasSubstr("rank 2: device cpu-reference:0, provider shm, transport shm; node transport (cma) to ranks 0,1,3"));
+  EXPECT_THAT(result.output, HasSubstr("rank 0: device cpu-reference:0, provider shm, transport shm; node transport "
+                                       "(mapped device memory, else cma) to ranks 1,2,3"));
+  EXPECT_THAT(result.output, HasSubstr("rank 2: device cpu-reference:0, provider shm, transport shm; node transport "
+                                       "(mapped device memory, else cma) to ranks 0,1,3"));
 }
 
 // Four ranks run large allreduces by recursive halving and doubling unless told otherwise; the ring
@@ -132,6 +131,15 @@ TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
   EXPECT_THAT(result.output, testing::ContainsRegex("rank 0: CommError\\(peer 2\\): DiComm: rank 2 failed"));
   EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 2\\): DiComm: rank 2 failed"));
   EXPECT_LT(seconds, 50) << result.output;
+  // The killed rank left nothing in /dev/shm: every shared-memory name (libfabric's shm region, the
+  // node transport's segment) was unlinked once the peers had opened it.
+  std::smatch killed;
+  ASSERT_TRUE(std::regex_search(result.output, killed, std::regex("rank 2 \\(pid ([0-9]+)"))) << result.output;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string& prefix : {"h2-" + killed[1].str() + "-", "h2-dicomm-" + killed[1].str() + "-"})
+      EXPECT_FALSE(name.starts_with(prefix)) << "left in /dev/shm by the killed rank: " << name;
+  }
 }
 
 TEST(Faults, AbortReachesEveryRank) {

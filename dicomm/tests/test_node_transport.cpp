@@ -77,7 +77,8 @@ TEST_F(Pair, MessagesOfOneTagMatchInOrderWhetherTheyArriveBeforeOrAfterTheirRece
 }
 
 // A sender that says where its data lies in exported memory is read through the receiver's mapping
-// of it (the opener's answer), and with process_vm_readv where the opener cannot open it.
+// of it (the opener's answer), and with process_vm_readv where the opener cannot open it or the
+// range does not fit in the region.
 TEST_F(Pair, ExportedMemoryIsReadThroughTheReceiversMapping) {
   const auto sent = values(1 << 16, 1);
   const auto mapped = values((1 << 16) + 64, 5000);  // what the "mapping" shows, offset by 64 floats
@@ -85,22 +86,29 @@ TEST_F(Pair, ExportedMemoryIsReadThroughTheReceiversMapping) {
   where.handle.bytes[0] = 42;
   where.offset = 64 * sizeof(float);
   int opened = 0;
-  one.set_shared_memory_opener([&](int peer, const H2_MemHandle& handle) -> const void* {
+  one.set_shared_memory_opener([&](int peer, const H2_MemHandle& handle) {
     ++opened;
     EXPECT_EQ(peer, 0);
-    return handle.bytes[0] == 42 ? mapped.data() : nullptr;
+    return handle.bytes[0] == 42
+               ? std::span<const char>(reinterpret_cast<const char*>(mapped.data()), mapped.size() * 4)
+               : std::span<const char>();
   });
-  std::vector<float> through_mapping(sent.size(), -1), copied(sent.size(), -1);
+  std::vector<float> through_mapping(sent.size(), -1), refused(sent.size(), -1), outside(sent.size(), -1);
   ASSERT_EQ(one.post_recv(0, through_mapping.data(), sent.size() * 4, 3, &contexts[1]), 0);
   ASSERT_EQ(zero.post_send(1, sent.data(), sent.size() * 4, 3, &contexts[0], &where), 0);
   where.handle.bytes[0] = 7;  // one the opener refuses
-  ASSERT_EQ(one.post_recv(0, copied.data(), sent.size() * 4, 3, &contexts[3]), 0);
+  ASSERT_EQ(one.post_recv(0, refused.data(), sent.size() * 4, 3, &contexts[3]), 0);
   ASSERT_EQ(zero.post_send(1, sent.data(), sent.size() * 4, 3, &contexts[2], &where), 0);
+  where.handle.bytes[0] = 42;
+  where.offset = 65 * sizeof(float);  // one float past the region's end
+  ASSERT_EQ(one.post_recv(0, outside.data(), sent.size() * 4, 3, &contexts[5]), 0);
+  ASSERT_EQ(zero.post_send(1, sent.data(), sent.size() * 4, 3, &contexts[4], &where), 0);
   const auto done = drain();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(done.count(&contexts[i])) << "operation " << i << " completed";
-  EXPECT_EQ(opened, 2);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(done.count(&contexts[i])) << "operation " << i << " completed";
+  EXPECT_EQ(opened, 3);
   EXPECT_EQ(through_mapping, std::vector<float>(mapped.begin() + 64, mapped.begin() + 64 + (1 << 16)));
-  EXPECT_EQ(copied, sent);
+  EXPECT_EQ(refused, sent);
+  EXPECT_EQ(outside, sent);
 }
 
 TEST_F(Pair, AReceiveTakesTheFirstMessageWithItsTagAndLeavesOthersWaiting) {

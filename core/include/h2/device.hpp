@@ -56,10 +56,10 @@ struct MemoryInfo {
   uint64_t total_bytes = 0;
 };
 
-// Where a device allocation is, for another process of the same node (Device::export_memory).
+// Where device memory is, for another process of the same node (Device::export_memory).
 struct MemoryExport {
   H2_MemHandle handle{};  // plain bytes: send them to the other process as they are
-  uint64_t offset = 0;    // of the exported pointer within the allocation the handle names
+  uint64_t offset = 0;    // of the exported pointer within the region the handle names
 };
 
 // Hints for Device::create_stream (H2_StreamFlags). They never change results or stream order.
@@ -92,8 +92,9 @@ class Device {
   Event create_event(bool timing = true) const;
 
   // Device memory shared between processes of one node (ABI 1.3): whether the plugin has it at all;
-  // a handle for the allocation holding `buffer`'s byte `offset`; and, in another process, that
-  // allocation opened for this device, as a buffer that closes it when destroyed. Throws h2::Error:
+  // a handle for a region holding `buffer`'s byte `offset` (its allocation, or more: see mem_export);
+  // and, in another process, that region opened for this device, as a buffer that closes it when
+  // destroyed. Throws h2::Error:
   // H2_STATUS_UNSUPPORTED when the plugin cannot (saying why), INVALID_ARGUMENT for a foreign handle.
   bool can_share_memory() const;
   MemoryExport export_memory(const DeviceBuffer& buffer, size_t offset = 0) const;

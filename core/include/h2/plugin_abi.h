@@ -886,11 +886,14 @@ typedef struct H2_PluginApi {
    * No ordering crosses processes: the processes agree through their own messages when memory is
    * ready to read and when it may be written again. */
 
-  /* [optional] Writes to `*handle` a handle for the allocation from mem_alloc on `device` that
-   * holds `ptr`, and to `*offset` the offset of `ptr` within that allocation. `handle` and `offset`
-   * are written by the plugin and owned by the caller. The handle stays valid as long as the
-   * allocation: freeing it while another process has it open is the caller's bug, after which that
-   * process reads undefined data (never this process's other memory). Returns
+  /* [optional] Writes to `*handle` a handle for a region of `device`'s memory that holds `ptr`, and
+   * to `*offset` the offset of `ptr` within that region. The region is the allocation from mem_alloc
+   * that holds `ptr`, or a larger one the plugin chooses (cpu-reference exports its whole arena; a
+   * CUDA IPC handle names the allocation): pointers in one region may get equal handles, so an importer that keeps
+   * what it opened opens each region once. `handle` and `offset` are written by the plugin and owned
+   * by the caller. The handle stays valid at least as long as the allocation holding `ptr`: freeing
+   * that allocation while another process still uses the bytes is the caller's bug, after which that
+   * process reads undefined data (never the exporter's memory outside the region). Returns
    * H2_STATUS_INVALID_ARGUMENT when `ptr` is not inside a live allocation of `device`, and
    * H2_STATUS_UNSUPPORTED (saying why) when this device's memory cannot be shared here.
    * Non-blocking. */
@@ -898,7 +901,7 @@ typedef struct H2_PluginApi {
 
   /* [optional] Opens a handle that mem_export wrote in another process of this plugin on the same
    * node, for device `device` of this process, and writes to `*ptr` a device pointer to the start of
-   * the exported allocation and to `*bytes` its size. `handle` is borrowed for the call only. This
+   * the exported region and to `*bytes` its size. `handle` is borrowed for the call only. This
    * plugin's copies and operators on streams of `device` may then read and write [*ptr, *ptr +
    * *bytes) like memory from mem_alloc, until mem_close; mem_free does not take it. Each import is
    * closed once, even when a handle is imported twice. Returns H2_STATUS_INVALID_ARGUMENT for a

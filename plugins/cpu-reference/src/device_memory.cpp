@@ -201,8 +201,8 @@ SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const 
                                     "'s memory cannot be shared with other "
                                     "processes: " +
                                     unshareable_why_);
-  offset_within = offset_of(ptr) - it->first;
-  return {getpid(), memfd_, memfd_inode_, memfd_filesystem_, it->first, it->second.requested};
+  offset_within = offset_of(ptr);
+  return {getpid(), memfd_, memfd_inode_, memfd_filesystem_, 0, capacity_};
 }
 
 size_t DeviceMemory::offset_of(const void* ptr) const {

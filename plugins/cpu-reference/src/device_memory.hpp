@@ -7,7 +7,7 @@
 // pointers are ordinary host addresses. Either way the plugin translates every device pointer it is
 // given through `resolve`, which also checks that the range lies inside one live allocation.
 //
-// The shadow view maps a memfd, so another process can map an allocation too (memory_sharing.hpp);
+// The shadow view maps a memfd, so another process can map the arena too (memory_sharing.hpp);
 // where memfd_create is not allowed it is anonymous memory and exporting says why not.
 #pragma once
 
@@ -43,9 +43,11 @@ class DeviceMemory {
   // True when `ptr` lies inside this device's address range (allocated or not) or an import.
   bool contains(const void* ptr) const;
 
-  // The allocation holding `ptr`, for another process (mem_export), and `ptr`'s offset in it.
-  // Throws PluginError: INVALID_ARGUMENT outside a live allocation, UNSUPPORTED when the arena is
-  // not shareable.
+  // The whole arena, for another process (mem_export), and `ptr`'s offset in it: a peer that keeps
+  // its import then maps this device once, whatever allocations come and go, instead of once per
+  // allocation (each import is an mmap, and closing one waits for every stream). Throws
+  // PluginError: INVALID_ARGUMENT outside a live allocation, UNSUPPORTED when the arena is not
+  // shareable.
   SharedRange share(const void* ptr, uint64_t& offset_within) const;
   ImportedRanges& imports() { return imports_; }
 

@@ -91,9 +91,9 @@ void* ImportedRanges::open(const SharedRange& range) {
   const bool fits = same && static_cast<uint64_t>(info.st_size) >= range.offset + range.bytes;
   if (!fits) {
     ::close(fd);
-    fail(H2_STATUS_UNSUPPORTED, what + ": " + path +
-                                    (same ? " is smaller than the exported allocation"
-                                          : " is no longer the exported arena (did it restart?)"));
+    fail(H2_STATUS_UNSUPPORTED,
+         what + ": " + path +
+             (same ? " is smaller than the exported range" : " is no longer the exported arena (did it restart?)"));
   }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t first = range.offset / page * page;

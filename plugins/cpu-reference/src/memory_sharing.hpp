@@ -1,9 +1,9 @@
 // Device memory shared between processes of one node (mem_export / mem_import, ABI 1.3).
 //
-// Each device's arena lives in a memfd (DeviceMemory). A handle names one allocation in it: the
-// exporting process's id, the memfd's descriptor number there and its inode, and the allocation's
-// offset and size. The importing process opens the memfd through /proc/<pid>/fd/<fd> (the same
-// ptrace-based permission as process_vm_readv) and maps the allocation's pages. In strict mode the
+// Each device's arena lives in a memfd (DeviceMemory). A handle names a range of it: the exporting
+// process's id, the memfd's descriptor number there and its inode, and the range's offset and size
+// (DeviceMemory exports the whole arena). The importing process opens the memfd through
+// /proc/<pid>/fd/<fd> (the same ptrace-based permission as process_vm_readv) and maps the range. In strict mode the
 // import gets a PROT_NONE device view as well, like the arena, so host dereferences still fault.
 #pragma once
 
@@ -24,15 +24,15 @@ struct SharedRange {
   int fd = -1;
   uint64_t inode = 0;
   uint64_t filesystem = 0;  // st_dev: with the inode, names the memfd even after a pid is reused
-  uint64_t offset = 0;      // of the allocation in the memfd
-  uint64_t bytes = 0;       // the allocation's size as requested
+  uint64_t offset = 0;      // of the range in the memfd
+  uint64_t bytes = 0;
 };
 
 H2_MemHandle encode_handle(const SharedRange& range);
 // Throws PluginError(INVALID_ARGUMENT) for bytes that are not a cpu-reference handle.
 SharedRange decode_handle(const H2_MemHandle& handle);
 
-// The allocations one device has opened from other processes.
+// The ranges one device has opened from other processes.
 class ImportedRanges {
  public:
   ImportedRanges(int device, bool strict) : device_(device), strict_(strict) {}
@@ -54,8 +54,8 @@ class ImportedRanges {
   struct Import {
     char* device_view;  // what the caller gets (== shadow_view + lead outside strict mode)
     char* shadow_view;  // the mapping of the memfd's pages
-    size_t mapped;      // bytes mapped from the page below the allocation's start
-    size_t lead;        // the allocation's start within the mapping
+    size_t mapped;      // bytes mapped from the page below the range's start
+    size_t lead;        // the range's start within the mapping
     size_t bytes;
   };
   // The import holding `ptr`, or end().

@@ -139,11 +139,14 @@ void Stream::enqueue_marker(const std::shared_ptr<Marker>& marker) {
 
 void Event::record(Stream& stream) {
   auto marker = std::make_shared<Marker>();
-  {
-    std::lock_guard lock(mutex_);
-    latest_ = marker;
-  }
+  // The marker takes its place in the stream before waits can capture it. On a blocking stream the
+  // enqueue may itself wait behind another thread's task; had the marker been published first, a
+  // wait enqueued on that same stream by a third thread could capture it and run first, waiting for
+  // a marker that can only complete after it: a deadlock. Until then waits capture the previous
+  // record, as if they had come before this one.
   stream.enqueue_marker(marker);
+  std::lock_guard lock(mutex_);
+  latest_ = marker;
 }
 
 std::shared_ptr<Marker> Event::latest() {

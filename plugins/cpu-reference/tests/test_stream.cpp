@@ -1,6 +1,7 @@
 // The cpu-reference stream: an in-order queue drained by its worker. Tasks run one at a time and in
 // the order enqueued, while host threads enqueue and synchronize concurrently; event waits capture
-// what was enqueued before the record and no more; errors stay sticky.
+// what was enqueued before the record and no more; errors stay sticky; a record on a blocking
+// stream becomes visible to waits only once it has its place.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -103,6 +104,35 @@ TEST(Stream, AFailureIsStickyAndSkipsLaterWork) {
     EXPECT_THAT(e.what(), HasSubstr("index 7 is out of range"));
   }
   EXPECT_EQ(ran, 0);
+}
+
+// On a blocking stream a record may wait behind another thread's task. Its marker must not be
+// visible to waits until it has its place in the stream: a wait that captured it and got the
+// stream first would wait for a marker that can only complete after that wait (a deadlock).
+TEST(Stream, ARecordWaitingForABlockingStreamIsNotYetVisibleToWaits) {
+  auto stream = std::make_shared<Stream>(0, true);
+  std::atomic<bool> running{false}, release{false};
+  std::thread busy([&] {
+    stream->enqueue([&] {
+      running = true;
+      while (!release) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    });
+  });
+  while (!running) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  Event event(0, false);
+  std::atomic<bool> recorded{false};
+  std::thread recorder([&] {
+    event.record(*stream);
+    recorded = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the recorder is now queued behind `busy`
+  EXPECT_FALSE(recorded);
+  EXPECT_EQ(event.latest(), nullptr);
+  release = true;
+  busy.join();
+  recorder.join();
+  ASSERT_NE(event.latest(), nullptr);
+  event.latest()->wait();  // complete: a blocking stream ran it before record returned
 }
 
 }  // namespace
