@@ -209,7 +209,7 @@ Communicator Communicator::split(int color, int key) const {
   return Communicator(std::move(state));
 }
 
-Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+Request Communicator::start_send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
   check_tensor("isend", "the tensor", tensor);
   const int to = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
@@ -223,7 +223,7 @@ Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint
   return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, {}, false}));
 }
 
-Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+Request Communicator::start_recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
   check_tensor("irecv", "the tensor", tensor);
   const int from = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
@@ -251,12 +251,25 @@ Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint
   return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, join, false}));
 }
 
+// The caller may compute before it waits: DiComm's background thread moves the message meanwhile.
+Request Communicator::isend(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  Request request = start_send(stream, tensor, peer, tag);
+  state().world->engine().wake_background();
+  return request;
+}
+
+Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
+  Request request = start_recv(stream, tensor, peer, tag);
+  state().world->engine().wake_background();
+  return request;
+}
+
 void Communicator::send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
-  isend(stream, tensor, peer, tag).wait();
+  start_send(stream, tensor, peer, tag).wait();
 }
 
 void Communicator::recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
-  irecv(stream, tensor, peer, tag).wait();
+  start_recv(stream, tensor, peer, tag).wait();
 }
 
 void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) const {

@@ -233,9 +233,15 @@ void Engine::wait_until(const std::function<bool()>& done, const std::function<s
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   waiters_.fetch_add(1, std::memory_order_acq_rel);
   struct Leave {
-    std::atomic<int>& waiters;
-    ~Leave() { waiters.fetch_sub(1, std::memory_order_acq_rel); }
-  } leave{waiters_};
+    Engine& engine;
+    ~Leave() {
+      // The last waiter leaving work behind (an irecv still open after its isend's wait) hands it to
+      // the background thread.
+      if (engine.waiters_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+          engine.pending_.load(std::memory_order_acquire) > 0)
+        engine.wake_background();
+    }
+  } leave{*this};
   Backoff backoff;
   while (!done()) {
     throw_if_failed();
@@ -256,16 +262,22 @@ void Engine::wait(const OpPtr& op, const std::function<std::string()>& what) {
   check(*op);
 }
 
+void Engine::wake_background() {
+  { std::lock_guard lock(idle_mutex_); }  // the thread is either before its check or inside the wait
+  idle_cv_.notify_one();
+}
+
 void Engine::background_loop() {
   Backoff backoff;
   for (;;) {
     {
       std::unique_lock lock(idle_mutex_);
-      // Sleep while there is nothing to move or a waiter is moving it already. Submitting does not
-      // wake this thread: nearly every operation is waited for right away, and a wake-up per
-      // message (a futex call and a context switch each way) cost more than the message itself on
-      // shm. It looks again every millisecond instead, so an operation left running while its
-      // caller computes starts moving within one.
+      // Sleep while there is nothing to move or a waiter is moving it already. Work the caller will
+      // not wait for at once (isend, irecv, a waiter leaving work behind) wakes this thread; blocking
+      // calls do not, as a wake-up per message (a futex call and a context switch each way) cost
+      // more than the message itself on shm. The tick is a backstop: at the 1 ms it used to be, every
+      // rank woke a thousand times a second whether or not it communicated, on cores its own and its
+      // peers' compute needs.
       idle_cv_.wait_for(lock, kBackgroundTick, [&] {
         return stopping_ || (pending_.load(std::memory_order_acquire) > 0 &&
                              waiters_.load(std::memory_order_acquire) == 0 && !failed_.load());

@@ -4,8 +4,8 @@
 //
 // Threading: any thread may submit and wait. Fabric calls are serialised by one mutex (the endpoint
 // is FI_THREAD_DOMAIN). Whoever waits drives progress itself; a background thread drives it only
-// while operations are pending and nobody waits (an isend left running while the caller computes),
-// checking for that every millisecond.
+// while operations are pending and nobody waits (an isend left running while the caller computes):
+// isend, irecv and a waiter that leaves work behind wake it.
 // Waiting spins briefly, then yields, then sleeps with growing intervals: ranks often outnumber
 // cores, and busy polling there is 20x slower (notes/dicomm.md §4.2).
 #pragma once
@@ -82,6 +82,9 @@ class Engine {
 
   // Posts queued operations, reads completions and advances the tasks once. True when anything moved.
   bool progress();
+  // Operations were handed to the caller without a wait (isend, irecv): the background thread moves
+  // them while the caller does other work. Blocking calls do not call it: their waiter moves them.
+  void wake_background();
   // Advances `task` from progress() until it finishes (successfully or not).
   void add_task(std::shared_ptr<Task> task);
   // Waits until `task` (already added) finishes; throws CommError when it failed (or as wait_until does).
@@ -134,7 +137,7 @@ class Engine {
   int failure_peer_ = -1;
   std::string failure_message_;
 
-  static constexpr std::chrono::milliseconds kBackgroundTick{1};
+  static constexpr std::chrono::milliseconds kBackgroundTick{50};  // a backstop only
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;
   bool stopping_ = false;

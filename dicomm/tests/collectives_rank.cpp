@@ -11,6 +11,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -153,6 +155,34 @@ void check_point_to_point(const Communicator& comm, h2::Stream& stream, const h2
            "point-to-point message " + std::to_string(m) + " (" + std::to_string(lengths[m]) + " floats) in order");
 }
 
+// An isend moves while its caller does something else and never calls DiComm: DiComm's background
+// thread must drive it (over tcp;ofi_rxm the receiver reads a large message from the sender, which
+// needs the sender's progress). Rank 1 says it has the message through a file, not through DiComm.
+void check_progress_without_a_waiter(const Communicator& comm, h2::Stream& stream, const h2::Device& device) {
+  if (comm.size() < 2 || comm.rank() > 1) return;
+  const int64_t n = 2 << 20;  // 8 MiB of floats: a rendezvous on every provider
+  // The rendezvous port is unique among the jobs running on this machine.
+  const char* port = std::getenv("H2_MASTER_PORT");
+  const std::filesystem::path marker =
+      std::filesystem::temp_directory_path() / ("h2-test-progress-" + std::string(port ? port : "0"));
+  if (comm.rank() == 0) {
+    std::filesystem::remove(marker);  // one an earlier job on this port may have left
+    const Tensor out = Tensor::from_host(stream, values(0, n), {n}, DType::f32);
+    h2::dicomm::Request request = comm.isend(stream, out, 1, 99);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!std::filesystem::exists(marker) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // "computing"
+    expect(std::filesystem::exists(marker), "an isend arrived while its sender did not wait (background progress)");
+    request.wait();
+    std::filesystem::remove(marker);
+  } else {
+    const Tensor in = Tensor::empty(device, {n}, DType::f32);
+    comm.recv(stream, in, 0, 99);
+    expect(in.to_host(stream) == values(0, n), "the isend that moved without a waiter");
+    std::ofstream(marker) << "received\n";
+  }
+}
+
 int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& device) {
   const int size = world.size();
   const std::vector<DType> dtypes = {DType::f32, DType::f16, DType::bf16};
@@ -174,6 +204,7 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
     for (int64_t n : {1, 1000, 600001}) check_broadcast(world, stream, DType::f32, n, root);
   check_broadcast(world, stream, DType::bf16, 333, size - 1);
   check_point_to_point(world, stream, device);
+  check_progress_without_a_waiter(world, stream, device);
   world.barrier();
 
   // Sub-communicators: even and odd ranks, ordered backwards by key.

@@ -115,6 +115,9 @@ class Communicator {
  private:
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
   const detail::CommState& state() const;
+  // isend / irecv without waking DiComm's background thread: for send / recv, which wait at once.
+  Request start_send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
+  Request start_recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
   std::shared_ptr<detail::CommState> state_;
 };
 
