@@ -8,8 +8,9 @@ transport. Point-to-point (ping-pong between two ranks): DiComm against `fi_ping
 libfabric provider (shm, and tcp;ofi_rxm on loopback), and DiComm's node transport against
 `fi_pingpong` on shm.
 
-Every contender is timed the same way (warm-up, then the mean over iterations of the slowest rank)
-and checks its own results. Each measurement is repeated and the median kept, because this machine
+Every contender is timed the same way (warm-up, then the mean over iterations of the slowest rank;
+sizes below --scale-below run up to 8x the iterations, in every contender alike) and checks its own
+results. Each measurement is repeated and the median kept, because this machine
 is shared and noisy. Prints tables with DiComm's ratio to the best peer, and writes every row as JSON
 lines. Exits non-zero when any contender computed a wrong result or DiComm failed to run; it never
 asserts a timing.
@@ -35,6 +36,11 @@ def run(command, env=None, timeout=300):
         return done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as e:
         return 124, e.stdout or "", f"timed out after {timeout} s"
+
+
+def scale(size, scale_below):
+    """How many times --iters a size runs (bench/dicomm/peer_result.hpp's scaled_iterations)."""
+    return 1 if size <= 0 or size >= scale_below else min(8, scale_below // size)
 
 
 def json_lines(text):
@@ -73,6 +79,7 @@ class Contenders:
                                 self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
                                 "--max-bytes", self.sizes[1], "--factor", self.sizes[2],
                                 "--iters", str(iters), "--warmup", str(warmup),
+                                "--scale-below", str(self.args.scale_below),
                                 "--json", out.name], env)
             rows = [json.loads(line) for line in open(out.name) if line.strip()]
         name = f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "")
@@ -89,7 +96,8 @@ class Contenders:
         # Yield when idle once ranks outnumber this machine's cores (notes/dicomm.md §4.2).
         command = (["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
                     "--mca", "mpi_yield_when_idle", "1" if ranks > os.cpu_count() else "0"] + mca +
-                   [self.args.mpi_allreduce, transport, *self.sizes, str(self.args.iters), str(self.args.warmup)])
+                   [self.args.mpi_allreduce, transport, *self.sizes, str(self.args.iters), str(self.args.warmup),
+                    str(self.args.scale_below)])
         code, out, err = run(command, self.env)
         if code != 0:
             self._note_failure(f"mpi {transport}", code, err)
@@ -99,7 +107,7 @@ class Contenders:
         with tempfile.TemporaryDirectory() as store:
             code, out, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
                                   self.args.gloo_allreduce, algorithm, store, *self.sizes, str(self.args.iters),
-                                  str(self.args.warmup)], self.env)
+                                  str(self.args.warmup), str(self.args.scale_below)], self.env)
         if code != 0:
             self._note_failure(f"gloo {algorithm}", code, err)
         return json_lines(out)
@@ -110,7 +118,8 @@ class Contenders:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         env = dict(self.env, FI_TCP_IFACE="lo")
-        common = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(self.args.iters * 10),
+        iters = self.args.iters * 10 * scale(size, self.args.scale_below)  # as `h2 bench comm --scale-below`
+        common = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(iters),
                   "-S", str(size)] + (["-d", "lo"] if provider != "shm" else [])
         server = subprocess.Popen(common + ["-B", str(port)], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
@@ -203,6 +212,10 @@ def main():
     # repeats, a 1 MiB allreduce was timed over 3 ms, and the ratios moved by 0.15 between runs.
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--scale-below", type=int, default=16 * MIB,
+                        help="sizes below this run --iters x min(8, this / size) timed iterations, in every "
+                             "contender: a 1 MiB allreduce takes about 0.5 ms, and 20 of them time a window that "
+                             "one scheduling hiccup on an oversubscribed node decides")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()

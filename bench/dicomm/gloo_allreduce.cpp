@@ -45,17 +45,18 @@ std::unique_ptr<gloo::Algorithm> make_allreduce(
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc != 8) {
+  if (argc != 8 && argc != 9) {
     std::fprintf(stderr,
                  "usage: gloo_allreduce ring_chunked|halving_doubling STORE_DIR MIN_BYTES MAX_BYTES FACTOR ITERS "
-                 "WARMUP\n");
+                 "WARMUP [SCALE_BELOW]\n");
     return 2;
   }
   const std::string algorithm = argv[1];
   if (algorithm != "ring_chunked" && algorithm != "halving_doubling")
     throw std::runtime_error("unknown algorithm " + algorithm);
   const long min_bytes = std::atol(argv[3]), max_bytes = std::atol(argv[4]), factor = std::atol(argv[5]);
-  const int iterations = std::atoi(argv[6]), warmup = std::atoi(argv[7]);
+  const int base_iterations = std::atoi(argv[6]), warmup = std::atoi(argv[7]);
+  const long scale_below = argc > 8 ? std::atol(argv[8]) : 0;
   const int rank = environment_int("H2_RANK"), size = environment_int("H2_WORLD_SIZE");
 
   gloo::transport::tcp::attr attr;
@@ -68,6 +69,7 @@ int main(int argc, char** argv) try {
   int status = 0;
   for (long bytes = min_bytes; bytes <= max_bytes && factor > 1; bytes *= factor) {
     const long count = bytes / static_cast<long>(sizeof(float));
+    const int iterations = h2::bench::scaled_iterations(base_iterations, bytes, scale_below);
     std::vector<float> buffer(static_cast<size_t>(count));
     // One algorithm object per buffer, built before timing (Gloo's own benchmark does the same):
     // building one allocates and connects its buffers.

@@ -16,20 +16,22 @@ using h2::bench::pattern;
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: mpi_allreduce TRANSPORT MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP\n");
+  if (argc != 7 && argc != 8) {
+    std::fprintf(stderr, "usage: mpi_allreduce TRANSPORT MIN_BYTES MAX_BYTES FACTOR ITERS WARMUP [SCALE_BELOW]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const std::string transport = argv[1];
   const long min_bytes = std::atol(argv[2]), max_bytes = std::atol(argv[3]);
   const long factor = std::atol(argv[4]);
-  const int iterations = std::atoi(argv[5]), warmup = std::atoi(argv[6]);
+  const int base_iterations = std::atoi(argv[5]), warmup = std::atoi(argv[6]);
+  const long scale_below = argc > 7 ? std::atol(argv[7]) : 0;
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int status = 0;
   for (long bytes = min_bytes; bytes <= max_bytes && factor > 1; bytes *= factor) {
     const long count = bytes / static_cast<long>(sizeof(float));
+    const int iterations = h2::bench::scaled_iterations(base_iterations, bytes, scale_below);
     std::vector<float> buffer(static_cast<size_t>(count));
     for (int i = 0; i < warmup; ++i)
       MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);

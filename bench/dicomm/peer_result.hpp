@@ -9,6 +9,16 @@
 
 namespace h2::bench {
 
+// Timed iterations at `bytes` when sizes below `scale_below` run more of them: iterations x
+// scale_below / bytes, at most 8x (`h2 bench comm --scale-below` has the same rule). A 1 MiB allreduce
+// takes ~0.5 ms, so 20 iterations time a 10 ms window, in which one scheduling hiccup on an
+// oversubscribed node moves the median of a whole run.
+inline int scaled_iterations(int iterations, long bytes, long scale_below) {
+  if (bytes <= 0 || bytes >= scale_below) return iterations;
+  const long scale = scale_below / bytes;
+  return iterations * static_cast<int>(scale < 8 ? scale : 8);
+}
+
 inline float pattern(int rank, long i) {
   return static_cast<float>((rank + 1 + i) % 5);
 }

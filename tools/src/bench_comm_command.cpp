@@ -1,6 +1,7 @@
 #include "bench_comm_command.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -25,6 +26,7 @@ struct Row {
   double time_us = 0;  // per operation, the slowest rank
   double algbw = 0, busbw = 0;  // GB/s (1e9 bytes per second)
   int64_t wrong = 0;            // elements that differ from the expected result, over all ranks
+  int iterations = 0;           // timed
 };
 
 // nccl-tests' bus bandwidth factors (doc/PERFORMANCE.md): what each link carries for the operation.
@@ -81,13 +83,14 @@ class Bench {
     for (int i = 0; i < options_.warmup; ++i) run_once();
     stream_.synchronize();
     comm_.barrier();
+    row.iterations = iterations_at(bytes);
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < options_.iterations; ++i) run_once();
+    for (int i = 0; i < row.iterations; ++i) run_once();
     stream_.synchronize();
     // A ping-pong moves the message twice per iteration; like fi_pingpong, report one transfer.
     const double elapsed_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-        (options_.iterations * (op == "pingpong" ? 2 : 1));
+        (row.iterations * (op == "pingpong" ? 2 : 1));
     row.time_us = reduce_scalar(elapsed_us, ReduceOp::max);
     row.algbw = static_cast<double>(row.bytes) / (row.time_us * 1e3);
     row.busbw = row.algbw * bus_factor(op, n);
@@ -96,6 +99,13 @@ class Bench {
   }
 
  private:
+  // --scale-below: small sizes run up to 8x the iterations, as bench/dicomm/peer_result.hpp's
+  // scaled_iterations does for the peers compare.py runs alongside.
+  int iterations_at(uint64_t bytes) const {
+    if (bytes == 0 || bytes >= options_.scale_below) return options_.iterations;
+    return options_.iterations * static_cast<int>(std::min<uint64_t>(8, options_.scale_below / bytes));
+  }
+
   // Rank 0 sends its `out` into rank 1's `in`, then rank 1 its `out` into rank 0's `in`; other ranks
   // sit it out. Each answers from its own send buffer, as fi_pingpong does: echoing the buffer just received
   // makes the next copy read lines still dirty in the other core's cache (40% slower here).
@@ -199,9 +209,11 @@ class Bench {
 
 void print_header(const std::string& op, const Communicator& comm, const BenchCommOptions& options,
                   const Device& device) {
-  std::printf("# h2 bench comm: %s, %d ranks, %s, %s, %s, %d iterations (%d warm-up), device %s\n", op.c_str(),
+  const std::string scaled =
+      options.scale_below > 0 ? ", up to 8x below " + std::to_string(options.scale_below) + " bytes" : "";
+  std::printf("# h2 bench comm: %s, %d ranks, %s, %s, %s, %d iterations%s (%d warm-up), device %s\n", op.c_str(),
               comm.size(), comm.transport().c_str(), options.dtype.c_str(), options.reduce.c_str(), options.iterations,
-              options.warmup, device.label().c_str());
+              scaled.c_str(), options.warmup, device.label().c_str());
   std::printf("# time: per operation, slowest rank; GB/s = 1e9 bytes/s; busbw as nccl-tests\n");
   std::printf("%14s %12s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "time(us)", "algbw(GB/s)",
               "busbw(GB/s)", "#wrong");
@@ -227,6 +239,9 @@ void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code)
   comm->add_option("--factor", options.factor, "size multiplier between rows")->check(CLI::Range(2, 1024));
   comm->add_option("--iters", options.iterations, "timed iterations per size")->check(CLI::Range(1, 1000000));
   comm->add_option("--warmup", options.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000));
+  comm->add_option("--scale-below", options.scale_below,
+                   "sizes below this run --iters x min(8, this / size) timed iterations, so that small sizes are "
+                   "timed over a longer window (default 0: --iters at every size)");
   comm->add_option("--dtype", options.dtype, "f32, f16 or bf16")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   comm->add_option("--redop", options.reduce, "sum, avg or max")->check(CLI::IsMember({"sum", "avg", "max"}));
   comm->add_option("--json", options.json, "also write one JSON object per row to this file (rank 0)");
@@ -282,7 +297,8 @@ int run_bench_comm(const BenchCommOptions& options) {
                                        {"time_us", row.time_us},
                                        {"algbw_gbps", row.algbw},
                                        {"busbw_gbps", row.busbw},
-                                       {"wrong", row.wrong}}
+                                       {"wrong", row.wrong},
+                                       {"iterations", row.iterations}}
                             .dump()
                      << "\n";
         }

@@ -19,6 +19,7 @@ struct BenchCommOptions {
   int factor = 2;
   int iterations = 20;
   int warmup = 3;
+  uint64_t scale_below = 0;  // sizes below it run iterations x min(8, scale_below / size)
   std::string dtype = "f32";
   std::string reduce = "sum";
   std::string json;  // JSON lines, one per row, written by rank 0
