@@ -80,6 +80,9 @@ class Engine {
              std::optional<MemoryExport> shared = {});
   OpPtr recv(int peer, uint64_t tag, void* data, size_t bytes, std::shared_ptr<void> keep_alive = {});
 
+  // Whether messages to world rank `peer` go through the node transport (which may read a sender's
+  // exported memory), not libfabric.
+  bool via_node(int peer) const { return node_ && node_->enabled(peer); }
   // Posts queued operations, reads completions and advances the tasks once. True when anything moved.
   bool progress();
   // Operations were handed to the caller without a wait (isend, irecv): the background thread moves
@@ -111,8 +114,6 @@ class Engine {
   bool post_queued_locked();
   void complete_locked(const Completion& completion);
   void background_loop();
-
-  bool via_node(int peer) const { return node_ && node_->enabled(peer); }
 
   std::unique_ptr<Fabric> fabric_;
   std::unique_ptr<NodeTransport> node_;

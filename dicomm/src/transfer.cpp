@@ -171,9 +171,10 @@ bool Transfer::advance_sends() {
     if (!can_send(s)) break;
     const Tensor& source = s.op.source;
     if (link_.direct()) {
-      // Small messages travel inside the node transport's command: no need to say where they lie.
+      // Only the node transport reads exported memory, and small messages travel inside its command.
       std::optional<MemoryExport> shared;
-      if (bytes_of(source) > kSmallMessage) shared = link_.shared_location(*source.buffer(), byte_offset(source));
+      if (bytes_of(source) > kSmallMessage && engine_.via_node(s.op.peer))
+        shared = link_.shared_location(*source.buffer(), byte_offset(source));
       s.fabric_op =
           engine_.send(s.op.peer, s.op.tag, source.data(), bytes_of(source), source.buffer(), std::move(shared));
       s.state = State::posted;
