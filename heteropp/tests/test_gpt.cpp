@@ -219,10 +219,11 @@ TEST(GptTensorParallelTest, TwoRanksComputeWhatOneComputes) {
   const std::vector<double> want = whole.forward(0, b.tokens, b.targets).to_host(stream);
   whole.backward(0, {}, weight);
 
-  // A two-party sum: the second to arrive adds and wakes the first.
+  // A two-party sum: the second to arrive adds and wakes the first. The result is kept apart from
+  // the running sum: the second party may start the next sum before the first has woken.
   std::mutex mutex;
   std::condition_variable changed;
-  std::vector<double> sum;
+  std::vector<double> sum, result;
   int arrived = 0, generation = 0;
   auto exchange = [&](const std::vector<double>& mine) {
     std::unique_lock lock(mutex);
@@ -232,11 +233,12 @@ TEST(GptTensorParallelTest, TwoRanksComputeWhatOneComputes) {
       changed.wait(lock, [&] { return generation != my_generation; });
     } else {
       for (size_t i = 0; i < sum.size(); ++i) sum[i] += mine[i];
+      result = sum;
       arrived = 0;
       ++generation;
       changed.notify_all();
     }
-    return sum;
+    return result;
   };
   std::vector<double> losses[2];
   std::map<std::string, std::vector<double>> grads[2];

@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -151,6 +152,41 @@ std::vector<std::string> device_per_rank(const std::string& devices, int ranks) 
   return entries;
 }
 
+std::vector<std::vector<int>> cpus_per_rank(const std::vector<int>& allowed, int ranks) {
+  const size_t n = allowed.size();
+  std::vector<std::vector<int>> cpus(static_cast<size_t>(ranks));
+  if (n == 0) return cpus;
+  for (size_t r = 0; r < cpus.size(); ++r) {
+    if (cpus.size() > n) {
+      cpus[r] = {allowed[r % n]};
+    } else {
+      for (size_t i = r * n / cpus.size(); i < (r + 1) * n / cpus.size(); ++i) cpus[r].push_back(allowed[i]);
+    }
+  }
+  return cpus;
+}
+
+namespace {
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0)
+    throw std::runtime_error(std::string("--bind cores: sched_getaffinity: ") + std::strerror(errno));
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
+  std::string text;
+  for (int cpu : cpus) text += (text.empty() ? "" : ",") + std::to_string(cpu);
+  return text;
+}
+
+}  // namespace
+
 void add_launch_command(CLI::App& app, LaunchOptions& options, int& exit_code) {
   CLI::App* command = app.add_subcommand(
       "launch", "Start N local ranks of a program: rank environment, prefixed output, all stopped when one fails");
@@ -180,6 +216,12 @@ void add_launch_command(CLI::App& app, LaunchOptions& options, int& exit_code) {
           },
           "SECONDS"));
   command->add_flag("--no-prefix", options.no_prefix, "Do not put \"[rank R] \" in front of the ranks' output lines");
+  command
+      ->add_option("--bind", options.bind,
+                   "none: ranks run wherever the kernel puts them; cores: each rank is bound to its own share "
+                   "of the launcher's CPUs (round robin when ranks outnumber them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "cores"}));
   command->add_option("command", options.command, "The program to run and its arguments, after --");
   command->callback([&options, &exit_code] { exit_code = run_launch(options); });
 }
@@ -194,6 +236,9 @@ int run_launch(const LaunchOptions& options) {
     const std::vector<std::string> devices = device_per_rank(options.devices, options.ranks);
     const int port = options.master_port != 0 ? options.master_port : free_port(options.master_addr);
     const std::string token = job_token();
+    const std::vector<std::vector<int>> cpus = options.bind == "cores"
+                                                   ? cpus_per_rank(allowed_cpus(), options.ranks)
+                                                   : std::vector<std::vector<int>>(static_cast<size_t>(options.ranks));
 
     std::vector<RankProcess> ranks(static_cast<size_t>(options.ranks));
     for (int r = 0; r < options.ranks; ++r) {
@@ -210,6 +255,9 @@ int run_launch(const LaunchOptions& options) {
       };
       if (!devices[static_cast<size_t>(r)].empty())
         rank.environment.emplace_back("H2_DEVICE", devices[static_cast<size_t>(r)]);
+      rank.cpus = cpus[static_cast<size_t>(r)];
+      if (!rank.cpus.empty())
+        log(LogLevel::info, "launch", "rank " + std::to_string(r) + " bound to CPUs " + cpu_list(rank.cpus));
     }
     log(LogLevel::info, "launch",
         std::to_string(options.ranks) + (options.ranks == 1 ? " rank" : " ranks") + " of " +

@@ -19,6 +19,7 @@ struct LaunchOptions {
   int master_port = 0;  // 0: a free port on master_addr
   double grace_seconds = 5;
   bool no_prefix = false;
+  std::string bind = "none";         // none, or cores: each rank its own share of the launcher's CPUs
   std::vector<std::string> command;  // after `--`
 };
 
@@ -30,5 +31,10 @@ int run_launch(const LaunchOptions& options);
 // The H2_DEVICE value of each rank from --devices ("" when not given: no H2_DEVICE). Throws
 // std::invalid_argument naming the bad entry or the wrong count.
 std::vector<std::string> device_per_rank(const std::string& devices, int ranks);
+
+// `--bind cores`: the CPUs of each rank, from `allowed` (the launcher's own, in order). With no more
+// ranks than CPUs each rank gets a contiguous block (sizes differ by at most one); with more, rank r
+// gets CPU r mod the count, so ranks spread evenly over them.
+std::vector<std::vector<int>> cpus_per_rank(const std::vector<int>& allowed, int ranks);
 
 }  // namespace h2::tools

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -200,6 +201,11 @@ class Supervisor {
       return start_failed(r, "pipe", error);
     }
 
+    // Built before fork: the child only calls async-signal-safe functions.
+    const std::vector<int>& cpus = spec.cpus;
+    cpu_set_t cpus_set;
+    CPU_ZERO(&cpus_set);
+    for (int cpu : cpus) CPU_SET(cpu, &cpus_set);
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -210,6 +216,11 @@ class Supervisor {
       dup2(out_pipe[1], STDOUT_FILENO);
       dup2(err_pipe[1], STDERR_FILENO);
       if (nofile_raised_) setrlimit(RLIMIT_NOFILE, &old_nofile_);
+      if (!cpus.empty() && sched_setaffinity(0, sizeof cpus_set, &cpus_set) != 0) {
+        // Reaches the rank's stderr, so the job's output says why this rank runs unbound.
+        static constexpr char kWhy[] = "h2 launch: cannot bind this rank to its CPUs; it runs unbound\n";
+        [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, kWhy, sizeof kWhy - 1);
+      }
       sigaction(SIGCHLD, &old_sigchld_, nullptr);
       sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
       execvpe(argv[0], argv.data(), envp.data());

@@ -12,6 +12,7 @@ namespace h2::tools {
 struct RankProcess {
   std::vector<std::string> argv;                                 // argv[0] is looked up in PATH
   std::vector<std::pair<std::string, std::string>> environment;  // set on top of the launcher's own
+  std::vector<int> cpus;  // the CPUs it may run on (sched_setaffinity before exec); empty: the launcher's
 };
 
 struct SupervisorOptions {

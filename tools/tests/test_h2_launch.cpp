@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -278,6 +279,43 @@ TEST(H2Launch, DevicesOnePerJobOrOnePerRank) {
   EXPECT_THAT(empty.err, HasSubstr("entry 2 of 3 is empty"));
 }
 
+// The CPUs each rank may run on, as `nproc` counts them (it honours the affinity mask), by rank.
+std::map<int, int> cpus_seen(const Result& result) {
+  std::map<int, int> seen;
+  const std::regex line(R"(\[rank ([0-9]+)\] ([0-9]+)\n)");
+  for (auto it = std::sregex_iterator(result.out.begin(), result.out.end(), line); it != std::sregex_iterator(); ++it)
+    seen[std::stoi((*it)[1])] = std::stoi((*it)[2]);
+  return seen;
+}
+
+TEST(H2Launch, BindCoresGivesEachRankItsShareOfTheCpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  const std::string n = std::to_string(cpus), more = std::to_string(cpus + 1);
+
+  // As many ranks as CPUs or fewer: disjoint blocks that cover them all.
+  for (const std::string& ranks : {std::string("1"), n}) {
+    SCOPED_TRACE(ranks + " ranks");
+    const auto result = run({"launch", "-n", ranks, "--bind", "cores", "--", "nproc"});
+    ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+    int total = 0;
+    for (const auto& [rank, count] : cpus_seen(result)) total += count;
+    EXPECT_EQ(total, cpus) << result.out;
+  }
+  // More ranks than CPUs: one CPU each, round robin.
+  const auto crowded = run({"launch", "-n", more, "--bind", "cores", "--", "nproc"});
+  ASSERT_EQ(crowded.exit_code, 0) << crowded.out << crowded.err;
+  const auto seen = cpus_seen(crowded);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(cpus + 1)) << crowded.out;
+  for (const auto& [rank, count] : seen) EXPECT_EQ(count, 1) << "rank " << rank;
+  // The default leaves every rank the launcher's CPUs.
+  const auto unbound = run({"launch", "-n", more, "--", "nproc"});
+  ASSERT_EQ(unbound.exit_code, 0) << unbound.out << unbound.err;
+  for (const auto& [rank, count] : cpus_seen(unbound)) EXPECT_EQ(count, cpus) << "rank " << rank;
+}
+
 TEST(H2Launch, FailingRankStopsTheOthersWithItsExitCode) {
   // Rank 1 fails after a moment; the others would sleep for a minute (exec: their pid is the sleep's).
   const auto r = run({"launch", "-n", "3", "--grace", "1", "--", "sh", "-c",
@@ -419,6 +457,10 @@ TEST(H2Launch, BadUsageIsRefused) {
     EXPECT_NE(bad_port.exit_code, 0);
     EXPECT_THAT(bad_port.err, HasSubstr("--master-port"));
   }
+
+  const auto bad_bind = run({"launch", "-n", "2", "--bind", "sockets", "--", "true"});
+  EXPECT_NE(bad_bind.exit_code, 0);
+  EXPECT_THAT(bad_bind.err, HasSubstr("--bind"));
 
   for (const char* grace : {"-1", "nan", "soon"}) {
     SCOPED_TRACE(grace);
