@@ -75,7 +75,7 @@ class Contenders:
         iters, warmup = ((self.args.iters * 10, self.args.warmup * 10) if op == "pingpong"
                          else (self.args.iters, self.args.warmup))
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
+            code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind, "--",
                                 self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
                                 "--max-bytes", self.sizes[1], "--factor", self.sizes[2],
                                 "--iters", str(iters), "--warmup", str(warmup),
@@ -94,7 +94,9 @@ class Contenders:
                "ucx sm": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
                           "-x", "UCX_TLS=self,sm"]}[transport]
         # Yield when idle once ranks outnumber this machine's cores (notes/dicomm.md §4.2).
-        command = (["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
+        bind = ["--bind-to", "core:overload-allowed", "--map-by", "core"] if self.args.bind == "cores" else \
+            ["--bind-to", "none"]
+        command = (["mpirun", "--oversubscribe", *bind, "-np", str(ranks),
                     "--mca", "mpi_yield_when_idle", "1" if ranks > os.cpu_count() else "0"] + mca +
                    [self.args.mpi_allreduce, transport, *self.sizes, str(self.args.iters), str(self.args.warmup),
                     str(self.args.scale_below)])
@@ -105,8 +107,8 @@ class Contenders:
 
     def gloo(self, ranks, algorithm):
         with tempfile.TemporaryDirectory() as store:
-            code, out, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--",
-                                  self.args.gloo_allreduce, algorithm, store, *self.sizes, str(self.args.iters),
+            code, out, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind,
+                                  "--", self.args.gloo_allreduce, algorithm, store, *self.sizes, str(self.args.iters),
                                   str(self.args.warmup), str(self.args.scale_below)], self.env)
         if code != 0:
             self._note_failure(f"gloo {algorithm}", code, err)
@@ -121,11 +123,15 @@ class Contenders:
         iters = self.args.iters * 10 * scale(size, self.args.scale_below)  # as `h2 bench comm --scale-below`
         common = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-I", str(iters),
                   "-S", str(size)] + (["-d", "lo"] if provider != "shm" else [])
-        server = subprocess.Popen(common + ["-B", str(port)], env=env, stdout=subprocess.PIPE,
+        # With --bind cores, server and client each get a CPU of their own, as `h2 launch --bind` gives
+        # DiComm's two ranks.
+        cpus = sorted(os.sched_getaffinity(0))
+        pin = (lambda i: ["taskset", "-c", str(cpus[i % len(cpus)])]) if self.args.bind == "cores" else (lambda i: [])
+        server = subprocess.Popen(pin(0) + common + ["-B", str(port)], env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
         try:
             time.sleep(0.3)
-            code, out, err = run(common + ["-P", str(port), "127.0.0.1"], env, timeout=120)
+            code, out, err = run(pin(1) + common + ["-P", str(port), "127.0.0.1"], env, timeout=120)
         finally:
             try:
                 server.wait(timeout=30)
@@ -217,6 +223,9 @@ def main():
                              "contender: a 1 MiB allreduce takes about 0.5 ms, and 20 of them time a window that "
                              "one scheduling hiccup on an oversubscribed node decides")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--bind", choices=["none", "cores"], default="none",
+                        help="cores: every contender's ranks bound to cores alike (h2 launch --bind cores; mpirun "
+                             "--bind-to core:overload-allowed --map-by core; fi_pingpong under taskset)")
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()
     for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
