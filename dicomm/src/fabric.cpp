@@ -7,16 +7,13 @@
 #include <rdma/fi_tagged.h>
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "h2/error.hpp"
+#include "unique_name.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -147,14 +144,11 @@ Fabric::Fabric(const std::string& provider, const std::string& iface) : provider
 // libfabric finds the region's recorded owner alive, itself, and fi_enable fails with EBUSY. A name
 // of our own, with a random part, never meets a leftover.
 void Fabric::name_shm_region() {
-  std::random_device random;
-  const uint64_t nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
-  char name[96];
-  std::snprintf(name, sizeof name, "fi_shm://h2-%d-%016" PRIx64, static_cast<int>(getpid()), nonce);
+  const std::string name = unique_name("fi_shm://h2-").name;
   std::free(info_->src_addr);
-  info_->src_addr = strdup(name);  // fi_freeinfo frees it
+  info_->src_addr = strdup(name.c_str());  // fi_freeinfo frees it
   if (info_->src_addr == nullptr) throw Error(H2_STATUS_OUT_OF_MEMORY, "DiComm: strdup failed");
-  info_->src_addrlen = std::strlen(name) + 1;
+  info_->src_addrlen = name.size() + 1;
   info_->addr_format = FI_ADDR_STR;
 }
 

@@ -13,11 +13,11 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
-#include <random>
 #include <sstream>
 
 #include "errno_text.hpp"
 #include "h2/error.hpp"
+#include "unique_name.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -117,11 +117,8 @@ NodeTransport::NodeTransport(int world_rank, std::vector<int> local) : rank_(wor
   // Where Yama restricts ptrace to descendants, a peer may read this process only if it says so.
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 
-  std::random_device random;
-  const uint64_t nonce = (static_cast<uint64_t>(random()) << 32) ^ random();
-  std::ostringstream name;
-  name << "/h2-dicomm-" << getpid() << "-" << std::hex << nonce;
-  name_ = name.str();
+  const UniqueName unique = unique_name("/h2-dicomm-");
+  name_ = unique.name;
   const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) throw Error(H2_STATUS_INTERNAL, "DiComm node transport: shm_open(" + name_ + "): " + errno_text(errno));
   segment_bytes_ = Segment::bytes(local_.size());
@@ -139,7 +136,7 @@ NodeTransport::NodeTransport(int world_rank, std::vector<int> local) : rank_(wor
   segment_->magic = kMagic;
   segment_->pid = getpid();
   segment_->local_count = local_.size();
-  segment_->probe = nonce | 1;
+  segment_->probe = unique.nonce | 1;
   for (size_t i = 0; i < local_.size(); ++i) {
     new (segment_->commands(i)) Ring<Command>();
     new (segment_->acks(i)) Ring<Ack>();

@@ -171,7 +171,8 @@ bool Transfer::advance_sends() {
     if (!can_send(s)) break;
     const Tensor& source = s.op.source;
     if (link_.direct()) {
-      // Only the node transport reads exported memory, and small messages travel inside its command.
+      // Only the node transport reads exported memory. Up to 4 KiB a message is not worth the export
+      // call: the smallest travel inside its command, the rest are read with process_vm_readv.
       std::optional<MemoryExport> shared;
       if (bytes_of(source) > kSmallMessage && engine_.via_node(s.op.peer))
         shared = link_.shared_location(*source.buffer(), byte_offset(source));
