@@ -6,7 +6,8 @@ MPI_Allreduce over shared memory (ob1 + vader, and UCX's sm transport) and Gloo 
 and halving-doubling); DiComm as a job gets it by default, its ranks talking through its node
 transport. Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on the same
 libfabric provider (shm, and tcp;ofi_rxm on loopback), and DiComm's node transport against
-`fi_pingpong` on shm.
+`fi_pingpong` on shm. The tcp;ofi_rxm table names the kernel's TCP congestion control, and
+--tcp-congestion repeats it under others, each in a network namespace of its own (see there why).
 
 Every contender is timed the same way (warm-up, then the mean over iterations of the slowest rank;
 sizes below --scale-below run up to 8x the iterations, in every contender alike) and checks its own
@@ -52,13 +53,54 @@ def json_lines(text):
     return rows
 
 
+def tcp_congestion(netns=None):
+    """The TCP congestion control new sockets get, in this network namespace or in `netns`."""
+    prefix = ["ip", "netns", "exec", netns] if netns else []
+    code, out, err = run(prefix + ["cat", "/proc/sys/net/ipv4/tcp_congestion_control"], timeout=30)
+    return out.strip() if code == 0 else f"unknown ({err.strip()})"
+
+
+class CongestionNamespace:
+    """A network namespace whose loopback uses the TCP congestion control `name`; removed on exit.
+
+    Why: on loopback, BBR (this machine's default) has no fq qdisc to pace with, so the kernel paces
+    each socket itself, and a 1 MiB ping-pong then falls off a cliff when a sender pauses a few
+    microseconds before its burst: a test program pausing 10 us before each send went from 190 to
+    290-330 us a transfer under BBR, and from 170 to 178 us under CUBIC (issue 7 note, stop 21). So a
+    table per congestion control shows how much of a difference is the transport and how much the
+    kernel's pacing."""
+
+    def __init__(self, name):
+        self.name = name
+        self.netns = f"h2bench-{os.getpid()}-{name}"
+        self.error = None
+
+    def __enter__(self):
+        for step in (["ip", "netns", "add", self.netns],
+                     ["ip", "netns", "exec", self.netns, "ip", "link", "set", "lo", "up"],
+                     ["ip", "netns", "exec", self.netns, "sysctl", "-qw",
+                      f"net.ipv4.tcp_congestion_control={self.name}"]):
+            code, _, err = run(step, timeout=30)
+            if code != 0:
+                self.error = f"`{' '.join(step)}` failed: {(err.strip().splitlines() or ['no output'])[-1]}"
+                break
+        return self
+
+    def __exit__(self, *exc):
+        run(["ip", "netns", "del", self.netns], timeout=30)
+
+
 class Contenders:
     def __init__(self, args):
         self.args = args
+        self.netns = None  # while set, the tcp;ofi_rxm contenders run inside this network namespace
         self.env = dict(os.environ, H2_PLUGIN_PATH=args.plugin_path,
                         OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         self.sizes = (str(args.min_bytes), str(args.max_bytes), str(args.factor))
         self.failures = []  # (contender, message)
+
+    def _in_netns(self, provider, command):
+        return ["ip", "netns", "exec", self.netns] + command if self.netns and provider == "tcp;ofi_rxm" else command
 
     def _note_failure(self, name, code, err):
         last = (err.strip().splitlines() or ["no output"])[-1]
@@ -75,12 +117,11 @@ class Contenders:
         iters, warmup = ((self.args.iters * 10, self.args.warmup * 10) if op == "pingpong"
                          else (self.args.iters, self.args.warmup))
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
-            code, _, err = run([self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind, "--",
-                                self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
-                                "--max-bytes", self.sizes[1], "--factor", self.sizes[2],
-                                "--iters", str(iters), "--warmup", str(warmup),
-                                "--scale-below", str(self.args.scale_below),
-                                "--json", out.name], env)
+            code, _, err = run(self._in_netns(provider, [
+                self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind, "--",
+                self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
+                "--max-bytes", self.sizes[1], "--factor", self.sizes[2], "--iters", str(iters),
+                "--warmup", str(warmup), "--scale-below", str(self.args.scale_below), "--json", out.name]), env)
             rows = [json.loads(line) for line in open(out.name) if line.strip()]
         name = f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "")
         if code != 0:
@@ -127,11 +168,12 @@ class Contenders:
         # DiComm's two ranks.
         cpus = sorted(os.sched_getaffinity(0))
         pin = (lambda i: ["taskset", "-c", str(cpus[i % len(cpus)])]) if self.args.bind == "cores" else (lambda i: [])
-        server = subprocess.Popen(pin(0) + common + ["-B", str(port)], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True)
+        server = subprocess.Popen(self._in_netns(provider, pin(0) + common + ["-B", str(port)]), env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             time.sleep(0.3)
-            code, out, err = run(pin(1) + common + ["-P", str(port), "127.0.0.1"], env, timeout=120)
+            code, out, err = run(self._in_netns(provider, pin(1) + common + ["-P", str(port), "127.0.0.1"]), env,
+                                 timeout=120)
         finally:
             try:
                 server.wait(timeout=30)
@@ -226,6 +268,10 @@ def main():
     parser.add_argument("--bind", choices=["none", "cores"], default="none",
                         help="cores: every contender's ranks bound to cores alike (h2 launch --bind cores; mpirun "
                              "--bind-to core:overload-allowed --map-by core; fi_pingpong under taskset)")
+    parser.add_argument("--tcp-congestion", default="",
+                        help="comma-separated TCP congestion controls (e.g. cubic) to repeat the tcp;ofi_rxm "
+                             "ping-pong under, each in a network namespace of its own (needs root and iproute2; "
+                             "skipped with a message otherwise); the system's own always runs")
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()
     for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
@@ -236,7 +282,7 @@ def main():
     all_rows, summary = [], []
     start = time.monotonic()
 
-    for ranks in [int(r) for r in args.ranks.split(",")]:
+    for ranks in [int(r) for r in args.ranks.split(",") if r]:
         runs = {
             "dicomm": lambda: contenders.dicomm(ranks),
             "mpi vader": lambda: contenders.mpi(ranks, "vader"),
@@ -259,11 +305,12 @@ def main():
 
     # DiComm on the same provider as fi_pingpong (asking for a provider keeps DiComm's node transport
     # out), and on shm's table also DiComm's own default between ranks of one node, the node transport.
-    for provider in ("shm", "tcp;ofi_rxm"):
+    def pingpong_table(provider, congestion=""):
         ours = ["dicomm"] + (["dicomm node"] if provider == "shm" else [])
+        where = f"{provider}, TCP congestion control {congestion}" if congestion else provider
         repeats = {name: [] for name in ours + ["fi_pingpong"]}
         for repeat in range(args.repeats):
-            print(f"[{time.monotonic() - start:6.0f} s] pingpong, {provider}, run {repeat + 1}/{args.repeats}",
+            print(f"[{time.monotonic() - start:6.0f} s] pingpong, {where}, run {repeat + 1}/{args.repeats}",
                   flush=True)
             repeats["dicomm"].append(contenders.dicomm(2, "pingpong", provider))
             if "dicomm node" in repeats:
@@ -275,13 +322,34 @@ def main():
                     rows.append(row)
                 size *= args.factor
             repeats["fi_pingpong"].append(rows)
+        for rows in repeats.values():
+            for row in (r for repeat in rows for r in repeat):
+                if congestion:
+                    row["tcp_congestion"] = congestion
         results = medians_by_contender(repeats, all_rows)
-        ratios = print_table(f"ping-pong, {provider}: GB/s of one transfer (median of {args.repeats})",
+        ratios = print_table(f"ping-pong, {where}: GB/s of one transfer (median of {args.repeats})",
                              list(repeats), results, ours)
         for name, values in ratios.items():
             if values:
                 who = "DiComm" if name == "dicomm" else "DiComm's node transport"
-                summary.append(f"pingpong {provider}: {who}/fi_pingpong {min(values):.2f}x .. {max(values):.2f}x")
+                summary.append(f"pingpong {where}: {who}/fi_pingpong {min(values):.2f}x .. {max(values):.2f}x")
+
+    pingpong_table("shm")
+    system_congestion = tcp_congestion()
+    pingpong_table("tcp;ofi_rxm", system_congestion)
+    for name in (n for n in args.tcp_congestion.split(",") if n):
+        if name == system_congestion:
+            continue
+        with CongestionNamespace(name) as namespace:
+            if namespace.error:
+                print(f"\nping-pong, tcp;ofi_rxm, TCP congestion control {name}: skipped, no network namespace "
+                      f"for it ({namespace.error})")
+                continue
+            contenders.netns = namespace.netns
+            try:
+                pingpong_table("tcp;ofi_rxm", tcp_congestion(namespace.netns))
+            finally:
+                contenders.netns = None
 
     print("\n" + "\n".join(summary))
     wrong = sum(row["wrong"] for row in all_rows)
