@@ -30,18 +30,15 @@ Collective::Collective(CommState& comm, Stream& stream, const Device& device, st
       name_(std::move(name)),
       sequence_(comm.sequence++),
       board_(std::make_shared<Board>()) {
-  input_ready_ = std::make_shared<Event>(device.create_event(false));
-  input_ready_->record(stream);
-  link_.wait_for(*input_ready_);
+  input_ready_ = link_.event_after(stream);
+  if (input_ready_) link_.wait_for(*input_ready_);
   const std::string what = name_ + " on communicator '" + comm_.name + "' (rank " + std::to_string(comm_.rank) +
                            " of " + std::to_string(size()) + ")";
   transfer_ = std::make_shared<Transfer>(comm_.world->engine(), link_, board_, what, kWindow);
 }
 
 std::shared_ptr<Event> Collective::record() {
-  auto event = std::make_shared<Event>(device_.create_event(false));
-  event->record(link_.stream());
-  return event;
+  return link_.event_after(link_.stream());
 }
 
 int64_t Collective::piece_elements(int64_t count, int parts, DType dtype) const {
@@ -96,7 +93,7 @@ Tensor Collective::scratch(int64_t numel, DType dtype) {
 
 void Collective::finish(Stream& stream) {
   auto done = record();
-  stream.wait(*done);
+  if (done) stream.wait(*done);
   for (const Tensor& t : scratch_) link_.return_scratch(t, done);
   scratch_.clear();
 }

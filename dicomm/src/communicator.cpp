@@ -69,12 +69,11 @@ struct PointToPoint {
 
 PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& tensor, std::string name) {
   Link& link = s.world->link(tensor.device());
-  auto ready = std::make_shared<Event>(tensor.device().create_event(false));
-  ready->record(stream);
+  const std::shared_ptr<Event> ready = link.event_after(stream);
   // Only a staged transfer puts device work (its copies) on the Link's stream. A direct one waits for
   // `ready` through the Board, so it does not hold the Link's stream, which every communicator on
   // the device shares, behind the caller's compute.
-  if (!link.direct()) link.wait_for(*ready);
+  if (ready && !link.direct()) link.wait_for(*ready);
   const Tensor data = flat(tensor);
   Layout layout(data.numel(), 1, static_cast<int64_t>(link.piece_bytes() / dtype_size(data.dtype())));
   auto board = std::make_shared<Board>();
@@ -240,13 +239,10 @@ Request Communicator::start_recv(Stream& stream, const Tensor& tensor, int peer,
     p.transfer->add(std::move(recv));
   }
   s.world->engine().add_task(p.transfer);
-  Device device = tensor.device();
   Stream* caller = &stream;
   Link& link = p.link;
-  auto join = [device, &link, caller] {
-    Event done = device.create_event(false);
-    done.record(link.stream());
-    caller->wait(done);
+  auto join = [&link, caller] {
+    if (const std::shared_ptr<Event> done = link.event_after(link.stream())) caller->wait(*done);
   };
   return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, join, false}));
 }

@@ -165,6 +165,13 @@ bool Engine::progress() {
   if ((fabric_peers_ || fabric_inflight_ > 0) && fabric_->poll(completions_) > 0) moved = true;
   if (node_ && node_->poll(completions_) > 0) moved = true;
   for (const Completion& c : completions_) complete_locked(c);
+  if (advance_tasks_locked()) moved = true;
+  if (moved) post_queued_locked();
+  return moved;
+}
+
+bool Engine::advance_tasks_locked() {
+  bool moved = false;
   for (size_t i = 0; i < tasks_.size();) {
     Task& task = *tasks_[i];
     try {
@@ -182,17 +189,19 @@ bool Engine::progress() {
       ++i;
     }
   }
-  if (moved) post_queued_locked();
   return moved;
 }
 
 void Engine::add_task(std::shared_ptr<Task> task) {
   throw_if_failed();
-  {
-    std::lock_guard lock(mutex_);
-    tasks_.push_back(std::move(task));
-    pending_.fetch_add(1, std::memory_order_acq_rel);
-  }
+  std::lock_guard lock(mutex_);
+  tasks_.push_back(std::move(task));
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  // Start it at once: its first sends and receives go out now, not after the waiter's first
+  // progress() has polled the fabric (a system call or more on socket providers, between one
+  // message's arrival and the next send; issue 7). Every task advances, in order, so a message does
+  // not overtake an earlier task's that became ready meanwhile.
+  if (fabric_ && advance_tasks_locked()) post_queued_locked();
 }
 
 void Engine::wait_task(const Task& task) {

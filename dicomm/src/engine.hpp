@@ -112,6 +112,8 @@ class Engine {
  private:
   OpPtr submit(OpPtr op);
   bool post_queued_locked();
+  // Advances every task once, in order, and drops the finished ones. True when anything moved.
+  bool advance_tasks_locked();
   void complete_locked(const Completion& completion);
   void background_loop();
 

@@ -32,6 +32,13 @@ Link::Link(const Device& device, size_t piece_bytes, bool force_staging, bool sh
       // get a plain stream: their work runs on the device anyway.
       stream_(device.create_stream({.host_inline = host_inline_})) {}
 
+std::shared_ptr<Event> Link::event_after(Stream& stream) const {
+  if (stream.ready()) return nullptr;
+  auto event = std::make_shared<Event>(device_.create_event(false));
+  event->record(stream);
+  return event;
+}
+
 void Link::wait_for(Event& ready) {
   if (host_inline_)
     ready.synchronize();

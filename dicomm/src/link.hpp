@@ -39,6 +39,12 @@ class Link {
   // while holding the stream, and every transfer on this device (other threads', the engine's) would
   // queue behind the caller's compute: the caller waits on the host instead, holding nothing.
   void wait_for(Event& ready);
+  // An event that completes once the work enqueued on `stream` (a stream of this Link's device) so
+  // far has run, or null when it has all run already. Most messages find the stream idle, the
+  // Link's own host-inline stream always: an event then is a plugin allocation, a record and a query
+  // or more for nothing, and on the path from one message's arrival to the next send (issue 7: under
+  // BBR's pacing each microsecond there cost a 1 MiB tcp ping-pong 10-15).
+  std::shared_ptr<Event> event_after(Stream& stream) const;
   size_t piece_bytes() const { return piece_bytes_; }
 
   // Where byte `offset` of `buffer` lies for a node peer that maps it, or nullopt when this device's

@@ -56,9 +56,7 @@ void Transfer::add(Recv recv) {
 }
 
 std::shared_ptr<Event> Transfer::record() {
-  auto event = std::make_shared<Event>(link_.device().create_event(false));
-  event->record(link_.stream());
-  return event;
+  return link_.event_after(link_.stream());
 }
 
 bool Transfer::can_post(RecvState& r) {
@@ -128,7 +126,7 @@ bool Transfer::land_receives() {
       moved = true;
     }
     // A staging slot is free once the copy out of it has run.
-    if (r.state == State::landing && r.slot->copied->ready()) {
+    if (r.state == State::landing && (!r.slot->copied || r.slot->copied->ready())) {
       link_.release(std::move(r.slot));
       r.state = State::done;
       ++done_;
@@ -195,7 +193,7 @@ bool Transfer::advance_sends() {
   for (size_t i = first_send_; i < next_send_; ++i) {
     SendState& s = sends_[i];
     if (s.state != State::staging) continue;
-    if (!s.slot->copied->ready()) break;
+    if (s.slot->copied && !s.slot->copied->ready()) break;
     s.fabric_op = engine_.send(s.op.peer, s.op.tag, s.slot->buffer.data(), bytes_of(s.op.source), s.slot);
     s.state = State::posted;
     moved = true;
