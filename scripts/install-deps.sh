@@ -13,6 +13,8 @@ packages=(
   libssl-dev
   # peers for side-by-side benchmarks
   openmpi-bin libopenmpi-dev libgloo-dev
+  # `ip netns`: the tests' and benchmarks' test hosts in network namespaces
+  iproute2
 )
 # LibTorch pulls in a large set of recommended packages we do not need.
 no_recommends=(libtorch-dev)

@@ -37,6 +37,8 @@ def run(command, env=None, timeout=300):
         return done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as e:
         return 124, e.stdout or "", f"timed out after {timeout} s"
+    except FileNotFoundError as e:
+        return 127, "", f"{command[0]} is not installed ({e.strerror})"
 
 
 def scale(size, scale_below):
