@@ -43,7 +43,7 @@ class Link {
   // far has run, or null when it has all run already. Most messages find the stream idle, the
   // Link's own host-inline stream always: an event then is a plugin allocation, a record and a query
   // or more for nothing, and on the path from one message's arrival to the next send (issue 7: under
-  // BBR's pacing each microsecond there cost a 1 MiB tcp ping-pong 10-15).
+  // BBR's pacing each microsecond there cost a 1 MiB tcp ping-pong 10-15 us).
   std::shared_ptr<Event> event_after(Stream& stream) const;
   size_t piece_bytes() const { return piece_bytes_; }
 
