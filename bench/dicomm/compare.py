@@ -324,10 +324,9 @@ def main():
                     rows.append(row)
                 size *= args.factor
             repeats["fi_pingpong"].append(rows)
-        for rows in repeats.values():
-            for row in (r for repeat in rows for r in repeat):
-                if congestion:
-                    row["tcp_congestion"] = congestion
+        if congestion:
+            for row in (r for rows in repeats.values() for repeat in rows for r in repeat):
+                row["tcp_congestion"] = congestion
         results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"ping-pong, {where}: GB/s of one transfer (median of {args.repeats})",
                              list(repeats), results, ours)

@@ -29,12 +29,6 @@ std::vector<std::string> nic_direct_kinds(const DeviceProperties& props) {
   return kinds;
 }
 
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string text;
-  for (size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
-  return text;
-}
-
 std::vector<std::string> dtype_names(const std::vector<DType>& dtypes) {
   std::vector<std::string> names;
   for (DType dtype : dtypes) names.emplace_back(dtype_name(dtype));

@@ -41,4 +41,10 @@ std::string format_exact(double value) {
   return std::string(text, result.ptr);
 }
 
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) text += (i ? separator : "") + items[i];
+  return text;
+}
+
 }  // namespace h2::tools

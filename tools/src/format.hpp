@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace h2::tools {
 
@@ -13,5 +14,7 @@ std::string format_duration(double seconds);                                    
 // The shortest text that reads back as exactly `value` ("1e-07", "0.003"): for passing a number on
 // to another process's command line, where std::to_string's six decimals would lose it.
 std::string format_exact(double value);
+// The items with `separator` between them: join({"a", "b"}, ", ") is "a, b".
+std::string join(const std::vector<std::string>& items, const char* separator);
 
 }  // namespace h2::tools

@@ -17,6 +17,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "format.hpp"
 #include "h2/log.hpp"
 #include "rank_processes.hpp"
 
@@ -180,9 +181,9 @@ std::vector<int> allowed_cpus() {
 }
 
 std::string cpu_list(const std::vector<int>& cpus) {
-  std::string text;
-  for (int cpu : cpus) text += (text.empty() ? "" : ",") + std::to_string(cpu);
-  return text;
+  std::vector<std::string> names;
+  for (int cpu : cpus) names.push_back(std::to_string(cpu));
+  return join(names, ",");
 }
 
 }  // namespace
