@@ -82,6 +82,36 @@ PointToPoint prepare_point_to_point(CommState& s, Stream& stream, const Tensor& 
   return {link, Region{data, first}, std::move(layout), std::move(transfer)};
 }
 
+// "send of f32[4] to rank 1 of communicator 'world' (tag 0)", for errors and timeouts.
+std::string message_name(const CommState& s, bool is_send, const Tensor& tensor, int peer, uint32_t tag) {
+  return std::string(is_send ? "send of " : "receive of ") + tensor.describe() +
+         (is_send ? " to rank " : " from rank ") + std::to_string(peer) + " of communicator '" + s.name + "' (tag " +
+         std::to_string(tag) + ")";
+}
+
+// A blocking send or receive as one operation of the engine, where that keeps every promise of the
+// Transfer route: the tensor is one piece (both sides cut a message alike, so either may take
+// either route), the NIC reaches its memory, the caller's stream has nothing queued (the data is
+// final, and nothing reads or writes it meanwhile), and nothing of this process's is in flight (so
+// it cannot overtake an earlier message with its tag). Otherwise returns false, having done nothing.
+// Why: the Transfer route (a Board, a Transfer, a Request, a dozen allocations and their release)
+// adds microseconds between one message's arrival and the next send, and under BBR's pacing on
+// loopback each of those cost a 1 MiB tcp ping-pong 10-15 us: 235 us a transfer against 174 us this
+// way, where fi_pingpong took 158 (medians of 8 interleaved runs; issue 7).
+bool single_operation(const CommState& s, Stream& stream, const Tensor& tensor, int to, int peer, uint32_t tag,
+                      bool is_send) {
+  Engine& engine = s.world->engine();
+  const size_t bytes = static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
+  if (bytes == 0 || !engine.idle() || !stream.ready()) return false;
+  Link& link = s.world->link(tensor.device());
+  if (!link.direct() || bytes > link.piece_bytes()) return false;
+  const OpPtr op = is_send
+                       ? send_in_place(engine, link, to, make_tag(TagKind::p2p, s.id, s.members[s.rank], tag), tensor)
+                       : engine.recv(to, make_tag(TagKind::p2p, s.id, to, tag), tensor.data(), bytes, tensor.buffer());
+  engine.wait(op, [&] { return message_name(s, is_send, tensor, peer, tag); });
+  return true;
+}
+
 // Average and cast back: the owner of each fully reduced piece does it once.
 void finalize(Stream& stream, double scale, const Tensor& reduced, const Tensor& out) {
   if (scale != 1.0) ops::binary(stream, ops::BinaryOp::mul, reduced, scale, reduced);
@@ -212,12 +242,11 @@ Request Communicator::start_send(Stream& stream, const Tensor& tensor, int peer,
   check_tensor("isend", "the tensor", tensor);
   const int to = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  PointToPoint p = prepare_point_to_point(s, stream, tensor,
-                                          "send of " + tensor.describe() + " to rank " + std::to_string(peer) +
-                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
+  PointToPoint p = prepare_point_to_point(s, stream, tensor, message_name(s, true, tensor, peer, tag));
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, s.members[s.rank], tag);
   for (const auto& piece : p.layout.segments[0])
     p.transfer->add(Transfer::Send{to, wire_tag, p.data.piece(piece), p.data.index(piece)});
+  p.transfer->follow(s.world->point_to_point_predecessor(true, to, wire_tag, p.transfer));
   s.world->engine().add_task(p.transfer);
   return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, {}, false}));
 }
@@ -226,9 +255,7 @@ Request Communicator::start_recv(Stream& stream, const Tensor& tensor, int peer,
   check_tensor("irecv", "the tensor", tensor);
   const int from = world_rank(peer);
   CommState& s = const_cast<CommState&>(state());
-  PointToPoint p = prepare_point_to_point(s, stream, tensor,
-                                          "receive of " + tensor.describe() + " from rank " + std::to_string(peer) +
-                                              " of communicator '" + s.name + "' (tag " + std::to_string(tag) + ")");
+  PointToPoint p = prepare_point_to_point(s, stream, tensor, message_name(s, false, tensor, peer, tag));
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, from, tag);
   for (const auto& piece : p.layout.segments[0]) {
     Transfer::Recv recv;
@@ -238,6 +265,7 @@ Request Communicator::start_recv(Stream& stream, const Tensor& tensor, int peer,
     recv.piece = p.data.index(piece);
     p.transfer->add(std::move(recv));
   }
+  p.transfer->follow(s.world->point_to_point_predecessor(false, from, wire_tag, p.transfer));
   s.world->engine().add_task(p.transfer);
   Stream* caller = &stream;
   Link& link = p.link;
@@ -261,11 +289,15 @@ Request Communicator::irecv(Stream& stream, const Tensor& tensor, int peer, uint
 }
 
 void Communicator::send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
-  start_send(stream, tensor, peer, tag).wait();
+  check_tensor("send", "the tensor", tensor);
+  if (!single_operation(state(), stream, tensor, world_rank(peer), peer, tag, true))
+    start_send(stream, tensor, peer, tag).wait();
 }
 
 void Communicator::recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const {
-  start_recv(stream, tensor, peer, tag).wait();
+  check_tensor("recv", "the tensor", tensor);
+  if (!single_operation(state(), stream, tensor, world_rank(peer), peer, tag, false))
+    start_recv(stream, tensor, peer, tag).wait();
 }
 
 void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) const {

@@ -148,6 +148,14 @@ void Engine::complete_locked(const Completion& completion) {
     op->error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
                 std::to_string(op->bytes) + " bytes) failed: " + completion.message;
     op->state.store(OpState::failed, std::memory_order_release);
+  } else if (!op->is_send && completion.bytes != op->bytes) {
+    // Both sides cut a message into the same pieces, so a shorter one means the sender's tensor is
+    // smaller than the receiver's: the rest would silently keep whatever it held. (A longer one
+    // fails in the provider as truncated.)
+    op->error = "receive from rank " + std::to_string(op->peer) + " expected " + std::to_string(op->bytes) +
+                " bytes and got a message of " + std::to_string(completion.bytes) +
+                " (do the sender's and the receiver's tensors have the same size?)";
+    op->state.store(OpState::failed, std::memory_order_release);
   } else {
     op->state.store(OpState::done, std::memory_order_release);
   }
@@ -234,8 +242,9 @@ void Engine::throw_if_failed() const {
 }
 
 void Engine::check(const Op& op) const {
+  // As wait_task: an operation that failed once the job had failed (a dead peer) failed for that reason.
   if (op.state.load(std::memory_order_acquire) == OpState::failed)
-    throw CommError(CommErrorKind::transport, op.peer, "DiComm: " + op.error);
+    throw CommError(failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, op.peer, "DiComm: " + op.error);
 }
 
 void Engine::wait_until(const std::function<bool()>& done, const std::function<std::string()>& what) {

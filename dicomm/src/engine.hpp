@@ -83,6 +83,9 @@ class Engine {
   // Whether messages to world rank `peer` go through the node transport (which may read a sender's
   // exported memory), not libfabric.
   bool via_node(int peer) const { return node_ && node_->enabled(peer); }
+  // Nothing of this process's is queued, in flight or running: an operation submitted now cannot
+  // overtake an earlier one.
+  bool idle() const { return pending_.load(std::memory_order_acquire) == 0; }
   // Posts queued operations, reads completions and advances the tasks once. True when anything moved.
   bool progress();
   // Operations were handed to the caller without a wait (isend, irecv): the background thread moves

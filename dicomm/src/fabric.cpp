@@ -220,7 +220,7 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
   const size_t want = std::min<size_t>(max, 64);
   const ssize_t n = fi_cq_read(cq_, entries, want);
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, ""});
+    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, "", entries[i].len});
     return static_cast<size_t>(n);
   }
   if (n == -FI_EAGAIN) return 0;
@@ -230,9 +230,9 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
       std::string text = fi_strerror(err.err);
       if (err.prov_errno != 0) {
         const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
-        if (detail != nullptr && *detail != '\0') text += " (" + std::string(detail) + ")";
+        if (detail != nullptr && *detail != '\0' && text != detail) text += " (" + std::string(detail) + ")";
       }
-      out.push_back({err.op_context, err.err, text});
+      out.push_back({err.op_context, err.err, text, 0});
       return 1;
     }
     return 0;

@@ -34,6 +34,7 @@ struct Completion {
   void* context = nullptr;  // the context the operation was posted with
   int error = 0;            // 0, or a positive FI_E* / errno value
   std::string message;      // the provider's text when error != 0
+  size_t bytes = 0;         // a receive's: the length of the message that landed
 };
 
 class Fabric {

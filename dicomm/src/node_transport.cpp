@@ -248,7 +248,7 @@ ssize_t NodeTransport::post_send(int world_rank, const void* data, size_t bytes,
     if (bytes > 0) std::memcpy(command->data, data, bytes);
     command->address = 0;
     command->send_id = 0;
-    done_.push_back({context, 0, ""});
+    done_.push_back({context, 0, "", 0});
   } else {
     // The receiver copies straight from `data`; the send completes when it says it has.
     command->address = reinterpret_cast<uintptr_t>(data);
@@ -311,7 +311,7 @@ void NodeTransport::deliver(Peer& from, const Arrived& message, const Posted& re
       done += static_cast<size_t>(n);
     }
   }
-  out.push_back({recv.context, error, text});
+  out.push_back({recv.context, error, text, message.bytes});
   if (!message.is_inline) acknowledge(from, message.send_id, error);
 }
 
@@ -347,7 +347,8 @@ size_t NodeTransport::poll(std::vector<Completion>& out) {
       const auto it = sends_.find(ack->send_id);
       if (it != sends_.end()) {
         out.push_back({it->second, static_cast<int>(ack->error),
-                       ack->error == 0 ? "" : "rank " + std::to_string(p.world_rank) + " could not copy the message"});
+                       ack->error == 0 ? "" : "rank " + std::to_string(p.world_rank) + " could not copy the message",
+                       0});
         sends_.erase(it);
         --p.outstanding;
       }

@@ -18,6 +18,15 @@ size_t bytes_of(const Tensor& t) {
 
 }  // namespace
 
+OpPtr send_in_place(Engine& engine, Link& link, int peer, uint64_t tag, const Tensor& source) {
+  // Only the node transport reads exported memory. Up to 4 KiB a message is not worth the export
+  // call: the smallest travel inside its command, the rest are read with process_vm_readv.
+  std::optional<MemoryExport> shared;
+  if (bytes_of(source) > kSmallMessage && engine.via_node(peer))
+    shared = link.shared_location(*source.buffer(), byte_offset(source));
+  return engine.send(peer, tag, source.data(), bytes_of(source), source.buffer(), std::move(shared));
+}
+
 int Board::add(int count, const std::shared_ptr<Event>& ready) {
   const int first = static_cast<int>(pieces.size());
   pieces.resize(pieces.size() + static_cast<size_t>(count));
@@ -77,6 +86,10 @@ bool Transfer::can_send(SendState& s) {
 }
 
 bool Transfer::advance() {
+  if (predecessor_) {
+    if (!predecessor_->handed_over()) return false;
+    predecessor_.reset();
+  }
   // What lets a peer go on comes first: landing what has arrived (its reduction feeds a send),
   // then sends. Posting a receive last: one whose message has arrived already is copied there and
   // then (shm and the node transport do), and the peer would wait for our sends meanwhile.
@@ -104,6 +117,7 @@ bool Transfer::post_receives() {
     // The operation keeps its memory alive: if this transfer fails, the NIC may still write there.
     std::shared_ptr<void> keep = r.slot ? std::shared_ptr<void>(r.slot) : std::shared_ptr<void>(r.op.into.buffer());
     r.fabric_op = engine_.recv(r.op.peer, r.op.tag, target, bytes_of(r.op.into), std::move(keep));
+    ++handed_;
     r.state = State::posted;
     ++next_recv_;
     ++active_recvs_;
@@ -169,13 +183,8 @@ bool Transfer::advance_sends() {
     if (!can_send(s)) break;
     const Tensor& source = s.op.source;
     if (link_.direct()) {
-      // Only the node transport reads exported memory. Up to 4 KiB a message is not worth the export
-      // call: the smallest travel inside its command, the rest are read with process_vm_readv.
-      std::optional<MemoryExport> shared;
-      if (bytes_of(source) > kSmallMessage && engine_.via_node(s.op.peer))
-        shared = link_.shared_location(*source.buffer(), byte_offset(source));
-      s.fabric_op =
-          engine_.send(s.op.peer, s.op.tag, source.data(), bytes_of(source), source.buffer(), std::move(shared));
+      s.fabric_op = send_in_place(engine_, link_, s.op.peer, s.op.tag, source);
+      ++handed_;
       s.state = State::posted;
     } else {
       s.slot = link_.acquire();
@@ -195,6 +204,7 @@ bool Transfer::advance_sends() {
     if (s.state != State::staging) continue;
     if (s.slot->copied && !s.slot->copied->ready()) break;
     s.fabric_op = engine_.send(s.op.peer, s.op.tag, s.slot->buffer.data(), bytes_of(s.op.source), s.slot);
+    ++handed_;
     s.state = State::posted;
     moved = true;
   }

@@ -81,6 +81,13 @@ class Transfer : public Task {
   void add(Send send);
   void add(Recv recv);
   bool empty() const { return sends_.empty() && recvs_.empty(); }
+  // Hands nothing to the engine until `predecessor` has handed it all of its operations. Messages
+  // with one tag between two ranks match in the order posted, and a transfer keeps at most `window`
+  // in flight: without this, a short message would overtake the rest of a long one sent before it.
+  void follow(std::shared_ptr<const Transfer> predecessor) { predecessor_ = std::move(predecessor); }
+  // Every operation is with the engine (or the transfer is over: a failed one never hands over the
+  // rest, and what follows it must not wait for that).
+  bool handed_over() const { return finished() || handed_ == sends_.size() + recvs_.size(); }
 
   bool advance() override;
   std::string describe() const override;
@@ -131,6 +138,12 @@ class Transfer : public Task {
   size_t first_send_ = 0, first_recv_ = 0;      // the first not done
   size_t active_sends_ = 0, active_recvs_ = 0;
   size_t done_ = 0;
+  size_t handed_ = 0;  // operations handed to the engine
+  std::shared_ptr<const Transfer> predecessor_;
 };
+
+// Sends `source` (contiguous, in memory `link` lets the NIC read directly) to world rank `peer` as
+// one message, from where it lies. A node peer that maps `link`'s device memory reads it there.
+OpPtr send_in_place(Engine& engine, Link& link, int peer, uint64_t tag, const Tensor& source);
 
 }  // namespace h2::dicomm::detail

@@ -367,9 +367,21 @@ bool World::halving_doubling(int ranks) const {
 
 Link& World::link(const Device& device) {
   std::lock_guard lock(links_mutex_);
-  auto& slot = links_[device.label()];
-  if (!slot) slot = std::make_unique<Link>(device, piece_bytes_, force_staging_, share_device_memory_);
-  return *slot;
+  for (const auto& link : links_)
+    if (link->device() == device) return *link;
+  return *links_.emplace_back(std::make_unique<Link>(device, piece_bytes_, force_staging_, share_device_memory_));
+}
+
+std::shared_ptr<Transfer> World::point_to_point_predecessor(bool send, int peer, uint64_t tag,
+                                                            const std::shared_ptr<Transfer>& next) {
+  std::lock_guard lock(p2p_mutex_);
+  std::weak_ptr<Transfer>& last = last_p2p_[{send, peer, tag}];
+  std::shared_ptr<Transfer> previous = last.lock();
+  last = next;
+  // A job may use a tag per micro-batch: forget the transfers that are gone.
+  if (last_p2p_.size() > kMaxRememberedTags)
+    std::erase_if(last_p2p_, [](const auto& entry) { return entry.second.expired(); });
+  return previous;
 }
 
 std::span<const char> World::open_shared(int peer, const H2_MemHandle& handle) {
@@ -386,7 +398,7 @@ std::span<const char> World::open_shared(int peer, const H2_MemHandle& handle) {
   std::shared_ptr<DeviceBuffer> opened;
   {
     std::lock_guard links_lock(links_mutex_);
-    for (const auto& [label, link] : links_) {
+    for (const auto& link : links_) {
       const Device& device = link->device();
       if (!device.can_share_memory() || !device.properties().host_accessible) continue;
       try {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "engine.hpp"
 #include "h2/dicomm/communicator.hpp"
@@ -21,6 +23,8 @@ enum class TagKind : uint64_t { collective = 1, p2p = 2 };
 // The sender's rank in the tag lets receives match any source (no FI_DIRECTED_RECV needed).
 uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence);
 constexpr int kMaxWorldSize = 1 << 16;
+
+class Transfer;
 constexpr uint32_t kMaxCommunicators = 1u << 14;
 
 class World {
@@ -41,6 +45,11 @@ class World {
   Link& link(const Device& device);
   // A new communicator id, unique in the job (the store counts them).
   uint32_t new_comm_id();
+  // The point-to-point transfer that `next`, a send to (or receive from) world rank `peer` with wire
+  // tag `tag`, must follow (Transfer::follow): the last one started with the same three, or null.
+  // `next` becomes the last.
+  std::shared_ptr<Transfer> point_to_point_predecessor(bool send, int peer, uint64_t tag,
+                                                       const std::shared_ptr<Transfer>& next);
 
   // The region of device memory that node peer `peer` exported as `handle`, at a host address here,
   // opened once with one of this process's devices and then cached; empty when none can open it
@@ -59,11 +68,16 @@ class World {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
   std::mutex links_mutex_;
-  std::map<std::string, std::unique_ptr<Link>> links_;
+  // One per device this process has sent from or received into: a device or two, so a scan by
+  // Device (a pointer and an index compared) beats a map keyed by label (a string built per message).
+  std::vector<std::unique_ptr<Link>> links_;
   bool share_device_memory_ = true;            // H2_DICOMM_SHARED_MEMORY
   static constexpr size_t kMaxImports = 1024;  // regions; cpu-reference exports one per device
   std::mutex imports_mutex_;
   std::map<std::string, std::shared_ptr<DeviceBuffer>> imports_;  // by handle and peer; null: cannot open
+  std::mutex p2p_mutex_;
+  std::map<std::tuple<bool, int, uint64_t>, std::weak_ptr<Transfer>> last_p2p_;
+  static constexpr size_t kMaxRememberedTags = 1024;  // then the entries of transfers gone are dropped
 };
 
 // What a communicator is: its members (world ranks, in communicator order) and its sequence numbers.

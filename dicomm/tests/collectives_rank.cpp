@@ -155,6 +155,37 @@ void check_point_to_point(const Communicator& comm, h2::Stream& stream, const h2
            "point-to-point message " + std::to_string(m) + " (" + std::to_string(lengths[m]) + " floats) in order");
 }
 
+// Blocking send and recv between ranks 0 and 1, beside requests still open: a blocking call that
+// finds nothing else in flight is one operation on the wire, otherwise it queues behind what is
+// (a large message, several pieces where H2_DICOMM_PIECE_BYTES is small); with one tag, every
+// message still arrives in the order sent, whichever way each side took.
+void check_blocking_point_to_point(const Communicator& comm, h2::Stream& stream, const h2::Device& device) {
+  if (comm.size() < 2 || comm.rank() > 1) return;
+  const std::vector<int64_t> lengths = {600001, 17, 5, 300000};
+  std::vector<Tensor> messages;
+  for (size_t m = 0; m < lengths.size(); ++m)
+    messages.push_back(comm.rank() == 0 ? Tensor::from_host(stream, values(0, lengths[m], static_cast<int64_t>(m)),
+                                                            {lengths[m]}, DType::f32)
+                                        : Tensor::empty(device, {lengths[m]}, DType::f32));
+  if (comm.rank() == 0) {
+    h2::dicomm::Request first = comm.isend(stream, messages[0], 1, 6);  // may still be moving
+    comm.send(stream, messages[1], 1, 6);
+    first.wait();
+    comm.send(stream, messages[2], 1, 6);  // nothing in flight now
+    comm.send(stream, messages[3], 1, 6);
+  } else {
+    comm.recv(stream, messages[0], 0, 6);
+    h2::dicomm::Request second = comm.irecv(stream, messages[1], 0, 6);
+    comm.recv(stream, messages[2], 0, 6);  // must not take message 1
+    second.wait();
+    comm.recv(stream, messages[3], 0, 6);
+    for (size_t m = 0; m < lengths.size(); ++m)
+      expect(messages[m].to_host(stream) == values(0, lengths[m], static_cast<int64_t>(m)),
+             "blocking point-to-point message " + std::to_string(m) + " (" + std::to_string(lengths[m]) +
+                 " floats) in order");
+  }
+}
+
 // An isend moves while its caller does something else and never calls DiComm: DiComm's background
 // thread must drive it (over tcp;ofi_rxm the receiver reads a large message from the sender, which
 // needs the sender's progress). Rank 1 says it has the message through a file, not through DiComm.
@@ -204,6 +235,7 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
     for (int64_t n : {1, 1000, 600001}) check_broadcast(world, stream, DType::f32, n, root);
   check_broadcast(world, stream, DType::bf16, 333, size - 1);
   check_point_to_point(world, stream, device);
+  check_blocking_point_to_point(world, stream, device);
   check_progress_without_a_waiter(world, stream, device);
   world.barrier();
 
@@ -251,6 +283,24 @@ int main(int argc, char** argv) {
       const int failed = run_checks(world, stream, device);
       std::cout << prefix << checks - failed << " of " << checks << " checks passed" << std::endl;
       return failed == 0 ? 0 : 1;
+    }
+    if (mode == "sizes") {
+      // Rank 0 sends 1000 floats twice; rank 1 receives them into 2000 and into 500.
+      if (info.rank == 0) {
+        const Tensor out = Tensor::from_host(stream, values(0, 1000), {1000}, DType::f32);
+        world.send(stream, out, 1, 1);
+        world.send(stream, out, 1, 2);
+      } else if (info.rank == 1) {
+        for (const auto& [length, tag] : {std::pair<int64_t, uint32_t>{2000, 1}, {500, 2}}) {
+          try {
+            world.recv(stream, Tensor::empty(device, {length}, DType::f32), 0, tag);
+            std::cout << prefix << length << " floats received" << std::endl;
+          } catch (const h2::dicomm::CommError& e) {
+            std::cout << prefix << "CommError(peer " << e.peer() << "): " << e.what() << std::endl;
+          }
+        }
+      }
+      return 0;
     }
     Tensor t = Tensor::from_host(stream, std::vector<double>(1 << 20, 1.0), {1 << 20}, DType::f32);
     world.allreduce(stream, t);  // everyone is connected and alive

@@ -159,6 +159,23 @@ TEST(Faults, StalledPeerTimesOutWithAMessage) {
   EXPECT_THAT(result.output, HasSubstr("'dicomm/rank/2'"));
 }
 
+// A message shorter than its receive would leave the rest of the tensor as it was, silently; a
+// longer one cannot fit. Both fail the receive with the sizes, over every transport.
+TEST(Faults, SendAndReceiveOfDifferentSizesFail) {
+  for (const std::string transport : {"H2_FABRIC_PROVIDER=shm", "H2_FABRIC_PROVIDER='tcp;ofi_rxm'", ""}) {
+    const CliResult result = launch(2, "sizes", transport + " H2_DICOMM_TIMEOUT=30");
+    EXPECT_THAT(result.output, HasSubstr("rank 1: CommError(peer 0): DiComm: receive from rank 0 expected 8000 bytes "
+                                         "and got a message of 4000"))
+        << transport << "\n"
+        << result.output;
+    EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 0\\): DiComm: receive from rank 0 "
+                                                      "\\(2000 bytes\\) failed: .*"))
+        << transport << "\n"
+        << result.output;
+    EXPECT_THAT(result.output, testing::Not(HasSubstr("floats received"))) << result.output;
+  }
+}
+
 TEST(Faults, WrongJobTokenIsRefused) {
   const CliResult result = launch(3, "token", "H2_DICOMM_TIMEOUT=5", "--grace 10");
   EXPECT_NE(result.exit_code, 0) << result.output;
