@@ -23,9 +23,9 @@ enum class TagKind : uint64_t { collective = 1, p2p = 2 };
 // The sender's rank in the tag lets receives match any source (no FI_DIRECTED_RECV needed).
 uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence);
 constexpr int kMaxWorldSize = 1 << 16;
+constexpr uint32_t kMaxCommunicators = 1u << 14;
 
 class Transfer;
-constexpr uint32_t kMaxCommunicators = 1u << 14;
 
 class World {
  public:
