@@ -77,7 +77,7 @@ void Stream::memset(DeviceBuffer& dst, uint8_t value, size_t offset, size_t byte
   void* target = range_in(dst, offset, bytes, "memset", "destination");
   require_same_device(device_, dst, "memset");
   if (bytes == 0) return;
-  device_.plugin()->check(device_.plugin()->api().memset_async(native_, target, value, bytes), "memset_async");
+  device_.plugin()->check(device_.plugin()->api().memset_async(enqueue_handle(), target, value, bytes), "memset_async");
 }
 
 void Stream::copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, size_t dst_offset) {
@@ -85,8 +85,9 @@ void Stream::copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, si
   require_same_device(device_, dst, "copy_from_host");
   if (bytes == 0) return;
   if (src == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_from_host: the host source is null");
-  device_.plugin()->check(device_.plugin()->api().memcpy_async(native_, target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
-                          "memcpy_async(host to device)");
+  device_.plugin()->check(
+      device_.plugin()->api().memcpy_async(enqueue_handle(), target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
+      "memcpy_async(host to device)");
 }
 
 void Stream::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size_t src_offset) {
@@ -94,8 +95,9 @@ void Stream::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size
   require_same_device(device_, src, "copy_to_host");
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_to_host: the host destination is null");
-  device_.plugin()->check(device_.plugin()->api().memcpy_async(native_, dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
-                          "memcpy_async(device to host)");
+  device_.plugin()->check(
+      device_.plugin()->api().memcpy_async(enqueue_handle(), dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
+      "memcpy_async(device to host)");
 }
 
 void Stream::copy(DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
@@ -109,7 +111,7 @@ void Stream::copy(DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
   if (dst.data() == src.data() && dst_offset < src_offset + bytes && src_offset < dst_offset + bytes)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "copy: source and destination ranges overlap");
   device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(native_, target, source, bytes, H2_MEMCPY_DEVICE_TO_DEVICE),
+      device_.plugin()->api().memcpy_async(enqueue_handle(), target, source, bytes, H2_MEMCPY_DEVICE_TO_DEVICE),
       "memcpy_async(device to device)");
 }
 
@@ -117,17 +119,38 @@ void Stream::wait(const Event& event) {
   if (!event.device().same_plugin(device_))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "wait: the event is on " + event.device().label() +
                                                 ", another plugin than the stream's " + device_.label());
-  device_.plugin()->check(device_.plugin()->api().stream_wait_event(native_, event.native()), "stream_wait_event");
+  device_.plugin()->check(device_.plugin()->api().stream_wait_event(enqueue_handle(), event.native()),
+                          "stream_wait_event");
+}
+
+Stream::Stream(Stream&& other) noexcept
+    : OwnedHandle(std::move(other)),
+      enqueued_(other.enqueued_.load(std::memory_order_acquire)),
+      idle_at_(other.idle_at_.load(std::memory_order_acquire)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    enqueued_.store(other.enqueued_.load(std::memory_order_acquire), std::memory_order_release);
+    idle_at_.store(other.idle_at_.load(std::memory_order_acquire), std::memory_order_release);
+    OwnedHandle::operator=(std::move(other));
+  }
+  return *this;
 }
 
 void Stream::synchronize() {
+  const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
   device_.plugin()->check(device_.plugin()->api().stream_synchronize(native_), "stream_synchronize");
+  idle_at_.store(enqueued, std::memory_order_release);
 }
 
 bool Stream::ready() {
+  // Read before asking: work enqueued meanwhile (another thread's) leaves the counts apart.
+  const uint64_t enqueued = enqueued_.load(std::memory_order_acquire);
+  if (idle_at_.load(std::memory_order_acquire) == enqueued) return true;
   H2_Status status = device_.plugin()->api().stream_query(native_);
   if (status == H2_STATUS_NOT_READY) return false;
   device_.plugin()->check(status, "stream_query");
+  idle_at_.store(enqueued, std::memory_order_release);
   return true;
 }
 

@@ -133,6 +133,27 @@ TEST_F(Streams, QueryNeverReportsIdleWhileWorkIsQueuedOrRunning) {
   }
 }
 
+// The core answers ready() itself while nothing was enqueued since the plugin last said the stream
+// was idle. An op reaches the plugin through the handle, not through a Stream method, and must make
+// ready() ask the plugin again; so must moving the stream.
+TEST_F(Streams, ReadyAsksThePluginAgainOnceAnOpIsEnqueued) {
+  constexpr int64_t kCount = 32 << 20;  // floats: milliseconds of work on cpu-reference
+  Stream stream = device_.create_stream();
+  Stream checker = device_.create_stream();
+  const Tensor values = Tensor::empty(device_, {kCount}, DType::f32);
+  ops::fill(stream, values, 0);
+  stream.synchronize();
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_TRUE(stream.ready());
+    ops::fill(stream, values, round);
+    if (round == 2) stream = Stream(std::move(stream));
+    while (!stream.ready()) std::this_thread::yield();
+    // Idle means done: the last element, written last, already holds the new value.
+    EXPECT_EQ(values.slice(0, kCount - 1, kCount).to_host(checker)[0], round)
+        << "the stream reported idle while its fill was still running";
+  }
+}
+
 TEST_F(Streams, AWaitingStreamIsNotReadyBeforeTheEventItWaitsFor) {
   constexpr size_t kBytes = 128 << 20;
   Stream busy = device_.create_stream();
