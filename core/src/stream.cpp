@@ -77,7 +77,7 @@ void Stream::memset(DeviceBuffer& dst, uint8_t value, size_t offset, size_t byte
   void* target = range_in(dst, offset, bytes, "memset", "destination");
   require_same_device(device_, dst, "memset");
   if (bytes == 0) return;
-  device_.plugin()->check(device_.plugin()->api().memset_async(enqueue_handle(), target, value, bytes), "memset_async");
+  device_.plugin()->check(device_.plugin()->api().memset_async(native(), target, value, bytes), "memset_async");
 }
 
 void Stream::copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, size_t dst_offset) {
@@ -86,7 +86,7 @@ void Stream::copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, si
   if (bytes == 0) return;
   if (src == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_from_host: the host source is null");
   device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(enqueue_handle(), target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
+      device_.plugin()->api().memcpy_async(native(), target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
       "memcpy_async(host to device)");
 }
 
@@ -96,7 +96,7 @@ void Stream::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_to_host: the host destination is null");
   device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(enqueue_handle(), dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
+      device_.plugin()->api().memcpy_async(native(), dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
       "memcpy_async(device to host)");
 }
 
@@ -111,7 +111,7 @@ void Stream::copy(DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src,
   if (dst.data() == src.data() && dst_offset < src_offset + bytes && src_offset < dst_offset + bytes)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "copy: source and destination ranges overlap");
   device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(enqueue_handle(), target, source, bytes, H2_MEMCPY_DEVICE_TO_DEVICE),
+      device_.plugin()->api().memcpy_async(native(), target, source, bytes, H2_MEMCPY_DEVICE_TO_DEVICE),
       "memcpy_async(device to device)");
 }
 
@@ -119,7 +119,7 @@ void Stream::wait(const Event& event) {
   if (!event.device().same_plugin(device_))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "wait: the event is on " + event.device().label() +
                                                 ", another plugin than the stream's " + device_.label());
-  device_.plugin()->check(device_.plugin()->api().stream_wait_event(enqueue_handle(), event.native()),
+  device_.plugin()->check(device_.plugin()->api().stream_wait_event(native(), event.native()),
                           "stream_wait_event");
 }
 

@@ -50,8 +50,8 @@ class Stream : public detail::OwnedHandle<H2_Stream> {
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;
 
-  // The plugin's handle, for enqueuing work through its table (the ops do); ready() then asks the
-  // plugin again.
+  // The plugin's handle, for enqueuing work through its table (the ops and this class's own methods
+  // do); counted as work, so ready() then asks the plugin again.
   H2_Stream* native() const {
     enqueued_.fetch_add(1, std::memory_order_acq_rel);
     return native_;
@@ -82,7 +82,6 @@ class Stream : public detail::OwnedHandle<H2_Stream> {
   // cold, which under BBR's pacing cost a 4 MiB tcp ping-pong 50-100 us (issue 7).
   mutable std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> idle_at_{0};
-  H2_Stream* enqueue_handle() const { return native(); }
 };
 
 class Event : public detail::OwnedHandle<H2_Event> {
