@@ -85,9 +85,8 @@ void Stream::copy_from_host(DeviceBuffer& dst, const void* src, size_t bytes, si
   require_same_device(device_, dst, "copy_from_host");
   if (bytes == 0) return;
   if (src == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_from_host: the host source is null");
-  device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(native(), target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
-      "memcpy_async(host to device)");
+  device_.plugin()->check(device_.plugin()->api().memcpy_async(native(), target, src, bytes, H2_MEMCPY_HOST_TO_DEVICE),
+                          "memcpy_async(host to device)");
 }
 
 void Stream::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size_t src_offset) {
@@ -95,9 +94,8 @@ void Stream::copy_to_host(void* dst, const DeviceBuffer& src, size_t bytes, size
   require_same_device(device_, src, "copy_to_host");
   if (bytes == 0) return;
   if (dst == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, "copy_to_host: the host destination is null");
-  device_.plugin()->check(
-      device_.plugin()->api().memcpy_async(native(), dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
-      "memcpy_async(device to host)");
+  device_.plugin()->check(device_.plugin()->api().memcpy_async(native(), dst, source, bytes, H2_MEMCPY_DEVICE_TO_HOST),
+                          "memcpy_async(device to host)");
 }
 
 void Stream::copy(DeviceBuffer& dst, size_t dst_offset, const DeviceBuffer& src, size_t src_offset, size_t bytes) {
@@ -119,8 +117,7 @@ void Stream::wait(const Event& event) {
   if (!event.device().same_plugin(device_))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "wait: the event is on " + event.device().label() +
                                                 ", another plugin than the stream's " + device_.label());
-  device_.plugin()->check(device_.plugin()->api().stream_wait_event(native(), event.native()),
-                          "stream_wait_event");
+  device_.plugin()->check(device_.plugin()->api().stream_wait_event(native(), event.native()), "stream_wait_event");
 }
 
 Stream::Stream(Stream&& other) noexcept
