@@ -101,7 +101,7 @@ std::string message_name(const CommState& s, bool is_send, const Tensor& tensor,
 bool single_operation(const CommState& s, Stream& stream, const Tensor& tensor, int to, int peer, uint32_t tag,
                       bool is_send) {
   Engine& engine = s.world->engine();
-  const size_t bytes = static_cast<size_t>(tensor.numel()) * dtype_size(tensor.dtype());
+  const size_t bytes = bytes_of(tensor);
   if (bytes == 0 || !engine.idle() || !stream.ready()) return false;
   Link& link = s.world->link(tensor.device());
   if (!link.direct() || bytes > link.piece_bytes()) return false;
@@ -315,7 +315,7 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) 
   // Also when the result may overwrite `data`: the widening copy reads it.
   const auto ready = widened(data.dtype()) ? c.record() : c.input_ready();
   const double scale = scale_of(op, size());
-  const size_t bytes = static_cast<size_t>(work.numel()) * dtype_size(work.dtype());
+  const size_t bytes = bytes_of(work);
   if (bytes <= s.world->small_bytes()) {
     const Layout layout(work.numel(), 1, c.piece_elements(work.numel(), 1, work.dtype()));
     const Region mine = c.region(work, layout, ready);
@@ -408,7 +408,7 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
   const Tensor data = flat(tensor);
   const Layout layout(data.numel(), 1, c.piece_elements(data.numel(), 1, data.dtype()));
   const Region region = c.region(data, layout, c.input_ready());
-  const size_t bytes = static_cast<size_t>(data.numel()) * dtype_size(data.dtype());
+  const size_t bytes = bytes_of(data);
   if (bytes <= s.world->small_bytes()) {
     tree_broadcast(c, region, layout, root);
   } else {

@@ -12,11 +12,11 @@ size_t byte_offset(const Tensor& t) {
   return static_cast<size_t>(t.offset()) * dtype_size(t.dtype());
 }
 
+}  // namespace
+
 size_t bytes_of(const Tensor& t) {
   return static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
 }
-
-}  // namespace
 
 OpPtr send_in_place(Engine& engine, Link& link, int peer, uint64_t tag, const Tensor& source) {
   // Only the node transport reads exported memory. Up to 4 KiB a message is not worth the export

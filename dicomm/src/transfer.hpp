@@ -142,6 +142,9 @@ class Transfer : public Task {
   std::shared_ptr<const Transfer> predecessor_;
 };
 
+// The bytes `t`'s elements take (contiguous tensors: the bytes a message of it carries).
+size_t bytes_of(const Tensor& t);
+
 // Sends `source` (contiguous, in memory `link` lets the NIC read directly) to world rank `peer` as
 // one message, from where it lies. A node peer that maps `link`'s device memory reads it there.
 OpPtr send_in_place(Engine& engine, Link& link, int peer, uint64_t tag, const Tensor& source);
