@@ -23,8 +23,13 @@ void Backoff::pause() {
 }
 
 Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers,
-               int rank, std::chrono::milliseconds timeout)
-    : fabric_(std::move(fabric)), node_(std::move(node)), peers_(std::move(peers)), rank_(rank), timeout_(timeout) {
+               int rank, std::chrono::milliseconds timeout, size_t message_bytes)
+    : fabric_(std::move(fabric)),
+      node_(std::move(node)),
+      peers_(std::move(peers)),
+      rank_(rank),
+      timeout_(timeout),
+      message_bytes_(message_bytes) {
   for (int r = 0; r < world_size(); ++r) fabric_peers_ = fabric_peers_ || (r != rank_ && !via_node(r));
   background_ = std::thread([this] { background_loop(); });
 }
@@ -88,13 +93,23 @@ OpPtr Engine::submit(OpPtr op) {
     throw CommError(CommErrorKind::usage, op->peer,
                     "DiComm: rank " + std::to_string(op->peer) + " is not in the job of " +
                         std::to_string(world_size()) + " ranks");
+  if ((op->tag & kMorePartsTagBit) != 0) throw std::logic_error("DiComm: a tag uses the Engine's bit");
   throw_if_failed();
   {
     std::lock_guard lock(mutex_);
-    if (fabric_->needs_registration() && op->bytes > 0 && !via_node(op->peer)) {
-      void* handle = nullptr;
-      fabric_->register_memory(op->data, op->bytes, &handle);
-      op->mr = handle;
+    if (!via_node(op->peer)) {
+      if (fabric_->needs_registration() && op->bytes > 0) {
+        void* handle = nullptr;
+        fabric_->register_memory(op->data, op->bytes, &handle);
+        op->mr = handle;
+      }
+      if (message_bytes_ > 0 && op->bytes > message_bytes_) {
+        // At most kMaxParts: a provider's queues hold about a thousand posted operations (shm: 1024;
+        // beyond, fi_trecv fails with ENOMEM), and a transfer keeps several pieces in flight.
+        op->part_bytes = std::max(message_bytes_, (op->bytes + kMaxParts - 1) / kMaxParts);
+        op->parts = (op->bytes + op->part_bytes - 1) / op->part_bytes;
+        op->more_contexts = std::make_unique<fi_context2[]>(op->parts - 1);
+      }
     }
     // Queue behind anything not yet posted: posting out of order would break per-tag ordering.
     queued_.push_back(op);
@@ -104,37 +119,78 @@ OpPtr Engine::submit(OpPtr op) {
   return op;
 }
 
+ssize_t Engine::post_part_locked(Op& op, size_t part) {
+  if (via_node(op.peer))
+    return op.is_send
+               ? node_->post_send(op.peer, op.data, op.bytes, op.tag, &op.context, op.shared ? &*op.shared : nullptr)
+               : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
+  void* data = static_cast<char*>(op.data) + part * op.part_bytes;
+  void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
+  // Receives ignore the parts bit, so that a message cut otherwise than the receive still matches
+  // and receive_mismatch names the difference, where an exact tag would leave the receive waiting.
+  return op.is_send ? fabric_->post_send(data, op.part_size(part), desc, peers_[op.peer], op.part_tag(part),
+                                         op.context_of(part))
+                    : fabric_->post_recv(data, op.part_size(part), desc, op.tag, kMorePartsTagBit, op.context_of(part));
+}
+
 bool Engine::post_queued_locked() {
   bool moved = false;
   while (!queued_.empty()) {
     Op& op = *queued_.front();
-    void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
-    ssize_t rc;
-    if (via_node(op.peer)) {
-      rc = op.is_send
-               ? node_->post_send(op.peer, op.data, op.bytes, op.tag, &op.context, op.shared ? &*op.shared : nullptr)
-               : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
-    } else {
-      rc = op.is_send ? fabric_->post_send(op.data, op.bytes, desc, peers_[op.peer], op.tag, &op.context)
-                      : fabric_->post_recv(op.data, op.bytes, desc, op.tag, &op.context);
+    ssize_t rc = 0;
+    // A part that failed while later ones waited for the provider failed the operation: post no more.
+    while (!op.finished() && op.posted_parts < op.parts) {
+      rc = post_part_locked(op, op.posted_parts);
+      if (rc != 0) break;
+      inflight_.emplace(op.context_of(op.posted_parts), queued_.front());
+      ++op.posted_parts;
+      ++op.open_parts;
+      if (!via_node(op.peer)) ++fabric_inflight_;
+      moved = true;
     }
     if (rc == -FI_EAGAIN) break;  // the provider needs progress first (rxm connects on demand)
     OpPtr owned = std::move(queued_.front());
     queued_.pop_front();
     moved = true;
-    if (rc != 0) {
-      owned->error = std::string(op.is_send ? "fi_tsend to" : "fi_trecv from") + " rank " + std::to_string(op.peer) +
-                     ": " + Fabric::error_text(rc);
-      if (owned->mr != nullptr) fabric_->deregister(owned->mr);
-      owned->state.store(OpState::failed, std::memory_order_release);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
-      continue;
-    }
-    owned->state.store(OpState::posted, std::memory_order_release);
-    if (!via_node(owned->peer)) ++fabric_inflight_;
-    inflight_.emplace(&owned->context, std::move(owned));
+    if (rc != 0)
+      fail_op_locked(*owned, std::string(owned->is_send ? "fi_tsend to" : "fi_trecv from") + " rank " +
+                                 std::to_string(owned->peer) + ": " + Fabric::error_text(rc));
+    else if (!owned->finished())
+      owned->state.store(OpState::posted, std::memory_order_release);
+    release_locked(*owned);
   }
   return moved;
+}
+
+void Engine::release_locked(Op& op) {
+  const bool over = op.open_parts == 0 && (op.posted_parts == op.parts || op.finished());
+  if (over && op.mr != nullptr) {
+    fabric_->deregister(op.mr);
+    op.mr = nullptr;
+  }
+}
+
+void Engine::fail_op_locked(Op& op, std::string error) {
+  op.error = std::move(error);
+  op.state.store(OpState::failed, std::memory_order_release);
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
+  // Open parts of a receive would take parts of the next message with the tag.
+  if (!op.is_send && !via_node(op.peer))
+    for (size_t part = 0; part < op.posted_parts; ++part)
+      if (inflight_.contains(op.context_of(part))) fabric_->cancel(op.context_of(part));
+}
+
+std::string Engine::receive_mismatch(const Op& op, size_t part, const Completion& completion) const {
+  const bool more = (completion.tag & kMorePartsTagBit) != 0;
+  const bool last = part + 1 == op.parts;
+  if (completion.bytes == op.part_size(part) && more != last) return "";
+  const std::string head =
+      "receive from rank " + std::to_string(op.peer) + " expected " + std::to_string(op.bytes) + " bytes and got ";
+  const std::string hint = " (do the sender's and the receiver's tensors have the same size?)";
+  // A message that ends here is the sender's whole tensor. Its earlier parts filled ours exactly, so
+  // it was cut into parts of our size (or this is the first part).
+  if (!more) return head + "a message of " + std::to_string(part * op.part_bytes + completion.bytes) + hint;
+  return head + (last ? "a longer message" : "a message of another size") + hint;
 }
 
 void Engine::complete_locked(const Completion& completion) {
@@ -143,22 +199,29 @@ void Engine::complete_locked(const Completion& completion) {
   OpPtr op = std::move(it->second);
   inflight_.erase(it);
   if (!via_node(op->peer)) --fabric_inflight_;
-  if (op->mr != nullptr) fabric_->deregister(op->mr);
+  --op->open_parts;
+  struct Release {
+    Engine& engine;
+    Op& op;
+    ~Release() { engine.release_locked(op); }
+  } release{*this, *op};
+  if (op->finished()) return;  // a part left over from an operation an earlier part failed
   if (completion.error != 0) {
-    op->error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
-                std::to_string(op->bytes) + " bytes) failed: " + completion.message;
-    op->state.store(OpState::failed, std::memory_order_release);
-  } else if (!op->is_send && completion.bytes != op->bytes) {
-    // Both sides cut a message into the same pieces, so a shorter one means the sender's tensor is
-    // smaller than the receiver's: the rest would silently keep whatever it held. (A longer one
-    // fails in the provider as truncated.)
-    op->error = "receive from rank " + std::to_string(op->peer) + " expected " + std::to_string(op->bytes) +
-                " bytes and got a message of " + std::to_string(completion.bytes) +
-                " (do the sender's and the receiver's tensors have the same size?)";
-    op->state.store(OpState::failed, std::memory_order_release);
-  } else {
-    op->state.store(OpState::done, std::memory_order_release);
+    fail_op_locked(*op, std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) +
+                            " (" + std::to_string(op->bytes) + " bytes) failed: " + completion.message);
+    return;
   }
+  // A shorter message would silently leave the rest of the tensor as it was. (A longer one fails in
+  // the provider as truncated, unless it was cut into more parts than the receive.)
+  if (!op->is_send) {
+    std::string mismatch = receive_mismatch(*op, op->part_of(completion.context), completion);
+    if (!mismatch.empty()) {
+      fail_op_locked(*op, std::move(mismatch));
+      return;
+    }
+  }
+  if (op->open_parts > 0 || op->posted_parts < op->parts) return;
+  op->state.store(OpState::done, std::memory_order_release);
   pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
 

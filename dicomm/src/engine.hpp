@@ -12,6 +12,7 @@
 
 #include <rdma/fabric.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -35,8 +36,13 @@ namespace h2::dicomm::detail {
 
 enum class OpState { queued, posted, done, failed };
 
+// Set in the tag of every part of a cut message but its last (see Op::parts), so that a receive
+// cut into other parts than its message (the two tensors differ in size) fails instead of taking
+// parts of the next message. make_tag (world.hpp) leaves this bit to the Engine.
+constexpr uint64_t kMorePartsTagBit = uint64_t{1} << 62;
+
 struct Op {
-  fi_context2 context{};  // completions carry its address; must stay the first member
+  fi_context2 context{};  // part 0's; completions carry its address; must stay the first member
   bool is_send = false;
   int peer = -1;  // world rank
   uint64_t tag = 0;
@@ -48,6 +54,25 @@ struct Op {
   std::atomic<OpState> state{OpState::queued};
   std::string error;  // set before state becomes failed
 
+  // On the fabric, a message above the Engine's message size goes as `parts` messages of
+  // `part_bytes` (the last one the rest), posted back to back with one tag: they match in order.
+  // A receive whose part fails cancels its other open parts; what a provider matched to them
+  // meanwhile is lost, as the tag's messages are out of step after a size mismatch anyway.
+  size_t parts = 1;
+  size_t part_bytes = 0;
+  std::unique_ptr<fi_context2[]> more_contexts;  // parts 1 ..; part 0 posts with `context`
+  size_t posted_parts = 0;
+  size_t open_parts = 0;  // posted, not yet completed
+
+  void* context_of(size_t part) { return part == 0 ? static_cast<void*>(&context) : &more_contexts[part - 1]; }
+  size_t part_of(const void* part_context) const {
+    return part_context == &context
+               ? 0
+               : static_cast<size_t>(static_cast<const fi_context2*>(part_context) - more_contexts.get()) + 1;
+  }
+  size_t part_size(size_t part) const { return parts == 1 ? bytes : std::min(part_bytes, bytes - part * part_bytes); }
+  uint64_t part_tag(size_t part) const { return part + 1 < parts ? tag | kMorePartsTagBit : tag; }
+
   bool finished() const {
     const OpState s = state.load(std::memory_order_acquire);
     return s == OpState::done || s == OpState::failed;
@@ -58,8 +83,10 @@ using OpPtr = std::shared_ptr<Op>;
 class Engine {
  public:
   // `node` (may be null) carries the messages to the ranks it is enabled for, `fabric` the rest.
+  // `message_bytes`: the size fabric messages are cut into (0: never cut; larger parts where that
+  // would make more than kMaxParts); the same on every rank.
   Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers, int rank,
-         std::chrono::milliseconds timeout);
+         std::chrono::milliseconds timeout, size_t message_bytes);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -115,6 +142,14 @@ class Engine {
  private:
   OpPtr submit(OpPtr op);
   bool post_queued_locked();
+  // Posts part `part` of `op` to the node transport or the fabric; the provider's return code.
+  ssize_t post_part_locked(Op& op, size_t part);
+  // Fails `op` with `error` and cancels its posted receive parts that have not completed.
+  void fail_op_locked(Op& op, std::string error);
+  // Drops `op`'s registration once none of its parts is posted or will be.
+  void release_locked(Op& op);
+  // The error of a part of a receive that landed other than posted, or "".
+  std::string receive_mismatch(const Op& op, size_t part, const Completion& completion) const;
   // Advances every task once, in order, and drops the finished ones. True when anything moved.
   bool advance_tasks_locked();
   void complete_locked(const Completion& completion);
@@ -125,6 +160,8 @@ class Engine {
   std::vector<fi_addr_t> peers_;
   int rank_;
   std::chrono::milliseconds timeout_;
+  size_t message_bytes_;
+  static constexpr size_t kMaxParts = 16;
 
   // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
   std::recursive_mutex mutex_;

@@ -60,6 +60,10 @@ bool is_socket_provider(const std::string& provider) {
   return false;
 }
 
+size_t default_message_bytes(const std::string& provider) {
+  return provider.find("ofi_rxm") != std::string::npos ? size_t{512} << 10 : 0;
+}
+
 ProviderProbe probe_providers(const std::string& iface) {
   ProviderProbe probe;
   const uint32_t version = fi_version();
@@ -206,9 +210,9 @@ ssize_t Fabric::post_send(const void* data, size_t bytes, void* desc, fi_addr_t 
   return fi_tsend(ep_, data, bytes, desc, peer, tag, context);
 }
 
-ssize_t Fabric::post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context) {
+ssize_t Fabric::post_recv(void* data, size_t bytes, void* desc, uint64_t tag, uint64_t ignore, void* context) {
   // The sender's rank is part of the tag, so any source may match: no FI_DIRECTED_RECV needed.
-  return fi_trecv(ep_, data, bytes, desc, FI_ADDR_UNSPEC, tag, 0, context);
+  return fi_trecv(ep_, data, bytes, desc, FI_ADDR_UNSPEC, tag, ignore, context);
 }
 
 void Fabric::cancel(void* context) {
@@ -220,7 +224,7 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
   const size_t want = std::min<size_t>(max, 64);
   const ssize_t n = fi_cq_read(cq_, entries, want);
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, "", entries[i].len});
+    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, "", entries[i].len, entries[i].tag});
     return static_cast<size_t>(n);
   }
   if (n == -FI_EAGAIN) return 0;
@@ -232,7 +236,7 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
         const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
         if (detail != nullptr && *detail != '\0' && text != detail) text += " (" + std::string(detail) + ")";
       }
-      out.push_back({err.op_context, err.err, text, 0});
+      out.push_back({err.op_context, err.err, text, 0, err.tag});
       return 1;
     }
     return 0;

@@ -35,7 +35,15 @@ struct Completion {
   int error = 0;            // 0, or a positive FI_E* / errno value
   std::string message;      // the provider's text when error != 0
   size_t bytes = 0;         // a receive's: the length of the message that landed
+  uint64_t tag = 0;         // a receive's: the tag the message carried (it may differ in ignored bits)
 };
+
+// The size DiComm cuts a larger message into on `provider` (0: it never cuts). On ofi_rxm
+// providers a message above rxm's SAR limit goes by rendezvous (RTS, a read, DONE), and a rank turns
+// from receiving to sending only after the whole message: one 4 MiB message took 1.3x fi_pingpong's
+// time over tcp;ofi_rxm under BBR, four 1 MiB messages in flight 0.75x, 512 KiB no better (issue 7).
+// shm copies a message in one cross-memory attach; cutting it gained nothing there.
+size_t default_message_bytes(const std::string& provider);
 
 class Fabric {
  public:
@@ -67,7 +75,8 @@ class Fabric {
   // Post a tagged send / receive. Return 0, -FI_EAGAIN (progress, then retry) or another negative
   // error. `context` must point to a struct fi_context2 that lives until its completion.
   ssize_t post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag, void* context);
-  ssize_t post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context);
+  // A receive matches a message whose tag equals `tag` in every bit not set in `ignore`.
+  ssize_t post_recv(void* data, size_t bytes, void* desc, uint64_t tag, uint64_t ignore, void* context);
   // Cancels a posted receive; its completion arrives with FI_ECANCELED.
   void cancel(void* context);
   // Reads up to `max` completions (successful and failed). Returns how many were found.

@@ -228,7 +228,7 @@ bool shm_is_safe(const std::string& libfabric_version, bool memory_readable) {
 }  // namespace
 
 uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence) {
-  return (static_cast<uint64_t>(kind) << 62) | (static_cast<uint64_t>(comm_id & (kMaxCommunicators - 1)) << 48) |
+  return (static_cast<uint64_t>(kind) << 63) | (static_cast<uint64_t>(comm_id & (kMaxCommunicators - 1)) << 48) |
          (static_cast<uint64_t>(sender & (kMaxWorldSize - 1)) << 32) | sequence;
 }
 
@@ -249,6 +249,15 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   // per-message overhead, and allreduce was no faster for the finer pipeline (bench/dicomm).
   world->piece_bytes_ = env_size("H2_DICOMM_PIECE_BYTES", 4 << 20, 4096, 1ull << 30);
   world->small_bytes_ = env_size("H2_DICOMM_SMALL_BYTES", 64 << 10, 0, 1ull << 30);
+  // -1: the provider's default (default_message_bytes), known once the ranks agree on a provider.
+  const int64_t message_bytes_set =
+      std::getenv("H2_DICOMM_FABRIC_MESSAGE_BYTES") != nullptr
+          ? static_cast<int64_t>(env_size("H2_DICOMM_FABRIC_MESSAGE_BYTES", 0, 0, 1ull << 30))
+          : -1;
+  if (message_bytes_set > 0 && message_bytes_set < 4096)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
+                        " is below 4096 (0 sends every message whole)");
   world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
   world->allreduce_ = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
   world->share_device_memory_ = env_choice("H2_DICOMM_SHARED_MEMORY", {"auto", "off"}) == "auto";
@@ -282,17 +291,19 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                                                        {"requested", requested},
                                                        {"piece_bytes", world->piece_bytes_},
                                                        {"small_bytes", world->small_bytes_},
+                                                       {"fabric_message_bytes", message_bytes_set},
                                                        {"node_transport", node_mode},
                                                        {"allreduce", world->allreduce_}}
                                                       .dump());
     for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
     for (int r = 1; r < info.world_size; ++r)
-      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce"})
+      for (const char* setting : {"piece_bytes", "small_bytes", "fabric_message_bytes", "node_transport", "allreduce"})
         if (ranks[r][setting] != ranks[0][setting])
           throw CommError(CommErrorKind::usage, r,
                           "DiComm: rank " + std::to_string(r) +
                               " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
-                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE than rank 0; set them alike");
+                              "H2_DICOMM_FABRIC_MESSAGE_BYTES / H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE "
+                              "than rank 0; set them alike");
     node_setup = connect_node_transport(store, info.rank, ranks);
     provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
   } else if (provider.empty()) {
@@ -318,8 +329,10 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     node_setup.transport->set_shared_memory_opener(
         [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
   }
+  const size_t message_bytes =
+      message_bytes_set >= 0 ? static_cast<size_t>(message_bytes_set) : default_message_bytes(provider);
   world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(node_setup.transport), std::move(peers),
-                                            info.rank, timeout);
+                                            info.rank, timeout, message_bytes);
   if (world->store_) {
     Engine* engine = world->engine_.get();
     world->store_->on_failure([engine](const RankFailure& failure) {

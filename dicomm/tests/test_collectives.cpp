@@ -78,6 +78,31 @@ TEST(Collectives, AllreduceAlgorithmMustBeKnownAndAlike) {
   EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE than rank 0; set them alike"));
 }
 
+// A message above the fabric's message size goes as parts (by default 512 KiB on tcp;ofi_rxm, none
+// on shm). Cut into parts of 4 KiB, every check still holds on both providers: collectives,
+// point-to-point in order, messages that arrive before their receives.
+TEST(Collectives, MessagesCutIntoSmallPartsOverShmAndTcp) {
+  for (const char* provider : {"shm", "'tcp;ofi_rxm'"}) {
+    const CliResult result =
+        launch(2, "check", std::string("H2_FABRIC_PROVIDER=") + provider + " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
+    expect_all_passed(result, 2);
+  }
+}
+
+TEST(Collectives, FabricMessageSizeMustBeSensibleAndAlike) {
+  CliResult result = launch(2, "check", "H2_DICOMM_FABRIC_MESSAGE_BYTES=100");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES=100 is below 4096 (0 sends every message whole)"));
+  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
+  result = run_h2("launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_FABRIC_MESSAGE_BYTES=0; fi; exec " +
+                      rank_program + " check'",
+                  "");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES / H2_DICOMM_NODE_TRANSPORT"));
+  EXPECT_THAT(result.output, HasSubstr("than rank 0; set them alike"));
+}
+
 TEST(Collectives, NodeTransportCanBeTurnedOff) {
   const CliResult result = launch(2, "check", "H2_DICOMM_NODE_TRANSPORT=off");
   expect_all_passed(result, 2);
@@ -160,19 +185,25 @@ TEST(Faults, StalledPeerTimesOutWithAMessage) {
 }
 
 // A message shorter than its receive would leave the rest of the tensor as it was, silently; a
-// longer one cannot fit. Both fail the receive with the sizes, over every transport.
+// longer one cannot fit. Both fail the receive with the sizes, over every transport, also where the
+// fabric cuts messages into parts (H2_DICOMM_FABRIC_MESSAGE_BYTES) and the two sides' parts differ.
 TEST(Faults, SendAndReceiveOfDifferentSizesFail) {
-  for (const std::string transport : {"H2_FABRIC_PROVIDER=shm", "H2_FABRIC_PROVIDER='tcp;ofi_rxm'", ""}) {
+  const std::string cut = " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096";
+  for (const std::string& transport : {"H2_FABRIC_PROVIDER=shm" + cut, "H2_FABRIC_PROVIDER='tcp;ofi_rxm'" + cut,
+                                       std::string("H2_FABRIC_PROVIDER='tcp;ofi_rxm'"), std::string()}) {
     const CliResult result = launch(2, "sizes", transport + " H2_DICOMM_TIMEOUT=30");
-    EXPECT_THAT(result.output, HasSubstr("rank 1: CommError(peer 0): DiComm: receive from rank 0 expected 8000 bytes "
-                                         "and got a message of 4000"))
-        << transport << "\n"
-        << result.output;
+    const std::string context = transport + "\n" + result.output;
+    const std::string head = "rank 1: CommError(peer 0): DiComm: receive from rank 0 ";
+    EXPECT_THAT(result.output, HasSubstr(head + "expected 8000 bytes and got a message of 4000")) << context;
+    EXPECT_THAT(result.output, HasSubstr(head + "expected 32768 bytes and got a message of 16384")) << context;
+    // Cut into parts, the longer message fills the receive's parts, and their tags say it goes on.
+    if (transport.ends_with(cut)) {
+      EXPECT_THAT(result.output, HasSubstr(head + "expected 8192 bytes and got a longer message")) << context;
+    }
     EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 0\\): DiComm: receive from rank 0 "
                                                       "\\(2000 bytes\\) failed: .*"))
-        << transport << "\n"
-        << result.output;
-    EXPECT_THAT(result.output, testing::Not(HasSubstr("floats received"))) << result.output;
+        << context;
+    EXPECT_THAT(result.output, testing::Not(HasSubstr("floats received"))) << context;
   }
 }
 
