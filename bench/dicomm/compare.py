@@ -86,6 +86,18 @@ class CongestionNamespace:
             if code != 0:
                 self.error = f"`{' '.join(step)}` failed: {(err.strip().splitlines() or ['no output'])[-1]}"
                 break
+        if self.error and "not permitted" in self.error:
+            # Only the host's own namespace may pick a control outside the allowed list (the kernel's
+            # TCP_CONG_NON_RESTRICTED rule); say so rather than leave a bare EPERM.
+            try:
+                with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+                    allowed = f.read().split()
+            except OSError:
+                allowed = None
+            if allowed is not None and self.name not in allowed:
+                self.error += (f"; {self.name} is not in net.ipv4.tcp_allowed_congestion_control ({' '.join(allowed)}), "
+                               "and a network namespace may only choose an allowed one: the host's administrator can add "
+                               "it there")
         return self
 
     def __exit__(self, *exc):
