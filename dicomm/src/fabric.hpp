@@ -41,8 +41,12 @@ struct Completion {
 // The size DiComm cuts a larger message into on `provider` (0: it never cuts). On ofi_rxm
 // providers a message above rxm's SAR limit goes by rendezvous (RTS, a read, DONE), and a rank turns
 // from receiving to sending only after the whole message: one 4 MiB message took 1.3x fi_pingpong's
-// time over tcp;ofi_rxm under BBR, four 1 MiB messages in flight 0.75x, 512 KiB no better (issue 7).
-// shm copies a message in one cross-memory attach; cutting it gained nothing there.
+// time over tcp;ofi_rxm under BBR, four 1 MiB messages in flight 0.75x (issue 7). A later A/B, 3
+// interleaved runs of 200 ping-pongs: 4 MiB took 752-783 us whole, 703-722 us in 1 MiB parts and
+// 616-629 us in 512 KiB parts; 16 MiB 3.1-3.3, 3.5-3.6 and 2.9-3.0 ms; 1 MiB 191-224 us whole and
+// 203-210 us in two parts.
+// shm copies a message in one cross-memory attach; cutting it gained nothing there (and before
+// libfabric 1.19 shm cannot take a cut message's parts in order: world.cpp refuses it there).
 size_t default_message_bytes(const std::string& provider);
 
 class Fabric {

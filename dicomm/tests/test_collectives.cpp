@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -23,6 +24,17 @@ CliResult launch(int ranks, const std::string& mode, const std::string& environm
                  const std::string& launch_flags = "") {
   const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
   return run_h2("launch -n " + std::to_string(ranks) + " " + launch_flags + " -- " + rank_program + " " + mode,
+                environment);
+}
+
+// As launch, but rank R also exports `exports[R]` ("NAME=value ..."): ranks set up unlike the rest.
+CliResult launch_with_rank_exports(int ranks, const std::string& mode, const std::map<int, std::string>& exports,
+                                   const std::string& environment = "") {
+  std::string script;
+  for (const auto& [rank, assignments] : exports)
+    script += "if [ $H2_RANK = " + std::to_string(rank) + " ]; then export " + assignments + "; fi; ";
+  return run_h2("launch -n " + std::to_string(ranks) + " -- sh -c '" + script + "exec " +
+                    env_or_fail("H2_TEST_RANK_PROGRAM") + " " + mode + "'",
                 environment);
 }
 
@@ -70,23 +82,26 @@ TEST(Collectives, AllreduceAlgorithmMustBeKnownAndAlike) {
   CliResult result = launch(2, "check", "H2_DICOMM_ALLREDUCE=tree");
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE='tree' is not one of auto, ring, halving_doubling"));
-  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
-  result = run_h2("launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_ALLREDUCE=ring; fi; exec " +
-                      rank_program + " check'",
-                  "");
+  result = launch_with_rank_exports(2, "check", {{1, "H2_DICOMM_ALLREDUCE=ring"}});
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE than rank 0; set them alike"));
 }
 
 // A message above the fabric's message size goes as parts (by default 512 KiB on tcp;ofi_rxm, none
-// on shm). Cut into parts of 4 KiB, every check still holds on both providers: collectives,
-// point-to-point in order, messages that arrive before their receives.
-TEST(Collectives, MessagesCutIntoSmallPartsOverShmAndTcp) {
-  for (const char* provider : {"shm", "'tcp;ofi_rxm'"}) {
-    const CliResult result =
-        launch(2, "check", std::string("H2_FABRIC_PROVIDER=") + provider + " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
-    expect_all_passed(result, 2);
-  }
+// on shm). Cut into parts of 4 KiB, every check still holds: collectives, point-to-point in order,
+// messages that arrive before their receives. libfabric 1.17's shm (Debian 12's) matches messages
+// that arrived early without the receive's ignore mask, so a cut there is refused by name.
+TEST(Collectives, MessagesCutIntoSmallPartsOverTcpAndRefusedOnOldShm) {
+  CliResult result = launch(2, "check", "H2_FABRIC_PROVIDER='tcp;ofi_rxm' H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
+  expect_all_passed(result, 2);
+  result = launch(2, "check", "H2_FABRIC_PROVIDER=shm H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES=4096 refused on shm: libfabric 1.17's shm "
+                                       "provider matches a receive to messages that arrived before it without the "
+                                       "receive's ignore mask (fixed in libfabric 1.19)"));
+  // Unset, shm sends every message whole, and 0 says so explicitly.
+  result = launch(2, "check", "H2_FABRIC_PROVIDER=shm H2_DICOMM_FABRIC_MESSAGE_BYTES=0");
+  expect_all_passed(result, 2);
 }
 
 TEST(Collectives, FabricMessageSizeMustBeSensibleAndAlike) {
@@ -94,10 +109,7 @@ TEST(Collectives, FabricMessageSizeMustBeSensibleAndAlike) {
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output,
               HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES=100 is below 4096 (0 sends every message whole)"));
-  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
-  result = run_h2("launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_FABRIC_MESSAGE_BYTES=0; fi; exec " +
-                      rank_program + " check'",
-                  "");
+  result = launch_with_rank_exports(2, "check", {{1, "H2_DICOMM_FABRIC_MESSAGE_BYTES=0"}});
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES / H2_DICOMM_NODE_TRANSPORT"));
   EXPECT_THAT(result.output, HasSubstr("than rank 0; set them alike"));
@@ -126,13 +138,10 @@ TEST(Collectives, SharedMemoryWithoutCrossMemoryAttachIsAvoided) {
 // (strict mode) so it must stage, rank 0 lets the NIC use device memory: one communicator, over
 // tcp and over the node transport.
 TEST(Collectives, DirectAndStagedRanksTogether) {
-  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
   for (const std::string transport : {"H2_FABRIC_PROVIDER='tcp;ofi_rxm'", "H2_DICOMM_NODE_TRANSPORT=cma"}) {
-    const CliResult result = run_h2(
-        "launch -n 3 -- sh -c 'if [ $H2_RANK = 1 ]; then export H2_DICOMM_STAGING=1; fi; "
-        "if [ $H2_RANK = 2 ]; then export H2_CPU_REFERENCE_STRICT=1; fi; exec " +
-            rank_program + " check'",
-        transport + " H2_DICOMM_PIECE_BYTES=65536");
+    const CliResult result =
+        launch_with_rank_exports(3, "check", {{1, "H2_DICOMM_STAGING=1"}, {2, "H2_CPU_REFERENCE_STRICT=1"}},
+                                 transport + " H2_DICOMM_PIECE_BYTES=65536");
     expect_all_passed(result, 3);
   }
 }
@@ -189,7 +198,7 @@ TEST(Faults, StalledPeerTimesOutWithAMessage) {
 // fabric cuts messages into parts (H2_DICOMM_FABRIC_MESSAGE_BYTES) and the two sides' parts differ.
 TEST(Faults, SendAndReceiveOfDifferentSizesFail) {
   const std::string cut = " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096";
-  for (const std::string& transport : {"H2_FABRIC_PROVIDER=shm" + cut, "H2_FABRIC_PROVIDER='tcp;ofi_rxm'" + cut,
+  for (const std::string& transport : {std::string("H2_FABRIC_PROVIDER=shm"), "H2_FABRIC_PROVIDER='tcp;ofi_rxm'" + cut,
                                        std::string("H2_FABRIC_PROVIDER='tcp;ofi_rxm'"), std::string()}) {
     const CliResult result = launch(2, "sizes", transport + " H2_DICOMM_TIMEOUT=30");
     const std::string context = transport + "\n" + result.output;
@@ -214,12 +223,8 @@ TEST(Faults, WrongJobTokenIsRefused) {
 }
 
 TEST(Faults, ProvidersThatDifferBetweenRanksAreRefused) {
-  const std::string rank_program = env_or_fail("H2_TEST_RANK_PROGRAM");
-  const CliResult result = run_h2(
-      "launch -n 2 -- sh -c 'if [ $H2_RANK = 1 ]; then export "
-      "H2_FABRIC_PROVIDER=\"tcp;ofi_rxm\"; fi; exec " +
-          rank_program + " check'",
-      "H2_FABRIC_PROVIDER=shm H2_DICOMM_TIMEOUT=10");
+  const CliResult result = launch_with_rank_exports(2, "check", {{1, "H2_FABRIC_PROVIDER=\"tcp;ofi_rxm\""}},
+                                                    "H2_FABRIC_PROVIDER=shm H2_DICOMM_TIMEOUT=10");
   EXPECT_NE(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("rank 1 asks for provider 'tcp;ofi_rxm' but rank 0 for 'shm'"));
 }
