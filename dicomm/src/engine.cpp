@@ -29,7 +29,9 @@ Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> no
       peers_(std::move(peers)),
       rank_(rank),
       timeout_(timeout),
-      message_bytes_(message_bytes) {
+      message_bytes_(message_bytes),
+      labels_(fabric_->carries_labels()) {
+  if (message_bytes_ > 0 && !labels_) throw std::logic_error("DiComm: cut messages need labelled parts");
   for (int r = 0; r < world_size(); ++r) fabric_peers_ = fabric_peers_ || (r != rank_ && !via_node(r));
   background_ = std::thread([this] { background_loop(); });
 }
@@ -93,7 +95,6 @@ OpPtr Engine::submit(OpPtr op) {
     throw CommError(CommErrorKind::usage, op->peer,
                     "DiComm: rank " + std::to_string(op->peer) + " is not in the job of " +
                         std::to_string(world_size()) + " ranks");
-  if ((op->tag & kMorePartsTagBit) != 0) throw std::logic_error("DiComm: a tag uses the Engine's bit");
   throw_if_failed();
   {
     std::lock_guard lock(mutex_);
@@ -126,11 +127,9 @@ ssize_t Engine::post_part_locked(Op& op, size_t part) {
                : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
   void* data = static_cast<char*>(op.data) + part * op.part_bytes;
   void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
-  // Receives ignore the parts bit, so that a message cut otherwise than the receive still matches
-  // and receive_mismatch names the difference, where an exact tag would leave the receive waiting.
-  return op.is_send ? fabric_->post_send(data, op.part_size(part), desc, peers_[op.peer], op.part_tag(part),
-                                         op.context_of(part))
-                    : fabric_->post_recv(data, op.part_size(part), desc, op.tag, kMorePartsTagBit, op.context_of(part));
+  if (!op.is_send) return fabric_->post_recv(data, op.part_size(part), desc, op.tag, op.context_of(part));
+  const std::optional<uint64_t> label = labels_ ? std::optional(op.label(part).encode()) : std::nullopt;
+  return fabric_->post_send(data, op.part_size(part), desc, peers_[op.peer], op.tag, label, op.context_of(part));
 }
 
 bool Engine::post_queued_locked() {
@@ -139,7 +138,7 @@ bool Engine::post_queued_locked() {
     Op& op = *queued_.front();
     ssize_t rc = 0;
     // A part that failed while later ones waited for the provider failed the operation: post no more.
-    while (!op.finished() && op.posted_parts < op.parts) {
+    while (!op.failing && op.posted_parts < op.parts) {
       rc = post_part_locked(op, op.posted_parts);
       if (rc != 0) break;
       inflight_.emplace(op.context_of(op.posted_parts), queued_.front());
@@ -155,42 +154,46 @@ bool Engine::post_queued_locked() {
     if (rc != 0)
       fail_op_locked(*owned, std::string(owned->is_send ? "fi_tsend to" : "fi_trecv from") + " rank " +
                                  std::to_string(owned->peer) + ": " + Fabric::error_text(rc));
-    else if (!owned->finished())
+    else if (!owned->failing)
       owned->state.store(OpState::posted, std::memory_order_release);
-    release_locked(*owned);
+    settle_locked(*owned);
   }
   return moved;
 }
 
-void Engine::release_locked(Op& op) {
-  const bool over = op.open_parts == 0 && (op.posted_parts == op.parts || op.finished());
-  if (over && op.mr != nullptr) {
+void Engine::settle_locked(Op& op) {
+  if (op.finished() || op.open_parts > 0 || (!op.failing && op.posted_parts < op.parts)) return;
+  if (op.mr != nullptr) {
     fabric_->deregister(op.mr);
     op.mr = nullptr;
   }
+  op.state.store(op.failing ? OpState::failed : OpState::done, std::memory_order_release);
+  pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void Engine::fail_op_locked(Op& op, std::string error) {
   op.error = std::move(error);
-  op.state.store(OpState::failed, std::memory_order_release);
-  pending_.fetch_sub(1, std::memory_order_acq_rel);
-  // Open parts of a receive would take parts of the next message with the tag.
+  op.failing = true;
+  // Open parts of a receive would take parts of the next message with the tag. A part the provider
+  // has begun to fill completes instead, and the operation waits for it (settle_locked).
   if (!op.is_send && !via_node(op.peer))
     for (size_t part = 0; part < op.posted_parts; ++part)
       if (inflight_.contains(op.context_of(part))) fabric_->cancel(op.context_of(part));
 }
 
 std::string Engine::receive_mismatch(const Op& op, size_t part, const Completion& completion) const {
-  const bool more = (completion.tag & kMorePartsTagBit) != 0;
-  const bool last = part + 1 == op.parts;
-  if (completion.bytes == op.part_size(part) && more != last) return "";
+  // Without a label (the node transport, or a provider that carries none, which never cuts) the
+  // length is all there is: a shorter message would leave the rest of the tensor as it was. A
+  // longer one fails in the provider as truncated.
+  const PartLabel got = completion.data ? PartLabel::decode(*completion.data) : PartLabel{completion.bytes, 0, 1};
+  if (got == op.label(part) && completion.bytes == op.part_size(part)) return "";
   const std::string head =
       "receive from rank " + std::to_string(op.peer) + " expected " + std::to_string(op.bytes) + " bytes and got ";
   const std::string hint = " (do the sender's and the receiver's tensors have the same size?)";
-  // A message that ends here is the sender's whole tensor. Its earlier parts filled ours exactly, so
-  // it was cut into parts of our size (or this is the first part).
-  if (!more) return head + "a message of " + std::to_string(part * op.part_bytes + completion.bytes) + hint;
-  return head + (last ? "a longer message" : "a message of another size") + hint;
+  if (got.message_bytes != op.bytes) return head + "a message of " + std::to_string(got.message_bytes) + hint;
+  return head + "part " + std::to_string(got.part + 1) + " of " + std::to_string(got.parts) +
+         " of a message of that size as its part " + std::to_string(part + 1) + " of " + std::to_string(op.parts) +
+         ": the messages on this tag are out of step (was an earlier one received into a tensor of another size?)";
 }
 
 void Engine::complete_locked(const Completion& completion) {
@@ -200,29 +203,18 @@ void Engine::complete_locked(const Completion& completion) {
   inflight_.erase(it);
   if (!via_node(op->peer)) --fabric_inflight_;
   --op->open_parts;
-  struct Release {
-    Engine& engine;
-    Op& op;
-    ~Release() { engine.release_locked(op); }
-  } release{*this, *op};
-  if (op->finished()) return;  // a part left over from an operation an earlier part failed
-  if (completion.error != 0) {
-    fail_op_locked(*op, std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) +
-                            " (" + std::to_string(op->bytes) + " bytes) failed: " + completion.message);
-    return;
+  // After a first error the rest of the parts only need to close (a cancelled one, or one the
+  // provider filled meanwhile).
+  if (!op->failing) {
+    std::string error;
+    if (completion.error != 0)
+      error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
+              std::to_string(op->bytes) + " bytes) failed: " + completion.message;
+    else if (!op->is_send)
+      error = receive_mismatch(*op, op->part_of(completion.context), completion);
+    if (!error.empty()) fail_op_locked(*op, std::move(error));
   }
-  // A shorter message would silently leave the rest of the tensor as it was. (A longer one fails in
-  // the provider as truncated, unless it was cut into more parts than the receive.)
-  if (!op->is_send) {
-    std::string mismatch = receive_mismatch(*op, op->part_of(completion.context), completion);
-    if (!mismatch.empty()) {
-      fail_op_locked(*op, std::move(mismatch));
-      return;
-    }
-  }
-  if (op->open_parts > 0 || op->posted_parts < op->parts) return;
-  op->state.store(OpState::done, std::memory_order_release);
-  pending_.fetch_sub(1, std::memory_order_acq_rel);
+  settle_locked(*op);
 }
 
 bool Engine::progress() {

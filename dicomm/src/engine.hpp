@@ -36,10 +36,20 @@ namespace h2::dicomm::detail {
 
 enum class OpState { queued, posted, done, failed };
 
-// Set in the tag of every part of a cut message but its last (see Op::parts), so that a receive
-// cut into other parts than its message (the two tensors differ in size) fails instead of taking
-// parts of the next message. make_tag (world.hpp) leaves this bit to the Engine.
-constexpr uint64_t kMorePartsTagBit = uint64_t{1} << 62;
+// What every fabric message carries as immediate data where the provider can (Fabric::carries_labels):
+// the bytes of the whole message, which part of it this is and of how many. A receive checks each of
+// its parts against it, so a message of another size fails by name, and so does a receive that a
+// size mismatch before it left out of step with its tag's messages, where part sizes alone could
+// fit (the back half of an earlier message). Part and parts take 4 bits each (kMaxParts is 16).
+struct PartLabel {
+  uint64_t message_bytes = 0;
+  size_t part = 0;
+  size_t parts = 1;
+
+  uint64_t encode() const { return message_bytes << 8 | (parts - 1) << 4 | part; }
+  static PartLabel decode(uint64_t data) { return {data >> 8, data & 15, (data >> 4 & 15) + 1}; }
+  bool operator==(const PartLabel&) const = default;
+};
 
 struct Op {
   fi_context2 context{};  // part 0's; completions carry its address; must stay the first member
@@ -52,12 +62,15 @@ struct Op {
   std::optional<MemoryExport> shared;  // sends: where data lies in exported device memory
   void* mr = nullptr;                  // registration, when the provider needs FI_MR_LOCAL
   std::atomic<OpState> state{OpState::queued};
-  std::string error;  // set before state becomes failed
+  std::string error;  // the first error; set before state becomes failed
+  // Set with `error`: no further part is posted, and the operation fails once none is open (Engine::
+  // settle_locked), so that a caller who sees the failure knows nothing touches its memory any more.
+  bool failing = false;
 
   // On the fabric, a message above the Engine's message size goes as `parts` messages of
   // `part_bytes` (the last one the rest), posted back to back with one tag: they match in order.
-  // A receive whose part fails cancels its other open parts; what a provider matched to them
-  // meanwhile is lost, as the tag's messages are out of step after a size mismatch anyway.
+  // A receive whose part fails cancels its other open parts. The sender's parts they did not take
+  // stay with the tag, and the next receive on it fails on their labels.
   size_t parts = 1;
   size_t part_bytes = 0;
   std::unique_ptr<fi_context2[]> more_contexts;  // parts 1 ..; part 0 posts with `context`
@@ -71,7 +84,7 @@ struct Op {
                : static_cast<size_t>(static_cast<const fi_context2*>(part_context) - more_contexts.get()) + 1;
   }
   size_t part_size(size_t part) const { return parts == 1 ? bytes : std::min(part_bytes, bytes - part * part_bytes); }
-  uint64_t part_tag(size_t part) const { return part + 1 < parts ? tag | kMorePartsTagBit : tag; }
+  PartLabel label(size_t part) const { return {bytes, part, parts}; }
 
   bool finished() const {
     const OpState s = state.load(std::memory_order_acquire);
@@ -144,10 +157,11 @@ class Engine {
   bool post_queued_locked();
   // Posts part `part` of `op` to the node transport or the fabric; the provider's return code.
   ssize_t post_part_locked(Op& op, size_t part);
-  // Fails `op` with `error` and cancels its posted receive parts that have not completed.
+  // Records `error` as `op`'s failure (Op::failing) and cancels its receive parts still open.
   void fail_op_locked(Op& op, std::string error);
-  // Drops `op`'s registration once none of its parts is posted or will be.
-  void release_locked(Op& op);
+  // Ends `op` once none of its parts is open and none will be posted: done, or failed with the
+  // error recorded; drops its registration then.
+  void settle_locked(Op& op);
   // The error of a part of a receive that landed other than posted, or "".
   std::string receive_mismatch(const Op& op, size_t part, const Completion& completion) const;
   // Advances every task once, in order, and drops the finished ones. True when anything moved.
@@ -161,6 +175,7 @@ class Engine {
   int rank_;
   std::chrono::milliseconds timeout_;
   size_t message_bytes_;
+  bool labels_;  // fabric messages carry a PartLabel
   static constexpr size_t kMaxParts = 16;
 
   // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.

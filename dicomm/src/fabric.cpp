@@ -105,6 +105,7 @@ Fabric::Fabric(const std::string& provider, const std::string& iface) : provider
                                            (iface.empty() ? "" : " on interface '" + iface + "'") + ": " +
                                            error_text(rc) + " (see `fi_info -l`; H2_FABRIC_PROVIDER overrides)");
   mr_local_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  cq_data_size_ = info_->domain_attr->cq_data_size;
   const bool shm = std::strcmp(info_->fabric_attr->prov_name, "shm") == 0;
   if (shm) name_shm_region();
 
@@ -206,13 +207,15 @@ void Fabric::deregister(void* handle) {
   if (handle != nullptr) fi_close(&static_cast<fid_mr*>(handle)->fid);
 }
 
-ssize_t Fabric::post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag, void* context) {
-  return fi_tsend(ep_, data, bytes, desc, peer, tag, context);
+ssize_t Fabric::post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag,
+                          std::optional<uint64_t> label, void* context) {
+  return label ? fi_tsenddata(ep_, data, bytes, desc, *label, peer, tag, context)
+               : fi_tsend(ep_, data, bytes, desc, peer, tag, context);
 }
 
-ssize_t Fabric::post_recv(void* data, size_t bytes, void* desc, uint64_t tag, uint64_t ignore, void* context) {
+ssize_t Fabric::post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context) {
   // The sender's rank is part of the tag, so any source may match: no FI_DIRECTED_RECV needed.
-  return fi_trecv(ep_, data, bytes, desc, FI_ADDR_UNSPEC, tag, ignore, context);
+  return fi_trecv(ep_, data, bytes, desc, FI_ADDR_UNSPEC, tag, 0, context);
 }
 
 void Fabric::cancel(void* context) {
@@ -224,7 +227,11 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
   const size_t want = std::min<size_t>(max, 64);
   const ssize_t n = fi_cq_read(cq_, entries, want);
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) out.push_back({entries[i].op_context, 0, "", entries[i].len, entries[i].tag});
+    for (ssize_t i = 0; i < n; ++i) {
+      const fi_cq_tagged_entry& entry = entries[i];
+      const bool labelled = (entry.flags & FI_REMOTE_CQ_DATA) != 0;
+      out.push_back({entry.op_context, 0, "", entry.len, labelled ? std::optional(entry.data) : std::nullopt});
+    }
     return static_cast<size_t>(n);
   }
   if (n == -FI_EAGAIN) return 0;
@@ -236,7 +243,7 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
         const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
         if (detail != nullptr && *detail != '\0' && text != detail) text += " (" + std::string(detail) + ")";
       }
-      out.push_back({err.op_context, err.err, text, 0, err.tag});
+      out.push_back({err.op_context, err.err, text, 0, std::nullopt});
       return 1;
     }
     return 0;

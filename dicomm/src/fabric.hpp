@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ struct Completion {
   int error = 0;            // 0, or a positive FI_E* / errno value
   std::string message;      // the provider's text when error != 0
   size_t bytes = 0;         // a receive's: the length of the message that landed
-  uint64_t tag = 0;         // a receive's: the tag the message carried (it may differ in ignored bits)
+  // A receive's: the immediate data the sender sent with the message (FI_REMOTE_CQ_DATA), if any.
+  std::optional<uint64_t> data;
 };
 
 // The size DiComm cuts a larger message into on `provider` (0: it never cuts). On ofi_rxm
@@ -45,8 +47,7 @@ struct Completion {
 // interleaved runs of 200 ping-pongs: 4 MiB took 752-783 us whole, 703-722 us in 1 MiB parts and
 // 616-629 us in 512 KiB parts; 16 MiB 3.1-3.3, 3.5-3.6 and 2.9-3.0 ms; 1 MiB 191-224 us whole and
 // 203-210 us in two parts.
-// shm copies a message in one cross-memory attach; cutting it gained nothing there (and before
-// libfabric 1.19 shm cannot take a cut message's parts in order: world.cpp refuses it there).
+// shm copies a message in one cross-memory attach; cutting it gained nothing there.
 size_t default_message_bytes(const std::string& provider);
 
 class Fabric {
@@ -76,11 +77,18 @@ class Fabric {
   void* register_memory(void* data, size_t bytes, void** handle);
   void deregister(void* handle);
 
+  // Whether a send can carry 8 bytes of immediate data to its receiver's completion (the domain's
+  // cq_data_size; tcp;ofi_rxm, verbs;ofi_rxm, shm and efa can), which the Engine labels messages with.
+  bool carries_labels() const { return cq_data_size_ >= sizeof(uint64_t); }
+
   // Post a tagged send / receive. Return 0, -FI_EAGAIN (progress, then retry) or another negative
-  // error. `context` must point to a struct fi_context2 that lives until its completion.
-  ssize_t post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag, void* context);
-  // A receive matches a message whose tag equals `tag` in every bit not set in `ignore`.
-  ssize_t post_recv(void* data, size_t bytes, void* desc, uint64_t tag, uint64_t ignore, void* context);
+  // error. `context` must point to a struct fi_context2 that lives until its completion. A send
+  // with `label` carries it as immediate data (needs carries_labels()); a receive matches its tag
+  // exactly (no ignore mask: libfabric 1.17's shm matches messages that arrived before their
+  // receive with a stale mask, smr_match_tagged on its unexpected queue).
+  ssize_t post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag,
+                    std::optional<uint64_t> label, void* context);
+  ssize_t post_recv(void* data, size_t bytes, void* desc, uint64_t tag, void* context);
   // Cancels a posted receive; its completion arrives with FI_ECANCELED.
   void cancel(void* context);
   // Reads up to `max` completions (successful and failed). Returns how many were found.
@@ -93,6 +101,7 @@ class Fabric {
   std::string provider_;
   std::string region_name_;
   bool mr_local_ = false;
+  size_t cq_data_size_ = 0;
   uint64_t next_key_ = 1;
   fi_info* info_ = nullptr;
   fid_fabric* fabric_ = nullptr;

@@ -311,7 +311,7 @@ void NodeTransport::deliver(Peer& from, const Arrived& message, const Posted& re
       done += static_cast<size_t>(n);
     }
   }
-  out.push_back({recv.context, error, text, message.bytes, message.tag});
+  out.push_back({recv.context, error, text, message.bytes, std::nullopt});
   if (!message.is_inline) acknowledge(from, message.send_id, error);
 }
 

@@ -210,19 +210,14 @@ NodeSetup connect_node_transport(Store& store, int rank, const std::vector<json>
   return setup;
 }
 
-// `libfabric_version` as fi_version() gives it ("1.17"); 1.19 fixed two shm bugs DiComm meets.
-bool libfabric_1_19_or_later(const std::string& libfabric_version) {
-  int major = 0, minor = 0;
-  std::sscanf(libfabric_version.c_str(), "%d.%d", &major, &minor);
-  return major > 1 || (major == 1 && minor >= 19);
-}
-
 // libfabric's shm provider copies with cross-memory attach when it may and otherwise through
 // shared bounce buffers (SAR); before libfabric 1.19 SAR hangs once several messages arrive before
 // their receives are posted (ofiwg/libfabric#9143), which DiComm's pipelined transfers do all the
 // time. So shm is only chosen where it will use cross-memory attach.
 bool shm_is_safe(const std::string& libfabric_version, bool memory_readable) {
-  if (libfabric_1_19_or_later(libfabric_version)) return true;
+  int major = 0, minor = 0;
+  std::sscanf(libfabric_version.c_str(), "%d.%d", &major, &minor);
+  if (major > 1 || (major == 1 && minor >= 19)) return true;
   const char* disabled = std::getenv("FI_SHM_DISABLE_CMA");
   std::string value = disabled != nullptr ? disabled : "";
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -230,26 +225,10 @@ bool shm_is_safe(const std::string& libfabric_version, bool memory_readable) {
   return memory_readable && !cma_disabled;
 }
 
-// The receive of a cut message ignores the parts bit of the tag (Engine), and libfabric's shm before
-// 1.19 matches a new receive against messages that arrived before it with the ignore mask left in
-// the message's own queue entry, a stale value, instead of the receive's (smr_match_tagged on
-// unexp_tagged_queue; 1.19's util_srx uses the receive's). The receive then skips the parts that
-// carry the bit and takes the message's last part first: seen here as lost parts and a wrong size.
-// So such shm never cuts; asked to, DiComm refuses, naming why. rxm matches with the receive's mask.
-void check_fabric_message_bytes(const std::string& provider, const std::string& libfabric_version, int64_t set) {
-  if (set <= 0 || provider != "shm" || libfabric_1_19_or_later(libfabric_version)) return;
-  throw CommError(CommErrorKind::usage, -1,
-                  "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(set) + " refused on shm: libfabric " +
-                      libfabric_version +
-                      "'s shm provider matches a receive to messages that arrived before it without the receive's "
-                      "ignore mask (fixed in libfabric 1.19), so the parts of a cut message could be taken out of "
-                      "order; set it to 0, or use tcp;ofi_rxm or a newer libfabric");
-}
-
 }  // namespace
 
 uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence) {
-  return (static_cast<uint64_t>(kind) << 63) | (static_cast<uint64_t>(comm_id & (kMaxCommunicators - 1)) << 48) |
+  return (static_cast<uint64_t>(kind) << 62) | (static_cast<uint64_t>(comm_id & (kMaxCommunicators - 1)) << 48) |
          (static_cast<uint64_t>(sender & (kMaxWorldSize - 1)) << 32) | sequence;
 }
 
@@ -333,8 +312,17 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
       throw CommError(CommErrorKind::usage, -1, "DiComm: libfabric offers no usable provider here (see fi_info -l)");
   }
 
-  check_fabric_message_bytes(provider, probe.libfabric_version, message_bytes_set);
   auto fabric = std::make_unique<Fabric>(provider, is_socket_provider(provider) ? iface : "");
+  // Every rank agreed on the provider, so every rank refuses alike.
+  if (message_bytes_set > 0 && !fabric->carries_labels())
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
+                        " refused: provider '" + provider +
+                        "' cannot carry 8 bytes of immediate data with a message (its cq_data_size is smaller), "
+                        "which DiComm needs to check the parts of a cut message; set it to 0");
+  const size_t message_bytes = message_bytes_set >= 0     ? static_cast<size_t>(message_bytes_set)
+                               : fabric->carries_labels() ? default_message_bytes(provider)
+                                                          : 0;
   std::vector<std::vector<uint8_t>> addresses(info.world_size);
   if (world->store_) {
     Store& store = *world->store_;
@@ -351,8 +339,6 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
     node_setup.transport->set_shared_memory_opener(
         [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
   }
-  const size_t message_bytes =
-      message_bytes_set >= 0 ? static_cast<size_t>(message_bytes_set) : default_message_bytes(provider);
   world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(node_setup.transport), std::move(peers),
                                             info.rank, timeout, message_bytes);
   if (world->store_) {

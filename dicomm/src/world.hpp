@@ -18,10 +18,9 @@
 
 namespace h2::dicomm::detail {
 
-enum class TagKind : uint64_t { collective = 0, p2p = 1 };
-// 64-bit tag: kind (1 bit) | the Engine's kMorePartsTagBit (1) | communicator id (14) | sender's
-// world rank (16) | sequence (32). The sender's rank in the tag lets receives match any source (no
-// FI_DIRECTED_RECV needed).
+enum class TagKind : uint64_t { collective = 1, p2p = 2 };
+// 64-bit tag: kind (2 bits) | communicator id (14) | sender's world rank (16) | sequence (32).
+// The sender's rank in the tag lets receives match any source (no FI_DIRECTED_RECV needed).
 uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence);
 constexpr int kMaxWorldSize = 1 << 16;
 constexpr uint32_t kMaxCommunicators = 1u << 14;

@@ -88,20 +88,14 @@ TEST(Collectives, AllreduceAlgorithmMustBeKnownAndAlike) {
 }
 
 // A message above the fabric's message size goes as parts (by default 512 KiB on tcp;ofi_rxm, none
-// on shm). Cut into parts of 4 KiB, every check still holds: collectives, point-to-point in order,
-// messages that arrive before their receives. libfabric 1.17's shm (Debian 12's) matches messages
-// that arrived early without the receive's ignore mask, so a cut there is refused by name.
-TEST(Collectives, MessagesCutIntoSmallPartsOverTcpAndRefusedOnOldShm) {
-  CliResult result = launch(2, "check", "H2_FABRIC_PROVIDER='tcp;ofi_rxm' H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
-  expect_all_passed(result, 2);
-  result = launch(2, "check", "H2_FABRIC_PROVIDER=shm H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
-  EXPECT_NE(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_FABRIC_MESSAGE_BYTES=4096 refused on shm: libfabric 1.17's shm "
-                                       "provider matches a receive to messages that arrived before it without the "
-                                       "receive's ignore mask (fixed in libfabric 1.19)"));
-  // Unset, shm sends every message whole, and 0 says so explicitly.
-  result = launch(2, "check", "H2_FABRIC_PROVIDER=shm H2_DICOMM_FABRIC_MESSAGE_BYTES=0");
-  expect_all_passed(result, 2);
+// on shm). Cut into parts of 4 KiB, every check still holds on both providers: collectives,
+// point-to-point in order, messages that arrive before their receives.
+TEST(Collectives, MessagesCutIntoSmallPartsOverShmAndTcp) {
+  for (const char* provider : {"shm", "'tcp;ofi_rxm'"}) {
+    const CliResult result =
+        launch(2, "check", std::string("H2_FABRIC_PROVIDER=") + provider + " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096");
+    expect_all_passed(result, 2);
+  }
 }
 
 TEST(Collectives, FabricMessageSizeMustBeSensibleAndAlike) {
@@ -196,18 +190,25 @@ TEST(Faults, StalledPeerTimesOutWithAMessage) {
 // A message shorter than its receive would leave the rest of the tensor as it was, silently; a
 // longer one cannot fit. Both fail the receive with the sizes, over every transport, also where the
 // fabric cuts messages into parts (H2_DICOMM_FABRIC_MESSAGE_BYTES) and the two sides' parts differ.
+// There a longer message leaves parts behind on its tag, and the next receive on the tag must fail
+// on them too, not take the back half of the message as a whole one of its size.
 TEST(Faults, SendAndReceiveOfDifferentSizesFail) {
   const std::string cut = " H2_DICOMM_FABRIC_MESSAGE_BYTES=4096";
-  for (const std::string& transport : {std::string("H2_FABRIC_PROVIDER=shm"), "H2_FABRIC_PROVIDER='tcp;ofi_rxm'" + cut,
-                                       std::string("H2_FABRIC_PROVIDER='tcp;ofi_rxm'"), std::string()}) {
+  for (const std::string& transport :
+       {"H2_FABRIC_PROVIDER=shm" + cut, "H2_FABRIC_PROVIDER='tcp;ofi_rxm'" + cut, std::string("H2_FABRIC_PROVIDER=shm"),
+        std::string("H2_FABRIC_PROVIDER='tcp;ofi_rxm'"), std::string()}) {
     const CliResult result = launch(2, "sizes", transport + " H2_DICOMM_TIMEOUT=30");
     const std::string context = transport + "\n" + result.output;
     const std::string head = "rank 1: CommError(peer 0): DiComm: receive from rank 0 ";
     EXPECT_THAT(result.output, HasSubstr(head + "expected 8000 bytes and got a message of 4000")) << context;
     EXPECT_THAT(result.output, HasSubstr(head + "expected 32768 bytes and got a message of 16384")) << context;
-    // Cut into parts, the longer message fills the receive's parts, and their tags say it goes on.
+    // Cut into parts, the longer message's first part fails the receive, and what it left behind
+    // fails the next receive on the tag.
     if (transport.ends_with(cut)) {
-      EXPECT_THAT(result.output, HasSubstr(head + "expected 8192 bytes and got a longer message")) << context;
+      EXPECT_THAT(result.output, HasSubstr(head + "expected 8192 bytes and got a message of 16384")) << context;
+      EXPECT_THAT(result.output, HasSubstr("rank 1: the receive after it: CommError(peer 0): DiComm: receive from "
+                                           "rank 0 expected 8192 bytes and got a message of 16384"))
+          << context;
     }
     EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 0\\): DiComm: receive from rank 0 "
                                                       "\\(2000 bytes\\) failed: .*"))
