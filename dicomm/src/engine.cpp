@@ -30,8 +30,8 @@ Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> no
       rank_(rank),
       timeout_(timeout),
       message_bytes_(message_bytes),
-      labels_(fabric_->carries_labels()) {
-  if (message_bytes_ > 0 && !labels_) throw std::logic_error("DiComm: cut messages need labelled parts");
+      label_bits_(fabric_->label_bits()) {
+  if (message_bytes_ > 0 && label_bits_ == 0) throw std::logic_error("DiComm: cut messages need labelled parts");
   for (int r = 0; r < world_size(); ++r) fabric_peers_ = fabric_peers_ || (r != rank_ && !via_node(r));
   background_ = std::thread([this] { background_loop(); });
 }
@@ -128,7 +128,8 @@ ssize_t Engine::post_part_locked(Op& op, size_t part) {
   void* data = static_cast<char*>(op.data) + part * op.part_bytes;
   void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
   if (!op.is_send) return fabric_->post_recv(data, op.part_size(part), desc, op.tag, op.context_of(part));
-  const std::optional<uint64_t> label = labels_ ? std::optional(op.label(part).encode()) : std::nullopt;
+  const std::optional<uint64_t> label =
+      label_bits_ > 0 ? std::optional(op.label(part).encode(label_bits_)) : std::nullopt;
   return fabric_->post_send(data, op.part_size(part), desc, peers_[op.peer], op.tag, label, op.context_of(part));
 }
 
@@ -181,16 +182,28 @@ void Engine::fail_op_locked(Op& op, std::string error) {
       if (inflight_.contains(op.context_of(part))) fabric_->cancel(op.context_of(part));
 }
 
-std::string Engine::receive_mismatch(const Op& op, size_t part, const Completion& completion) const {
+std::string receive_mismatch(const Op& op, size_t part, const Completion& completion, unsigned label_bits) {
   // Without a label (the node transport, or a provider that carries none, which never cuts) the
   // length is all there is: a shorter message would leave the rest of the tensor as it was. A
   // longer one fails in the provider as truncated.
-  const PartLabel got = completion.data ? PartLabel::decode(*completion.data) : PartLabel{completion.bytes, 0, 1};
-  if (got == op.label(part) && completion.bytes == op.part_size(part)) return "";
+  PartLabel got{completion.bytes, 0, 1};
+  uint64_t want_bytes = op.bytes;  // as the label says it: saturated where labels are short
+  bool saturated = false;
+  if (completion.data && label_bits > 0) {
+    got = PartLabel::decode(*completion.data);
+    want_bytes = std::min<uint64_t>(op.bytes, PartLabel::bytes_limit(label_bits));
+    saturated = got.message_bytes == PartLabel::bytes_limit(label_bits);
+  }
+  const bool same = got.message_bytes == want_bytes && got.part == part && got.parts == op.parts;
+  if (same && completion.bytes == op.part_size(part)) return "";
   const std::string head =
       "receive from rank " + std::to_string(op.peer) + " expected " + std::to_string(op.bytes) + " bytes and got ";
   const std::string hint = " (do the sender's and the receiver's tensors have the same size?)";
-  if (got.message_bytes != op.bytes) return head + "a message of " + std::to_string(got.message_bytes) + hint;
+  if (got.message_bytes != want_bytes)
+    return head + "a message of " + (saturated ? "at least " : "") + std::to_string(got.message_bytes) + hint;
+  if (got.part == part && got.parts == op.parts)  // equal labels, sizes apart: both above the limit
+    return head + "a message whose part " + std::to_string(part + 1) + " has " + std::to_string(completion.bytes) +
+           " bytes" + hint;
   return head + "part " + std::to_string(got.part + 1) + " of " + std::to_string(got.parts) +
          " of a message of that size as its part " + std::to_string(part + 1) + " of " + std::to_string(op.parts) +
          ": the messages on this tag are out of step (was an earlier one received into a tensor of another size?)";
@@ -211,7 +224,7 @@ void Engine::complete_locked(const Completion& completion) {
       error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
               std::to_string(op->bytes) + " bytes) failed: " + completion.message;
     else if (!op->is_send)
-      error = receive_mismatch(*op, op->part_of(completion.context), completion);
+      error = receive_mismatch(*op, op->part_of(completion.context), completion, label_bits_);
     if (!error.empty()) fail_op_locked(*op, std::move(error));
   }
   settle_locked(*op);
@@ -331,7 +344,17 @@ void Engine::wait_until(const std::function<bool()>& done, const std::function<s
 }
 
 void Engine::wait(const OpPtr& op, const std::function<std::string()>& what) {
-  wait_until([&] { return op->finished(); }, what);
+  try {
+    wait_until([&] { return op->finished(); }, what);
+  } catch (const CommError& e) {
+    // A failed operation ends only once none of its parts is open (settle_locked); where one never
+    // closes (a send part the peer does not take), its own error says more than the timeout.
+    if (e.kind() != CommErrorKind::timeout) throw;
+    std::lock_guard lock(mutex_);
+    if (!op->failing) throw;
+    throw CommError(CommErrorKind::transport, op->peer,
+                    "DiComm: " + op->error + " (and a part of it was still open when the wait timed out)");
+  }
   check(*op);
 }
 

@@ -36,19 +36,27 @@ namespace h2::dicomm::detail {
 
 enum class OpState { queued, posted, done, failed };
 
-// What every fabric message carries as immediate data where the provider can (Fabric::carries_labels):
-// the bytes of the whole message, which part of it this is and of how many. A receive checks each of
+// What every fabric message carries as immediate data where the provider can (Fabric::label_bits):
+// which part of its message this is, of how many, and the message's bytes. A receive checks each of
 // its parts against it, so a message of another size fails by name, and so does a receive that a
 // size mismatch before it left out of step with its tag's messages, where part sizes alone could
-// fit (the back half of an earlier message). Part and parts take 4 bits each (kMaxParts is 16).
+// fit (the back half of an earlier message). Part and parts take 4 bits each (kMaxParts is 16);
+// the bytes take the rest, 56 bits, or 24 where a provider carries 32 (verbs;ofi_rxm), saturating at
+// 16 MiB - 1 there. The sizes still cannot differ unnoticed: a receive whose every part holds the
+// same part of a message with as many parts, each of the size it expects, received that whole
+// message, of its own size.
 struct PartLabel {
   uint64_t message_bytes = 0;
   size_t part = 0;
   size_t parts = 1;
 
-  uint64_t encode() const { return message_bytes << 8 | (parts - 1) << 4 | part; }
+  static constexpr size_t kMaxParts = 16;  // part and parts - 1 take 4 bits each
+  // Where the bytes saturate in a label of `bits`.
+  static uint64_t bytes_limit(unsigned bits) { return (uint64_t{1} << (bits - 8)) - 1; }
+  uint64_t encode(unsigned bits) const {
+    return std::min(message_bytes, bytes_limit(bits)) << 8 | (parts - 1) << 4 | part;
+  }
   static PartLabel decode(uint64_t data) { return {data >> 8, data & 15, (data >> 4 & 15) + 1}; }
-  bool operator==(const PartLabel&) const = default;
 };
 
 struct Op {
@@ -92,6 +100,10 @@ struct Op {
   }
 };
 using OpPtr = std::shared_ptr<Op>;
+
+// The error of part `part` of the receive `op` that landed other than posted, or "": `completion`
+// is the part's, carrying a PartLabel of `label_bits` (0: none) where the sender sent one.
+std::string receive_mismatch(const Op& op, size_t part, const Completion& completion, unsigned label_bits);
 
 class Engine {
  public:
@@ -162,8 +174,6 @@ class Engine {
   // Ends `op` once none of its parts is open and none will be posted: done, or failed with the
   // error recorded; drops its registration then.
   void settle_locked(Op& op);
-  // The error of a part of a receive that landed other than posted, or "".
-  std::string receive_mismatch(const Op& op, size_t part, const Completion& completion) const;
   // Advances every task once, in order, and drops the finished ones. True when anything moved.
   bool advance_tasks_locked();
   void complete_locked(const Completion& completion);
@@ -175,8 +185,8 @@ class Engine {
   int rank_;
   std::chrono::milliseconds timeout_;
   size_t message_bytes_;
-  bool labels_;  // fabric messages carry a PartLabel
-  static constexpr size_t kMaxParts = 16;
+  unsigned label_bits_;  // the bits of a PartLabel fabric messages carry; 0: none
+  static constexpr size_t kMaxParts = PartLabel::kMaxParts;
 
   // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
   std::recursive_mutex mutex_;

@@ -77,13 +77,14 @@ class Fabric {
   void* register_memory(void* data, size_t bytes, void** handle);
   void deregister(void* handle);
 
-  // Whether a send can carry 8 bytes of immediate data to its receiver's completion (the domain's
-  // cq_data_size; tcp;ofi_rxm, verbs;ofi_rxm, shm and efa can), which the Engine labels messages with.
-  bool carries_labels() const { return cq_data_size_ >= sizeof(uint64_t); }
+  // How many bits of immediate data a send can carry to its receiver's completion, which the Engine
+  // labels messages with: 64 where the domain's cq_data_size is 8 (tcp;ofi_rxm, shm, efa), 32 where
+  // it is 4 (verbs;ofi_rxm: an InfiniBand immediate), 0 below.
+  unsigned label_bits() const { return cq_data_size_ >= 8 ? 64 : cq_data_size_ >= 4 ? 32 : 0; }
 
   // Post a tagged send / receive. Return 0, -FI_EAGAIN (progress, then retry) or another negative
   // error. `context` must point to a struct fi_context2 that lives until its completion. A send
-  // with `label` carries it as immediate data (needs carries_labels()); a receive matches its tag
+  // with `label` carries it as immediate data (at most label_bits()); a receive matches its tag
   // exactly (no ignore mask: libfabric 1.17's shm matches messages that arrived before their
   // receive with a stale mask, smr_match_tagged on its unexpected queue).
   ssize_t post_send(const void* data, size_t bytes, void* desc, fi_addr_t peer, uint64_t tag,

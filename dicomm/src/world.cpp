@@ -314,14 +314,14 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
 
   auto fabric = std::make_unique<Fabric>(provider, is_socket_provider(provider) ? iface : "");
   // Every rank agreed on the provider, so every rank refuses alike.
-  if (message_bytes_set > 0 && !fabric->carries_labels())
+  if (message_bytes_set > 0 && fabric->label_bits() == 0)
     throw CommError(CommErrorKind::usage, -1,
                     "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
                         " refused: provider '" + provider +
-                        "' cannot carry 8 bytes of immediate data with a message (its cq_data_size is smaller), "
+                        "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
                         "which DiComm needs to check the parts of a cut message; set it to 0");
   const size_t message_bytes = message_bytes_set >= 0     ? static_cast<size_t>(message_bytes_set)
-                               : fabric->carries_labels() ? default_message_bytes(provider)
+                               : fabric->label_bits() > 0 ? default_message_bytes(provider)
                                                           : 0;
   std::vector<std::vector<uint8_t>> addresses(info.world_size);
   if (world->store_) {
