@@ -104,13 +104,8 @@ OpPtr Engine::submit(OpPtr op) {
         fabric_->register_memory(op->data, op->bytes, &handle);
         op->mr = handle;
       }
-      if (message_bytes_ > 0 && op->bytes > message_bytes_) {
-        // At most kMaxParts: a provider's queues hold about a thousand posted operations (shm: 1024;
-        // beyond, fi_trecv fails with ENOMEM), and a transfer keeps several pieces in flight.
-        op->part_bytes = std::max(message_bytes_, (op->bytes + kMaxParts - 1) / kMaxParts);
-        op->parts = (op->bytes + op->part_bytes - 1) / op->part_bytes;
-        op->more_contexts = std::make_unique<fi_context2[]>(op->parts - 1);
-      }
+      op->cut(message_bytes_);
+      if (op->parts > 1) op->more_contexts = std::make_unique<fi_context2[]>(op->parts - 1);
     }
     // Queue behind anything not yet posted: posting out of order would break per-tag ordering.
     queued_.push_back(op);

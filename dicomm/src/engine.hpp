@@ -93,6 +93,14 @@ struct Op {
   }
   size_t part_size(size_t part) const { return parts == 1 ? bytes : std::min(part_bytes, bytes - part * part_bytes); }
   PartLabel label(size_t part) const { return {bytes, part, parts}; }
+  // Sets parts and part_bytes for the Engine's message size (0: never cut). At most
+  // PartLabel::kMaxParts parts: a provider's queues hold about a thousand posted operations (shm:
+  // 1024; beyond, fi_trecv fails with ENOMEM), and a transfer keeps several pieces in flight.
+  void cut(size_t message_bytes) {
+    if (message_bytes == 0 || bytes <= message_bytes) return;
+    part_bytes = std::max(message_bytes, (bytes + PartLabel::kMaxParts - 1) / PartLabel::kMaxParts);
+    parts = (bytes + part_bytes - 1) / part_bytes;
+  }
 
   bool finished() const {
     const OpState s = state.load(std::memory_order_acquire);
@@ -109,7 +117,7 @@ class Engine {
  public:
   // `node` (may be null) carries the messages to the ranks it is enabled for, `fabric` the rest.
   // `message_bytes`: the size fabric messages are cut into (0: never cut; larger parts where that
-  // would make more than kMaxParts); the same on every rank.
+  // would make more than PartLabel::kMaxParts); the same on every rank.
   Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers, int rank,
          std::chrono::milliseconds timeout, size_t message_bytes);
   ~Engine();
@@ -186,7 +194,6 @@ class Engine {
   std::chrono::milliseconds timeout_;
   size_t message_bytes_;
   unsigned label_bits_;  // the bits of a PartLabel fabric messages carry; 0: none
-  static constexpr size_t kMaxParts = PartLabel::kMaxParts;
 
   // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
   std::recursive_mutex mutex_;

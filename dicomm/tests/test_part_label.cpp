@@ -15,14 +15,13 @@ namespace {
 
 using testing::HasSubstr;
 
-// An operation of `bytes` from or to rank 3, cut into parts of `part_bytes` (0: whole).
-const Op& receive(size_t bytes, size_t part_bytes) {
+// An operation of `bytes` from or to rank 3, cut as the Engine cuts it with `message_bytes`.
+const Op& operation(size_t bytes, size_t message_bytes) {
   static std::vector<std::unique_ptr<Op>> made;  // Op holds an atomic: neither copied nor moved
   Op& op = *made.emplace_back(std::make_unique<Op>());
   op.peer = 3;
   op.bytes = bytes;
-  op.part_bytes = part_bytes;
-  op.parts = part_bytes == 0 ? 1 : (bytes + part_bytes - 1) / part_bytes;
+  op.cut(message_bytes);
   return op;
 }
 
@@ -56,7 +55,7 @@ TEST(PartLabel, ShortLabelsFitThirtyTwoBitsAndSaturateTheSize) {
 TEST(ReceiveMismatch, EveryPartOfTheSameMessagePasses) {
   for (unsigned bits : {64u, 32u}) {
     for (size_t bytes : {size_t{100}, size_t{3} << 20, size_t{40} << 20}) {
-      const Op& op = receive(bytes, bytes > (1u << 20) ? std::max<size_t>(512 << 10, (bytes + 15) / 16) : 0);
+      const Op& op = operation(bytes, 512 << 10);
       for (size_t part = 0; part < op.parts; ++part)
         EXPECT_EQ(receive_mismatch(op, part, arrival(op, part, bits), bits), "") << bits << " bits, " << bytes;
     }
@@ -64,8 +63,8 @@ TEST(ReceiveMismatch, EveryPartOfTheSameMessagePasses) {
 }
 
 TEST(ReceiveMismatch, AMessageOfAnotherSizeIsNamed) {
-  const Op& want = receive(8192, 4096);
-  const Op& sent = receive(16384, 4096);
+  const Op& want = operation(8192, 4096);
+  const Op& sent = operation(16384, 4096);
   for (unsigned bits : {64u, 32u})
     EXPECT_THAT(receive_mismatch(want, 0, arrival(sent, 0, bits), bits),
                 HasSubstr("receive from rank 3 expected 8192 bytes and got a message of 16384"));
@@ -73,11 +72,13 @@ TEST(ReceiveMismatch, AMessageOfAnotherSizeIsNamed) {
 
 // With 32-bit labels, sizes from 16 MiB up share one value; the part sizes still tell them apart.
 TEST(ReceiveMismatch, LargeMessagesOfOtherSizesFailWithShortLabels) {
-  const Op& want = receive(size_t{48} << 20, size_t{3} << 20);  // 16 parts of 3 MiB
-  const Op& sent = receive(size_t{32} << 20, size_t{2} << 20);  // 16 parts of 2 MiB
+  const Op& want = operation(size_t{48} << 20, 512 << 10);  // 16 parts of 3 MiB
+  const Op& sent = operation(size_t{32} << 20, 512 << 10);  // 16 parts of 2 MiB
+  ASSERT_EQ(want.parts, 16u);
+  ASSERT_EQ(sent.part_bytes, size_t{2} << 20);
   EXPECT_THAT(receive_mismatch(want, 0, arrival(sent, 0, 32), 32),
               HasSubstr("expected 50331648 bytes and got a message whose part 1 has 2097152 bytes"));
-  const Op& small = receive(size_t{4} << 20, size_t{1} << 20);
+  const Op& small = operation(size_t{4} << 20, size_t{1} << 20);  // 4 parts of 1 MiB
   EXPECT_THAT(receive_mismatch(want, 0, arrival(small, 0, 32), 32), HasSubstr("got a message of 4194304"));
   EXPECT_THAT(receive_mismatch(small, 0, arrival(want, 0, 32), 32), HasSubstr("got a message of at least 16777215"));
 }
@@ -85,8 +86,8 @@ TEST(ReceiveMismatch, LargeMessagesOfOtherSizesFailWithShortLabels) {
 // After a longer message failed a receive, its second half is left on the tag; a receive of that
 // half's size must not take it as a whole message.
 TEST(ReceiveMismatch, TheBackHalfOfALongerMessageIsNotAMessage) {
-  const Op& sent = receive(16384, 4096);  // 4 parts
-  const Op& want = receive(8192, 4096);   // 2 parts
+  const Op& sent = operation(16384, 4096);  // 4 parts
+  const Op& want = operation(8192, 4096);   // 2 parts
   for (unsigned bits : {64u, 32u}) {
     EXPECT_NE(receive_mismatch(want, 0, arrival(sent, 2, bits), bits), "");
     EXPECT_NE(receive_mismatch(want, 1, arrival(sent, 3, bits), bits), "");
@@ -99,7 +100,7 @@ TEST(ReceiveMismatch, TheBackHalfOfALongerMessageIsNotAMessage) {
 
 // Without a label (the node transport) the length is all there is.
 TEST(ReceiveMismatch, UnlabelledPartsAreJudgedByLength) {
-  const Op& want = receive(size_t{40} << 20, 0);
+  const Op& want = operation(size_t{40} << 20, 0);
   EXPECT_EQ(receive_mismatch(want, 0, {nullptr, 0, "", want.bytes, std::nullopt}, 32), "");
   EXPECT_THAT(receive_mismatch(want, 0, {nullptr, 0, "", 4000, std::nullopt}, 64),
               HasSubstr("expected 41943040 bytes and got a message of 4000"));
