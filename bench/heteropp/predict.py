@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """HeteroPP against HeteroAuto's prediction, and a heterogeneous cluster against its homogeneous parts.
 
-For each scenario: `h2 profile` measures the model (a layer, the embedding, the head, the optimizer,
-at every micro-batch size) on every device of the cluster at once, writing the measured profile into
-a copy of the description; `h2 train` plans on that copy and trains a few steps, and its summary.json
-holds HeteroAuto's predicted step time and the measured one (median after the first step).
+For each scenario: `h2 train --profile` measures the model (a layer, the embedding, the head, the
+optimizer, at every micro-batch size) on every device of the cluster at once, as `h2 profile` does,
+plans on those measured costs and trains a few steps; its summary.json holds HeteroAuto's predicted
+step time and the measured one (median after the first step).
 Scenarios, on the cpu-reference devices of examples/clusters/local.json (two device types of equal
 speed, 2 and 1 GiB) and gpt-tiny:
   - local: the embedded default (HeteroAuto picks four data-parallel replicas);
@@ -38,20 +38,15 @@ def run(command, env, timeout=600):
 
 
 def train(args, env, work, name, cluster, cpus=None):
-    """Profiles the cluster, trains on it; returns the summary (or None after printing why)."""
+    """Profiles the cluster and trains on it (`h2 train --profile`, as the main job does); returns the
+    summary (or None after printing why)."""
     cluster_path = os.path.join(work, f"{name}.json")
     with open(cluster_path, "w") as f:
         json.dump(cluster, f, indent=2)
-    profiled = os.path.join(work, f"{name}-profiled.json")
     pin = ["taskset", "-c", cpus] if cpus else []
-    code, out = run(pin + [args.h2, "profile", "--cluster", cluster_path, "--model", args.model, "--iterations", "20",
-                           "--warmup", "5", "-o", profiled], env)
-    if code != 0:
-        print(f"{name}: h2 profile failed ({code}):\n{out}", file=sys.stderr)
-        return None
     out_dir = os.path.join(work, name)
-    code, out = run(pin + [args.h2, "train", "--cluster", profiled, "--model", args.model, "--steps", str(args.steps),
-                           "--out", out_dir], env)
+    code, out = run(pin + [args.h2, "train", "--cluster", cluster_path, "--model", args.model, "--profile",
+                           "--steps", str(args.steps), "--out", out_dir], env)
     if code != 0:
         print(f"{name}: h2 train failed ({code}):\n{out}", file=sys.stderr)
         return None
@@ -125,7 +120,7 @@ def main():
                     s["error"] = (s["predicted_step_s"] - s["measured_step_s"]) / s["measured_step_s"]
                     results.append(s)
 
-        print("\nHeteroAuto's predicted step time against HeteroPP's measured one (after h2 profile; each run "
+        print("\nHeteroAuto's predicted step time against HeteroPP's measured one (h2 train --profile: each run "
               "profiles, then trains)")
         print(f"  {'scenario':<22} {'plan':<58} {'predicted':>10} {'measured':>10} {'error':>8} "
               f"{'train/profile compute':>22}")

@@ -309,5 +309,29 @@ TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
   EXPECT_NE(result.output.find("no device type names a \"plugin\""), std::string::npos) << result.output;
 }
 
+// `h2 train --profile` measures the devices before it plans, and plans on the measured costs.
+TEST_F(TrainTest, TrainProfilesFirstWhenAsked) {
+  const fs::path out = dir_ / "profile-first";
+  const std::string base =
+      "train --cluster " + (dir_ / "cluster.json").string() + " --model " + (dir_ / "model.json").string();
+  auto result = run_h2(base + " --profile --steps 1 --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("Profiling small"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cpu-ref: measured (h2 profile)"), std::string::npos) << result.output;
+  std::ifstream in(out / "cluster-profiled.json");
+  const nlohmann::json profiled = nlohmann::json::parse(in);
+  EXPECT_TRUE(profiled.at("device_types").at(0).at("measured").contains("small"));
+  std::ifstream summary_file(out / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file);
+  EXPECT_GT(summary.at("predicted_step_s").get<double>(), 0);
+
+  write(dir_ / "profile-plan.json", heteroauto::to_json(make_plan(model(), 2, kSingle)));
+  result = run_h2(base + " --profile --plan " + (dir_ / "profile-plan.json").string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--profile measures the devices to plan on, and --plan gives the plan"),
+            std::string::npos)
+      << result.output;
+}
+
 }  // namespace
 }  // namespace h2::heteropp

@@ -19,6 +19,7 @@
 #include "launch_command.hpp"
 #include "local_cluster.hpp"
 #include "plan_print.hpp"
+#include "profile_command.hpp"
 #include "table.hpp"
 
 namespace h2::tools {
@@ -206,7 +207,21 @@ int run_worker(const TrainCommandOptions& options) {
 
 // The whole job on this machine: plan, simulate the cluster's devices, start one rank per device.
 int run_driver(const TrainCommandOptions& options) {
-  const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
+  if (options.profile && !options.plan.empty())
+    throw UsageError("--profile measures the devices to plan on, and --plan gives the plan: use one of them");
+  // With --profile the job's cluster description is the given one with this model's measured costs,
+  // so that HeteroAuto's plan and its predicted step time fit the devices as they run here, not their
+  // nominal peak x efficiency.
+  std::string cluster_path = options.cluster;
+  if (options.profile) {
+    fs::create_directories(options.out);
+    cluster_path = (fs::path(options.out) / "cluster-profiled.json").string();
+    const int code = run_profile(
+        {.cluster = options.cluster, .model = options.model, .iterations = 20, .warmup = 5, .output = cluster_path});
+    if (code != 0) return code;
+    std::cout << "\n";
+  }
+  const heteroauto::Cluster cluster = heteroauto::load_cluster(cluster_path);
   const heteroauto::Model model = heteroauto::load_model(options.model);
   heteroauto::Plan plan;
   if (!options.plan.empty()) {
@@ -245,6 +260,8 @@ int run_driver(const TrainCommandOptions& options) {
   const std::string plan_path = (fs::path(options.out) / "plan.json").string();
   std::ofstream(plan_path) << heteroauto::to_json(plan).dump(2) << "\n";
 
+  // After --profile this keeps the profile's settings (it set them first), so the ranks compute as
+  // they did when measured.
   const int ranks = static_cast<int>(devices.per_rank.size());
   export_simulated_devices(devices, ranks);
 
@@ -252,13 +269,11 @@ int run_driver(const TrainCommandOptions& options) {
   launch.ranks = ranks;
   for (const std::string& d : devices.per_rank) launch.devices += (launch.devices.empty() ? "" : ",") + d;
   launch.no_prefix = true;
-  std::error_code error;
-  const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  launch.command = {error ? std::string("h2") : self.string(),
+  launch.command = {self_executable(),
                     "train",
                     "--worker",
                     "--cluster",
-                    options.cluster,
+                    cluster_path,
                     "--model",
                     options.model,
                     "--plan",
@@ -308,6 +323,9 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command->add_option("--model", options.model, "Model description (JSON)")->required()->check(CLI::ExistingFile);
   command->add_option("--plan", options.plan, "Plan file (h2 plan --output); default: plan now with HeteroAuto")
       ->check(CLI::ExistingFile);
+  command->add_flag("--profile", options.profile,
+                    "Measure the model on every device first (as h2 profile does, a few seconds) and plan on the "
+                    "measured costs; writes DIR/cluster-profiled.json. Not with --plan");
   command->add_option("--steps", options.steps, "Train until this many steps are done")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));

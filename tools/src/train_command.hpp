@@ -16,6 +16,7 @@ namespace h2::tools {
 
 struct TrainCommandOptions {
   std::string cluster, model, plan;
+  bool profile = false;  // measure the model on every device first (h2 profile) and plan on that
   int64_t steps = 60;
   std::string out = "h2-train";
   std::string resume;
