@@ -7,12 +7,16 @@ plans on those measured costs and trains a few steps; its summary.json holds Het
 step time and the measured one (median after the first step).
 Scenarios, on the cpu-reference devices of examples/clusters/local.json (two device types of equal
 speed, 2 and 1 GiB) and gpt-tiny:
-  - local: the embedded default (HeteroAuto picks four data-parallel replicas);
+  - local: the embedded default (HeteroAuto picks four data-parallel replicas, or two whose two
+    devices are tensor-parallel: it predicts them within a percent of each other);
   - local, tight memory: one device of each type (one per core of this 2-core machine) with 15 MiB
     usable each, so the model must be cut into a pipeline and part of it recomputed. One device per
     core because simulated devices that share cores run faster while the others idle in a pipeline
     bubble, which a profile of all of them busy at once cannot know (real accelerators do not share
     their compute);
+  - local, tensor-parallel: the 2 GiB group's two devices with 20 MiB usable each and a global batch
+    of 4, planned with --max-tp 2, so that every layer is cut over both devices (Megatron-LM's
+    layout), which checks the cost model's tensor-parallel terms;
   - homogeneous parts: each node group alone, pinned to one of the machine's cores (taskset), against
     the whole cluster on both cores: the heterogeneous job's tokens/s against the sum of its parts'.
 Prints tables and writes JSON; exits non-zero when a run fails; never asserts a timing.
@@ -37,16 +41,21 @@ def run(command, env, timeout=600):
         return 124, f"{' '.join(command)}: timed out after {timeout} s\n{e.stdout or ''}"
 
 
-def train(args, env, work, name, cluster, cpus=None):
+def train(args, env, work, name, cluster, cpus=None, model=None, extra=()):
     """Profiles the cluster and trains on it (`h2 train --profile`, as the main job does); returns the
-    summary (or None after printing why)."""
+    summary (or None after printing why). `model`: a description to use instead of --model."""
     cluster_path = os.path.join(work, f"{name}.json")
     with open(cluster_path, "w") as f:
         json.dump(cluster, f, indent=2)
+    model_path = args.model
+    if model is not None:
+        model_path = os.path.join(work, f"{name}-model.json")
+        with open(model_path, "w") as f:
+            json.dump(model, f, indent=2)
     pin = ["taskset", "-c", cpus] if cpus else []
     out_dir = os.path.join(work, name)
-    code, out = run(pin + [args.h2, "train", "--cluster", cluster_path, "--model", args.model, "--profile",
-                           "--steps", str(args.steps), "--out", out_dir], env)
+    code, out = run(pin + [args.h2, "train", "--cluster", cluster_path, "--model", model_path, "--profile",
+                           "--steps", str(args.steps), "--out", out_dir, *extra], env)
     if code != 0:
         print(f"{name}: h2 train failed ({code}):\n{out}", file=sys.stderr)
         return None
@@ -55,11 +64,17 @@ def train(args, env, work, name, cluster, cpus=None):
     with open(os.path.join(out_dir, "plan.json")) as f:
         plan = json.load(f)
     summary["plan"] = " + ".join(
-        f"{len(p['replicas'])} x [{' '.join(s['node_group'] + ':' + str(s['first_layer']) + '-' + str(s['first_layer'] + s['layers'] - 1) for s in p['stages'])}]"
+        f"{len(p['replicas'])} x [{' '.join(stage_text(s) for s in p['stages'])}]"
         for p in plan["pipelines"]) + f", micro-batch {plan['micro_batch_size']}"
     summary["scenario"] = name
     summary["compute_drift"] = compute_drift(plan, os.path.join(out_dir, "trace.json"))
     return summary
+
+
+def stage_text(stage):
+    """"local-2gib:0-2", or "local-2gib/tp2:0-5" for a tensor-parallel stage."""
+    tp = f"/tp{stage['tp']}" if stage.get("tp", 1) > 1 else ""
+    return f"{stage['node_group']}{tp}:{stage['first_layer']}-{stage['first_layer'] + stage['layers'] - 1}"
 
 
 def compute_drift(plan, trace_path):
@@ -108,12 +123,28 @@ def main():
     for group in tight["nodes"]:
         group["devices_per_node"] = 1
 
+    # Tensor parallelism: one node group of two devices (one per core) with 20 MiB usable each and a
+    # global batch of 4, where HeteroAuto (with --max-tp 2) cuts every layer over both devices, as
+    # the one-stage pipeline's memory is too small for the whole model and a two-stage pipeline
+    # idles in its bubble with so few micro-batches.
+    tensor_parallel = copy.deepcopy(local)
+    tensor_parallel["device_types"] = tensor_parallel["device_types"][:1]
+    tensor_parallel["device_types"][0]["memory_gib"] = 0.12
+    tensor_parallel["device_types"][0]["runtime_overhead_gib"] = 0.1
+    tensor_parallel["nodes"] = tensor_parallel["nodes"][:1]
+    with open(args.model) as f:
+        small_batch = json.load(f)
+    small_batch["global_batch"] = 4
+
+    scenarios = [("local", local, None, ()), ("local, tight memory", tight, None, ()),
+                 ("local, tensor-parallel", tensor_parallel, small_batch, ("--max-tp", "2"))]
     failed = False
     results = []
     with tempfile.TemporaryDirectory(prefix="h2-bench-heteropp-") as work:
-        for name, cluster in [("local", local), ("local, tight memory", tight)]:
+        for name, cluster, model, extra in scenarios:
             for repeat in range(args.repeats):
-                s = train(args, env, work, f"{name.replace(', ', '-').replace(' ', '-')}-{repeat}", cluster)
+                s = train(args, env, work, f"{name.replace(', ', '-').replace(' ', '-')}-{repeat}", cluster,
+                          model=model, extra=extra)
                 failed |= s is None
                 if s:
                     s["scenario"] = name
@@ -122,12 +153,12 @@ def main():
 
         print("\nHeteroAuto's predicted step time against HeteroPP's measured one (h2 train --profile: each run "
               "profiles, then trains)")
-        print(f"  {'scenario':<22} {'plan':<58} {'predicted':>10} {'measured':>10} {'error':>8} "
+        print(f"  {'scenario':<24} {'plan':<58} {'predicted':>10} {'measured':>10} {'error':>8} "
               f"{'train/profile compute':>22}")
         for s in results:
-            print(f"  {s['scenario']:<22} {s['plan']:<58} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
+            print(f"  {s['scenario']:<24} {s['plan']:<58} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
                   f"{100 * s['error']:>+7.1f}% {s['compute_drift']:>21.2f}x")
-        for name in ["local", "local, tight memory"]:
+        for name, *_ in scenarios:
             errors = [abs(s["error"]) for s in results if s["scenario"] == name]
             if errors:
                 print(f"  {name}: median |error| {100 * statistics.median(errors):.1f}% over {len(errors)} runs")

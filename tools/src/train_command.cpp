@@ -229,12 +229,11 @@ int run_driver(const TrainCommandOptions& options) {
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
     // HeteroAuto may cut one layer differently in two pipeline classes, which HeteroPP does not run
-    // (placement refuses it); the best plan that HeteroPP runs is taken. With tp 1 that is the best.
-    const heteroauto::SearchResult found =
-        heteroauto::search_plans(cluster, model, {.top = options.max_tp > 1 ? 50 : 1, .max_tp = options.max_tp});
-    if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
+    // (placement refuses it); the best plan that HeteroPP runs is taken. That is nearly always the
+    // best one, so the 50 best are searched for only when it is not (a wider search costs seconds
+    // on a large cluster).
     std::string refused;
-    const auto runnable = std::find_if(found.plans.begin(), found.plans.end(), [&](const heteroauto::Plan& p) {
+    auto runs = [&](const heteroauto::Plan& p) {
       try {
         heteropp::place(p);
         return true;
@@ -242,7 +241,12 @@ int run_driver(const TrainCommandOptions& options) {
         if (refused.empty()) refused = e.what();
         return false;
       }
-    });
+    };
+    heteroauto::SearchResult found = heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
+    if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
+    if (!runs(found.plans.front()))
+      found = heteroauto::search_plans(cluster, model, {.top = 50, .max_tp = options.max_tp});
+    const auto runnable = std::find_if(found.plans.begin(), found.plans.end(), runs);
     if (runnable == found.plans.end())
       throw heteroauto::DescriptionError("HeteroPP runs none of HeteroAuto's " + std::to_string(found.plans.size()) +
                                          " best plans; the best one: " + refused + " (try a lower --max-tp)");
@@ -352,10 +356,9 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
       ->check(CLI::IsMember({"1f1b", "gpipe"}));
   command
       ->add_option("--max-tp", options.max_tp,
-                   "Largest tensor-parallel degree HeteroAuto may plan (a --plan may hold any); 1 by default, as "
-                   "the cost model's tensor-parallel terms are not yet checked against measured steps")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+                   "Largest tensor-parallel degree HeteroAuto may plan (a --plan may hold any); 0, the default: any "
+                   "degree the model and the node groups allow, as h2 plan")
+      ->check(CLI::Range(0, 64));
   command->add_option("--loss-scale", options.loss_scale, "Dynamic loss scaling (auto: for f16 models)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dynamic", "none"}));

@@ -24,7 +24,7 @@ struct TrainCommandOptions {
   int64_t warmup = 10;
   uint64_t seed = 1234;
   std::string schedule = "1f1b";
-  int max_tp = 1;                   // HeteroAuto's largest tensor-parallel degree when h2 train plans
+  int max_tp = 0;                   // HeteroAuto's largest tensor-parallel degree when h2 train plans; 0: any
   std::string loss_scale = "auto";  // auto: dynamic for f16 models, none otherwise
   double initial_loss_scale = 65536;
   int64_t loss_scale_window = 2000;  // steps without overflow before the scale doubles
