@@ -55,9 +55,14 @@ Runtime::Runtime(const RuntimeOptions& options) {
         PluginInfo info;
         info.name = spec;
         info.state = PluginState::not_installed;
-        std::string detail = "no " + detail::plugin_file_name(spec) + " in the plugin search path (";
-        for (size_t i = 0; i < search_path.size(); ++i) detail += (i ? ":" : "") + search_path[i].string();
-        info.message = detail::state_message(info.state, detail + "; set H2_PLUGIN_PATH)");
+        std::string where;
+        for (size_t i = 0; i < search_path.size(); ++i) where += (i ? ":" : "") + search_path[i].string();
+        // An empty path is what a build tree run outside `meson devenv` has: say so, not "()".
+        info.message = detail::state_message(
+            info.state, "no " + detail::plugin_file_name(spec) + " in the plugin search path (" +
+                            (where.empty() ? "empty: H2 is not installed and H2_PLUGIN_PATH is not set; set it, or run "
+                                             "through meson devenv -C build)"
+                                           : where + "; set H2_PLUGIN_PATH)"));
         plugins_.push_back(std::move(info));
       }
     }
