@@ -3,11 +3,13 @@
 #   bash scripts/gpu/run-gpu-checks.sh build    configure with -Dcuda=enabled, build, run the quick tests
 #   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios
+#   bash scripts/gpu/run-gpu-checks.sh train    issue 8: a pipeline over the cuda and cpu-reference plugins
+#                                               trains gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
 # Each stage writes its logs and reports under $OUT (or ./gpu-out). Stages reuse ./build-gpu, which
 # the device machine keeps between calls while it stays warm.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-stage=${1:?usage: run-gpu-checks.sh build|conform|bench}
+stage=${1:?usage: run-gpu-checks.sh build|conform|bench|train}
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 
@@ -48,5 +50,13 @@ case $stage in
     python3 bench/cuda/compare.py "$out/cuda_kernels.json" "$out/sdpa_peer.json" "$out/ratios.json" |
       tee "$out/ratios.txt"
     ;;
-  *) echo "run-gpu-checks: unknown stage '$stage' (build, conform or bench)" >&2; exit 2 ;;
+  train)
+    # The runs' files stay on the machine ($OUT takes few files, 2 folders deep); the table and its
+    # JSON come back.
+    H2_PLUGIN_PATH=build-gpu/plugins/cpu-reference:build-gpu/plugins/cuda \
+      python3 scripts/gpu/pipeline_check.py --h2 build-gpu/tools/h2 --model examples/models/gpt-tiny.json \
+      --out /tmp/h2-pipeline-check --timeout 180 2>&1 | tee "$out/pipeline.log"
+    cp /tmp/h2-pipeline-check/pipeline_check.json "$out/"
+    ;;
+  *) echo "run-gpu-checks: unknown stage '$stage' (build, conform, bench or train)" >&2; exit 2 ;;
 esac
