@@ -64,7 +64,11 @@ def train(args, name, description):
     command = [args.h2, "train", "--cluster", path, "--model", args.model, "--steps", str(args.steps), "--out",
                os.path.join(work, "train")]
     print(f"== {name}: {' '.join(command)}", flush=True)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired as e:
+        print(e.stdout or "", file=sys.stderr)
+        sys.exit(f"{name}: h2 train did not finish in {args.timeout} s")
     with open(os.path.join(work, "train.log"), "w") as f:
         f.write(done.stdout + done.stderr)
     if done.returncode != 0:
