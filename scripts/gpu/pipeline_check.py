@@ -67,7 +67,8 @@ def train(args, name, description):
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as e:
-        print(e.stdout or "", file=sys.stderr)
+        output = e.stdout or b""  # bytes, even with text=True, on some Python versions
+        print(output if isinstance(output, str) else output.decode(errors="replace"), file=sys.stderr)
         sys.exit(f"{name}: h2 train did not finish in {args.timeout} s")
     with open(os.path.join(work, "train.log"), "w") as f:
         f.write(done.stdout + done.stderr)
