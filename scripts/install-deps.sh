@@ -10,7 +10,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev libpmix-dev
-  libssl-dev
+  libssl-dev libxxhash-dev
   # peers for side-by-side benchmarks
   openmpi-bin libopenmpi-dev libgloo-dev
   # `ip netns`: the tests' and benchmarks' test hosts in network namespaces

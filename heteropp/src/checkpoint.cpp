@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -58,6 +59,15 @@ void require_f32_contiguous(const NamedTensor& t) {
     throw Error(H2_STATUS_INVALID_ARGUMENT, "checkpoint: tensor " + t.name + " must be a contiguous f32 tensor");
 }
 
+// A tensor's data as stored, XXH3-64 in hex: reading checks it, so a damaged file is refused by name
+// instead of resuming from wrong weights. XXH3 hashes at memory speed (tens of GB/s), which a
+// checkpoint of a large model needs; a CRC would add seconds per GiB.
+std::string checksum(const char* data, size_t bytes) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(data, bytes)));
+  return hex;
+}
+
 size_t tensor_bytes(const Tensor& t) {
   return static_cast<size_t>(t.numel()) * sizeof(float);
 }
@@ -83,15 +93,9 @@ std::string step_directory(const std::string& root, int64_t step) {
 
 void write_layer(Stream& stream, const std::string& step_dir, int layer, int model_layers,
                  const std::vector<NamedTensor>& tensors) {
-  nlohmann::json header = {{"layer", layer}, {"tensors", nlohmann::json::array()}};
   size_t total = 0;
   for (const NamedTensor& t : tensors) {
     require_f32_contiguous(t);
-    header["tensors"].push_back({{"name", t.name},
-                                 {"shape", t.tensor.shape()},
-                                 {"dtype", "f32"},
-                                 {"offset", total},
-                                 {"bytes", tensor_bytes(t.tensor)}});
     total += tensor_bytes(t.tensor);
   }
   std::string data(total, '\0');
@@ -101,6 +105,17 @@ void write_layer(Stream& stream, const std::string& step_dir, int layer, int mod
     at += tensor_bytes(t.tensor);
   }
   stream.synchronize();
+  nlohmann::json header = {{"layer", layer}, {"tensors", nlohmann::json::array()}};
+  at = 0;
+  for (const NamedTensor& t : tensors) {
+    header["tensors"].push_back({{"name", t.name},
+                                 {"shape", t.tensor.shape()},
+                                 {"dtype", "f32"},
+                                 {"offset", at},
+                                 {"bytes", tensor_bytes(t.tensor)},
+                                 {"xxh3", checksum(data.data() + at, tensor_bytes(t.tensor))}});
+    at += tensor_bytes(t.tensor);
+  }
   const std::string text = header.dump();
   const uint64_t length = text.size();
   std::error_code ignored;
@@ -220,6 +235,13 @@ void read_layer(Stream& stream, const std::string& step_dir, int layer, int mode
       in.seekg(data_start + static_cast<std::streamoff>(found->at("offset").get<uint64_t>()));
       if (!in.read(data.data(), static_cast<std::streamsize>(data.size())))
         bad_checkpoint(path + " is truncated in " + t.name);
+      // Files written before checksums have none.
+      if (found->contains("xxh3")) {
+        const std::string stored = found->at("xxh3").get<std::string>(), read = checksum(data.data(), data.size());
+        if (stored != read)
+          bad_checkpoint(path + " is damaged: the data of " + t.name + " hashes to " + read + ", not the " + stored +
+                         " it was written with");
+      }
       stream.copy_from_host(*t.tensor.buffer(), data.data(), data.size(), tensor_offset(t.tensor));
       stream.synchronize();  // `data` dies at the end of this iteration
     }

@@ -184,6 +184,17 @@ TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
               read_layer(*stream_, dir, 0, 1, {{"v", tensor({0})}});
             }).find("has no tensor v"),
             std::string::npos);
+  // One flipped bit in the head's data (its last byte: the file ends with its only tensor).
+  const fs::path head = fs::path(dir) / layer_file_name(1, 1);
+  {
+    std::fstream file(head, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(-1, std::ios::end);
+    const char last = static_cast<char>(file.get());
+    file.seekp(-1, std::ios::end);
+    file.put(static_cast<char>(last ^ 0x10));
+  }
+  const std::string damaged = message([&] { read_layer(*stream_, dir, 1, 1, {{"w", tensor({0, 0})}}); });
+  EXPECT_NE(damaged.find(head.string() + " is damaged: the data of w hashes to "), std::string::npos) << damaged;
   fs::resize_file(fs::path(dir) / layer_file_name(0, 1), 40);
   EXPECT_NE(message([&] {
               read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0})}});

@@ -7,5 +7,5 @@ cd "$(dirname "$0")/../.."
 grep -qx '/.gpu-debs/' .git/info/exclude 2>/dev/null || echo '/.gpu-debs/' >>.git/info/exclude
 mkdir -p .gpu-debs
 cd .gpu-debs
-apt-get download nlohmann-json3-dev libcli11-dev libboost1.74-dev libssl-dev libssl3 libgtest-dev libgmock-dev
+apt-get download nlohmann-json3-dev libcli11-dev libboost1.74-dev libssl-dev libssl3 libgtest-dev libgmock-dev libxxhash-dev libxxhash0
 ls -la

@@ -9,7 +9,9 @@
 // fsync'ed, so a crash at any moment leaves the previous checkpoint whole and `latest` naming it.
 //
 // A layer file: the 8 bytes "H2CKPT01", a little-endian uint64 header length, a JSON header
-// {"layer", "tensors": [{"name", "shape", "dtype": "f32", "offset", "bytes"}]}, then the raw data.
+// {"layer", "tensors": [{"name", "shape", "dtype": "f32", "offset", "bytes", "xxh3"}]}, then the raw
+// data. "xxh3" is the tensor's data hashed with XXH3-64 (16 hex digits); reading refuses a tensor
+// whose data hash differs, naming the file and the tensor.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +62,8 @@ void commit_checkpoint(const std::string& root, const std::string& step_dir, con
 // h2::Error naming what is missing.
 std::string find_checkpoint(const std::string& path);
 CheckpointState read_manifest(const std::string& step_dir);
-// Fills `tensors` (shapes must match: the error names the tensor and both shapes) from the layer file.
+// Fills `tensors` (shapes must match: the error names the tensor and both shapes) from the layer file;
+// throws h2::Error naming the file and tensor when the data does not hash to its stored checksum.
 void read_layer(Stream& stream, const std::string& step_dir, int layer, int model_layers,
                 const std::vector<NamedTensor>& tensors);
 
