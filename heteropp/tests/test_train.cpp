@@ -324,6 +324,7 @@ TEST_F(TrainTest, TrainProfilesFirstWhenAsked) {
   std::ifstream summary_file(out / "summary.json");
   const nlohmann::json summary = nlohmann::json::parse(summary_file);
   EXPECT_GT(summary.at("predicted_step_s").get<double>(), 0);
+  EXPECT_EQ(summary.at("cost_basis").at("cpu-ref"), "measured (h2 profile)");
 
   write(dir_ / "profile-plan.json", heteroauto::to_json(make_plan(model(), 2, kSingle)));
   result = run_h2(base + " --profile --plan " + (dir_ / "profile-plan.json").string());

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -155,14 +156,27 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
             << (skip ? " after the first step" : "") << "), HeteroAuto predicted " << format_duration(predicted) << " ("
             << (error >= 0 ? "+" : "") << format_fixed(error * 100, 1, "%") << ")\n"
             << "  throughput  " << format_rate(tokens / measured, "tokens/s") << "\n";
+  // A prediction far off because its costs are nominal, not this machine's: say what would fix it.
+  std::string nominal;
+  for (const auto& [type, basis] : plan.prediction.cost_basis)
+    if (basis.find("measured") == std::string::npos) nominal += (nominal.empty() ? "" : ", ") + type;
+  if (std::abs(error) > 0.1 && !nominal.empty())
+    std::cout << "  (the prediction used peak x efficiency for " << nominal
+              << ", not measured times: h2 train --profile, or h2 profile before h2 plan, measures them)\n";
   if (out_dir.empty()) return;
   std::cout << "  wrote       " << out_dir << "/metrics.jsonl, " << out_dir << "/trace.json (Perfetto), "
             << (result.checkpoint.empty() ? std::string("no checkpoint") : result.checkpoint) << "\n";
-  const nlohmann::json summary = {{"first_step", first.step},        {"last_step", last.step},
-                                  {"first_loss", first.loss},        {"last_loss", last.loss},
-                                  {"measured_step_s", measured},     {"predicted_step_s", predicted},
-                                  {"prediction_error", error},       {"tokens_per_s", tokens / measured},
-                                  {"checkpoint", result.checkpoint}, {"ranks", ranks}};
+  const nlohmann::json summary = {{"first_step", first.step},
+                                  {"last_step", last.step},
+                                  {"first_loss", first.loss},
+                                  {"last_loss", last.loss},
+                                  {"measured_step_s", measured},
+                                  {"predicted_step_s", predicted},
+                                  {"prediction_error", error},
+                                  {"cost_basis", plan.prediction.cost_basis},
+                                  {"tokens_per_s", tokens / measured},
+                                  {"checkpoint", result.checkpoint},
+                                  {"ranks", ranks}};
   std::ofstream(fs::path(out_dir) / "summary.json") << summary.dump(2) << "\n";
 }
 
