@@ -291,19 +291,17 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                                                        {"requested", requested},
                                                        {"piece_bytes", world->piece_bytes_},
                                                        {"small_bytes", world->small_bytes_},
-                                                       {"fabric_message_bytes", message_bytes_set},
                                                        {"node_transport", node_mode},
                                                        {"allreduce", world->allreduce_}}
                                                       .dump());
     for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
     for (int r = 1; r < info.world_size; ++r)
-      for (const char* setting : {"piece_bytes", "small_bytes", "fabric_message_bytes", "node_transport", "allreduce"})
+      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce"})
         if (ranks[r][setting] != ranks[0][setting])
           throw CommError(CommErrorKind::usage, r,
                           "DiComm: rank " + std::to_string(r) +
                               " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
-                              "H2_DICOMM_FABRIC_MESSAGE_BYTES / H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE "
-                              "than rank 0; set them alike");
+                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE than rank 0; set them alike");
     node_setup = connect_node_transport(store, info.rank, ranks);
     provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
   } else if (provider.empty()) {
@@ -326,8 +324,22 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   std::vector<std::vector<uint8_t>> addresses(info.world_size);
   if (world->store_) {
     Store& store = *world->store_;
-    store.set("dicomm/address/" + std::to_string(info.rank), hex(fabric->address()));
-    for (int r = 0; r < info.world_size; ++r) addresses[r] = unhex(store.get("dicomm/address/" + std::to_string(r)));
+    // With its address, each rank's message size: ranks must cut alike, and the size is known only
+    // now, where unset (the agreed provider's default), so a rank that sets the default explicitly
+    // agrees with one that leaves it unset.
+    store.set("dicomm/address/" + std::to_string(info.rank),
+              json{{"address", hex(fabric->address())}, {"fabric_message_bytes", message_bytes}}.dump());
+    for (int r = 0; r < info.world_size; ++r) {
+      const json entry = json::parse(store.get("dicomm/address/" + std::to_string(r)));
+      addresses[r] = unhex(entry.at("address").get<std::string>());
+      const size_t theirs = entry.at("fabric_message_bytes").get<size_t>();
+      if (theirs != message_bytes)
+        throw CommError(CommErrorKind::usage, r,
+                        "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES is " + std::to_string(theirs) + " on rank " +
+                            std::to_string(r) + " and " + std::to_string(message_bytes) + " on rank " +
+                            std::to_string(info.rank) + " (where unset, provider '" + provider +
+                            "''s default); set it alike");
+    }
   } else {
     addresses[0] = fabric->address();
   }
