@@ -12,7 +12,8 @@ Prints each step's loss side by side and the largest relative difference from cp
 writes the table as JSON, and exits 1 when a run fails, the plan does not use both plugins, or a
 loss differs by more than --tolerance. The machine's H2_PLUGIN_PATH must hold both plugins.
 
-`--accelerator cpu-reference` runs the same check without a GPU (a dry run of this script).
+`--accelerator cpu-reference` runs the same check without a GPU (a dry run of this script), in
+cpu-reference's strict mode, where as on a GPU no device memory is readable from the host.
 """
 
 import argparse
@@ -64,8 +65,11 @@ def train(args, name, description):
     command = [args.h2, "train", "--cluster", path, "--model", args.model, "--steps", str(args.steps), "--out",
                os.path.join(work, "train")]
     print(f"== {name}: {' '.join(command)}", flush=True)
+    env = dict(os.environ)
+    if args.accelerator == "cpu-reference":
+        env["H2_CPU_REFERENCE_STRICT"] = "1"
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as e:
         output = e.stdout or b""  # bytes, even with text=True, on some Python versions
         print(output if isinstance(output, str) else output.decode(errors="replace"), file=sys.stderr)
