@@ -4,7 +4,8 @@
 # four cpu-reference devices with different memory capacities (examples/clusters/local.json),
 # profiled on this machine (--profile) and planned by HeteroAuto on the measured costs, so that the
 # predicted step time it prints at the end is this machine's. Extra arguments go to `h2 train`
-# (e.g. --steps 200, --out DIR).
+# (e.g. --steps 200, --out DIR, --resume DIR; not --plan, which --profile replaces: for a plan of
+# your own, run `h2 train --plan` as the README shows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

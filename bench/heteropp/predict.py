@@ -38,7 +38,9 @@ def run(command, env, timeout=600):
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
         return done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as e:
-        return 124, f"{' '.join(command)}: timed out after {timeout} s\n{e.stdout or ''}"
+        # The output so far comes as bytes, even with text=True, on some Python versions.
+        output = "".join(o if isinstance(o, str) else o.decode(errors="replace") for o in (e.stdout, e.stderr) if o)
+        return 124, f"{' '.join(command)}: timed out after {timeout} s\n{output}"
 
 
 def train(args, env, work, name, cluster, cpus=None, model=None, extra=()):
@@ -128,10 +130,11 @@ def main():
     # the one-stage pipeline's memory is too small for the whole model and a two-stage pipeline
     # idles in its bubble with so few micro-batches.
     tensor_parallel = copy.deepcopy(local)
-    tensor_parallel["device_types"] = tensor_parallel["device_types"][:1]
-    tensor_parallel["device_types"][0]["memory_gib"] = 0.12
-    tensor_parallel["device_types"][0]["runtime_overhead_gib"] = 0.1
     tensor_parallel["nodes"] = tensor_parallel["nodes"][:1]
+    group_type = next(t for t in tensor_parallel["device_types"]
+                      if t["name"] == tensor_parallel["nodes"][0]["device_type"])
+    group_type.update(memory_gib=0.12, runtime_overhead_gib=0.1)
+    tensor_parallel["device_types"] = [group_type]
     with open(args.model) as f:
         small_batch = json.load(f)
     small_batch["global_batch"] = 4

@@ -59,10 +59,11 @@ Runtime::Runtime(const RuntimeOptions& options) {
         for (size_t i = 0; i < search_path.size(); ++i) where += (i ? ":" : "") + search_path[i].string();
         // An empty path is what a build tree run outside `meson devenv` has: say so, not "()".
         info.message = detail::state_message(
-            info.state, "no " + detail::plugin_file_name(spec) + " in the plugin search path (" +
-                            (where.empty() ? "empty: H2 is not installed and H2_PLUGIN_PATH is not set; set it, or run "
-                                             "through meson devenv -C build)"
-                                           : where + "; set H2_PLUGIN_PATH)"));
+            info.state,
+            "no " + detail::plugin_file_name(spec) + " in the plugin search path (" +
+                (where.empty() ? "empty: no installed plugin directory and no H2_PLUGIN_PATH; set it to the "
+                                 "directory that holds the plugin, or run through meson devenv -C build)"
+                               : where + "; set H2_PLUGIN_PATH)"));
         plugins_.push_back(std::move(info));
       }
     }

@@ -71,8 +71,9 @@ def train(args, name, description):
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as e:
-        output = e.stdout or b""  # bytes, even with text=True, on some Python versions
-        print(output if isinstance(output, str) else output.decode(errors="replace"), file=sys.stderr)
+        # The output so far comes as bytes, even with text=True, on some Python versions.
+        print("".join(o if isinstance(o, str) else o.decode(errors="replace") for o in (e.stdout, e.stderr) if o),
+              file=sys.stderr)
         sys.exit(f"{name}: h2 train did not finish in {args.timeout} s")
     with open(os.path.join(work, "train.log"), "w") as f:
         f.write(done.stdout + done.stderr)

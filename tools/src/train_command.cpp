@@ -182,6 +182,10 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
 
 // One rank: bootstrap, device, communicator, training.
 int run_worker(const TrainCommandOptions& options) {
+  if (options.profile)
+    throw UsageError(
+        "--profile is for the whole job, not one rank of it (--worker): a worker runs "
+        "the --plan it is given");
   const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
   const heteroauto::Model model = heteroauto::load_model(options.model);
   if (options.plan.empty()) throw UsageError("--worker needs --plan (the plan every rank executes)");
