@@ -156,10 +156,10 @@ def main():
 
         print("\nHeteroAuto's predicted step time against HeteroPP's measured one (h2 train --profile: each run "
               "profiles, then trains)")
-        print(f"  {'scenario':<24} {'plan':<58} {'predicted':>10} {'measured':>10} {'error':>8} "
+        print(f"  {'scenario':<24} {'plan':<72} {'predicted':>10} {'measured':>10} {'error':>8} "
               f"{'train/profile compute':>22}")
         for s in results:
-            print(f"  {s['scenario']:<24} {s['plan']:<58} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
+            print(f"  {s['scenario']:<24} {s['plan']:<72} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
                   f"{100 * s['error']:>+7.1f}% {s['compute_drift']:>21.2f}x")
         for name, *_ in scenarios:
             errors = [abs(s["error"]) for s in results if s["scenario"] == name]
@@ -185,9 +185,9 @@ def main():
             total = sum(p["tokens_per_s"] for p in parts)
             print("\nThe heterogeneous cluster against the sum of its homogeneous parts (tokens/s)")
             for p in parts:
-                print(f"  {p['scenario']:<22} {p['plan']:<58} {p['tokens_per_s']:>9.1f}")
-            print(f"  {'sum of the parts':<22} {'':<58} {total:>9.1f}")
-            print(f"  {'whole cluster':<22} {whole['plan']:<58} {whole['tokens_per_s']:>9.1f}  "
+                print(f"  {p['scenario']:<22} {p['plan']:<72} {p['tokens_per_s']:>9.1f}")
+            print(f"  {'sum of the parts':<22} {'':<72} {total:>9.1f}")
+            print(f"  {'whole cluster':<22} {whole['plan']:<72} {whole['tokens_per_s']:>9.1f}  "
                   f"({whole['tokens_per_s'] / total:.2f}x the sum)")
             results += parts + [whole]
 
