@@ -68,6 +68,15 @@ std::string checksum(const char* data, size_t bytes) {
   return hex;
 }
 
+// The manifest's own hash: of its compact dump without the "xxh3" field (nlohmann's objects keep
+// their keys sorted, so the dump is the same on every read), so that a damaged step count or data
+// position is refused rather than resumed from.
+std::string manifest_checksum(nlohmann::json manifest) {
+  manifest.erase("xxh3");
+  const std::string text = manifest.dump();
+  return checksum(text.data(), text.size());
+}
+
 size_t tensor_bytes(const Tensor& t) {
   return static_cast<size_t>(t.numel()) * sizeof(float);
 }
@@ -147,7 +156,9 @@ void commit_checkpoint(const std::string& root, const std::string& step_dir, con
       {"layers", layers},
       {"plan", state.plan},
   };
-  write_atomically((fs::path(step_dir) / kManifest).string(), {manifest.dump(2) + "\n"});
+  nlohmann::json signed_manifest = manifest;
+  signed_manifest["xxh3"] = manifest_checksum(manifest);
+  write_atomically((fs::path(step_dir) / kManifest).string(), {signed_manifest.dump(2) + "\n"});
   write_atomically((fs::path(root) / kLatest).string(), {fs::path(step_dir).filename().string() + "\n"});
 
   // Older checkpoints beyond `keep`, and incomplete directories left by an earlier crash.
@@ -189,6 +200,12 @@ CheckpointState read_manifest(const std::string& step_dir) {
     j = nlohmann::json::parse(in);
     if (j.value("format", "") != "h2-checkpoint" || j.value("version", 0) != 1)
       bad_checkpoint(path + " is not an h2-checkpoint of version 1");
+    // Manifests written before checksums have none.
+    if (j.contains("xxh3") && j.at("xxh3").get<std::string>() != manifest_checksum(j))
+      bad_checkpoint(path + " is damaged: its content hashes to " + manifest_checksum(j) + ", not the " +
+                     j.at("xxh3").get<std::string>() +
+                     " it was written with (edited on purpose? delete its \"xxh3\" "
+                     "line)");
     CheckpointState s;
     s.step = j.at("step").get<int64_t>();
     s.optimizer_steps = j.at("optimizer_steps").get<int64_t>();

@@ -195,6 +195,20 @@ TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
   }
   const std::string damaged = message([&] { read_layer(*stream_, dir, 1, 1, {{"w", tensor({0, 0})}}); });
   EXPECT_NE(damaged.find(head.string() + " is damaged: the data of w hashes to "), std::string::npos) << damaged;
+  // A digit changed in the manifest: the data position would move silently.
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  std::string text;
+  {
+    std::ifstream in(manifest);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t samples = text.find("\"samples\": 10");
+  ASSERT_NE(samples, std::string::npos) << text;
+  text[samples + 12] = '9';
+  std::ofstream(manifest) << text;
+  const std::string damaged_manifest = message([&] { read_manifest(dir); });
+  EXPECT_NE(damaged_manifest.find(manifest.string() + " is damaged: its content hashes to "), std::string::npos)
+      << damaged_manifest;
   fs::resize_file(fs::path(dir) / layer_file_name(0, 1), 40);
   EXPECT_NE(message([&] {
               read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0})}});

@@ -3,7 +3,8 @@
 //
 // Layout of ROOT (`h2 train --out DIR` writes ROOT = DIR/checkpoints):
 //   ROOT/step-000120/layer-embedding.bin, layer-block-0000.bin, ..., layer-head.bin
-//   ROOT/step-000120/manifest.json     written last: a step directory without one is incomplete
+//   ROOT/step-000120/manifest.json     written last: a step directory without one is incomplete;
+//                                      its "xxh3" hashes the rest of it (compact dump), checked on read
 //   ROOT/latest                        the name of the newest complete step directory
 // Every file is written to a temporary name, fsync'ed, renamed into place and its directory
 // fsync'ed, so a crash at any moment leaves the previous checkpoint whole and `latest` naming it.
