@@ -34,6 +34,11 @@ void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
   command->add_option("--cluster", options.cluster, "Cluster description (JSON)")->required()->check(CLI::ExistingFile);
   command->add_option("--model", options.model, "Model description (JSON)")->required()->check(CLI::ExistingFile);
   command->add_option("--top", options.top, "How many of the best plans to show")->check(CLI::Range(1, 100));
+  command
+      ->add_option("--max-tp", options.max_tp,
+                   "Largest tensor-parallel degree to consider (as h2 train --max-tp); 0, the default: any the model "
+                   "and the node groups allow")
+      ->check(CLI::Range(0, 64));
   command->add_flag("--json", options.json, "Print JSON for programs instead of tables");
   command->add_flag("--explain", options.explain, "Show the search's reasoning and counts");
   command->add_option("-o,--output", options.output, "Write the best plan to this file (for h2 train --plan)");
@@ -45,7 +50,7 @@ int run_plan(const PlanOptions& options) {
   try {
     const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
     const heteroauto::Model model = heteroauto::load_model(options.model);
-    result = heteroauto::search_plans(cluster, model, {.top = options.top});
+    result = heteroauto::search_plans(cluster, model, {.top = options.top, .max_tp = options.max_tp});
     for (const Plan& plan : result.plans) heteroauto::check_plan_invariants(plan, cluster);
   } catch (const heteroauto::DescriptionError& e) {
     std::cerr << "h2 plan: " << e.what() << "\n";

@@ -14,6 +14,7 @@ struct PlanOptions {
   std::string cluster;
   std::string model;
   int top = 3;
+  int max_tp = 0;  // the largest tensor-parallel degree; 0: any the model and node groups allow
   bool json = false;
   bool explain = false;
   std::string output;  // the best plan, as a plan file

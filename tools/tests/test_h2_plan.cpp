@@ -72,6 +72,21 @@ TEST(H2Plan, TinyModelPlansOnTheLocalCpuDevicesAndWritesThePlanFile) {
   fs::remove_all(out.parent_path());
 }
 
+// --max-tp bounds every stage's tensor-parallel degree.
+TEST(H2Plan, MaxTpBoundsTheTensorParallelDegree) {
+  for (int max_tp : {1, 2}) {
+    SCOPED_TRACE(max_tp);
+    auto r = run_h2("plan --json --top 20 --max-tp " + std::to_string(max_tp) + " --cluster " +
+                    example("clusters/h2-1024.json") + " --model " + example("models/dense-13b.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    ASSERT_FALSE(j["plans"].empty());
+    for (const auto& plan : j["plans"])
+      for (const auto& pipeline : plan["pipelines"])
+        for (const auto& stage : pipeline["stages"]) EXPECT_LE(stage["tp"].get<int>(), max_tp);
+  }
+}
+
 TEST(H2Plan, BadInputIsNamed) {
   auto missing = run_h2("plan --cluster /nonexistent.json --model " + example("models/dense-7b.json"));
   EXPECT_NE(missing.exit_code, 0);
