@@ -201,11 +201,12 @@ CheckpointState read_manifest(const std::string& step_dir) {
     if (j.value("format", "") != "h2-checkpoint" || j.value("version", 0) != 1)
       bad_checkpoint(path + " is not an h2-checkpoint of version 1");
     // Manifests written before checksums have none.
-    if (j.contains("xxh3") && j.at("xxh3").get<std::string>() != manifest_checksum(j))
-      bad_checkpoint(path + " is damaged: its content hashes to " + manifest_checksum(j) + ", not the " +
-                     j.at("xxh3").get<std::string>() +
-                     " it was written with (edited on purpose? delete its \"xxh3\" "
-                     "line)");
+    if (j.contains("xxh3")) {
+      const std::string stored = j.at("xxh3").get<std::string>(), read = manifest_checksum(j);
+      if (stored != read)
+        bad_checkpoint(path + " is damaged: its content hashes to " + read + ", not the " + stored +
+                       " it was written with (edited on purpose? delete its \"xxh3\" line)");
+    }
     CheckpointState s;
     s.step = j.at("step").get<int64_t>();
     s.optimizer_steps = j.at("optimizer_steps").get<int64_t>();
