@@ -314,28 +314,24 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   const size_t message_bytes = message_bytes_set >= 0     ? static_cast<size_t>(message_bytes_set)
                                : fabric->label_bits() > 0 ? default_message_bytes(provider)
                                                           : 0;
-  // A cut message on a provider without immediate data is refused only once this rank's setting is
-  // published (below), so that a rank that leaves it unset meets the difference at once instead of
-  // waiting for this rank's entry until the timeout.
-  const auto refuse_cut_without_labels = [&] {
-    if (message_bytes_set > 0 && fabric->label_bits() == 0)
-      throw CommError(CommErrorKind::usage, -1,
-                      "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
-                          " refused: provider '" + provider +
-                          "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
-                          "which DiComm needs to check the parts of a cut message; set it to 0");
-  };
+  // With its address, each rank publishes its message size: ranks must cut alike, and the size is
+  // known only now, where unset (the agreed provider's default), so a rank that sets the default
+  // explicitly agrees with one that leaves it unset.
+  if (world->store_)
+    world->store_->set("dicomm/address/" + std::to_string(info.rank),
+                       json{{"address", hex(fabric->address())}, {"fabric_message_bytes", message_bytes}}.dump());
+  // Refused only once published, so that a rank that leaves it unset meets the difference at once
+  // instead of waiting for this rank's entry until the timeout.
+  if (message_bytes_set > 0 && fabric->label_bits() == 0)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
+                        " refused: provider '" + provider +
+                        "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
+                        "which DiComm needs to check the parts of a cut message; set it to 0");
   std::vector<std::vector<uint8_t>> addresses(info.world_size);
   if (world->store_) {
-    Store& store = *world->store_;
-    // With its address, each rank's message size: ranks must cut alike, and the size is known only
-    // now, where unset (the agreed provider's default), so a rank that sets the default explicitly
-    // agrees with one that leaves it unset.
-    store.set("dicomm/address/" + std::to_string(info.rank),
-              json{{"address", hex(fabric->address())}, {"fabric_message_bytes", message_bytes}}.dump());
-    refuse_cut_without_labels();
     for (int r = 0; r < info.world_size; ++r) {
-      const json entry = json::parse(store.get("dicomm/address/" + std::to_string(r)));
+      const json entry = json::parse(world->store_->get("dicomm/address/" + std::to_string(r)));
       addresses[r] = unhex(entry.at("address").get<std::string>());
       const size_t theirs = entry.at("fabric_message_bytes").get<size_t>();
       if (theirs != message_bytes)
@@ -346,7 +342,6 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                             "''s default); set it alike");
     }
   } else {
-    refuse_cut_without_labels();
     addresses[0] = fabric->address();
   }
   std::vector<fi_addr_t> peers = fabric->insert(addresses);
