@@ -1,33 +1,56 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (the device tool), in the repository root, with .gpu-debs carried:
+# Run on the GPU machine (the device tool), in the repository root, with either .gpu-build carried
+# (scripts/gpu/pack-build.sh, run here: the build made here, nothing compiled there) or .gpu-debs
+# carried (scripts/gpu/fetch-debs.sh: the build's headers, to build there with `build`):
 #   bash scripts/gpu/run-gpu-checks.sh build    configure with -Dcuda=enabled, build, run the quick tests
+#   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices and the CUDA plugin's h2_devices test
 #   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios
 #   bash scripts/gpu/run-gpu-checks.sh train    issue 8: a pipeline over the cuda and cpu-reference plugins
 #                                               trains gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
-# Each stage writes its logs and reports under $OUT (or ./gpu-out). Stages reuse ./build-gpu, which
-# the device machine keeps between calls while it stays warm.
+#   bash scripts/gpu/run-gpu-checks.sh all      devices, bench, then conform and train side by side, each
+#                                               under its own time limit (one device call for everything)
+# Each stage writes its logs and reports under $H2_GPU_OUT (default ./gpu-out); `all` also packs them
+# into $OUT/gpu-out.tar.gz after every stage, so what finished comes back even if the call runs out of
+# time (the device tool returns at most 8 files from $OUT).
 set -euo pipefail
+script=$(realpath "$0")
 cd "$(dirname "$0")/../.."
-stage=${1:?usage: run-gpu-checks.sh build|conform|bench|train}
-out=${OUT:-$PWD/gpu-out}
+stage=${1:?usage: run-gpu-checks.sh build|devices|conform|bench|train|all}
+out=${H2_GPU_OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-
-# The build's Debian headers and libraries, unpacked outside / (never over the machine's own).
-deb_root=/tmp/h2-debs
-if [ ! -d "$deb_root/usr" ]; then
-  ls .gpu-debs/*.deb >/dev/null 2>&1 || { echo "run-gpu-checks: no .gpu-debs/*.deb (run scripts/gpu/fetch-debs.sh here and carry .gpu-debs)" >&2; exit 2; }
-  for f in .gpu-debs/*.deb; do dpkg -x "$f" "$deb_root"; done
-fi
-multiarch=$deb_root/usr/lib/x86_64-linux-gnu
-export CPATH=$deb_root/usr/include${CPATH:+:$CPATH}
-export LIBRARY_PATH=$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}
-export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PKG_CONFIG_PATH=$multiarch/pkgconfig:$deb_root/usr/share/pkgconfig
-export CMAKE_PREFIX_PATH=$deb_root/usr
-export BOOST_ROOT=$deb_root/usr
 export PATH=/usr/local/cuda/bin:$PATH
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+
+if [ -d .gpu-build/build-gpu ] && [ "$stage" != build ]; then
+  # The build made here: its programs with the libraries the GPU machine lacks.
+  build=$PWD/.gpu-build/build-gpu
+  export LD_LIBRARY_PATH=$PWD/.gpu-build/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  [ -d .gpu-build/libs/libfabric-providers ] && export FI_PROVIDER_PATH=$PWD/.gpu-build/libs/libfabric-providers
+else
+  build=$PWD/build-gpu
+  # The build's Debian headers and libraries, unpacked outside / (never over the machine's own).
+  deb_root=/tmp/h2-debs
+  if [ ! -d "$deb_root/usr" ]; then
+    ls .gpu-debs/*.deb >/dev/null 2>&1 || { echo "run-gpu-checks: no .gpu-build (scripts/gpu/pack-build.sh) or .gpu-debs/*.deb (scripts/gpu/fetch-debs.sh) was carried" >&2; exit 2; }
+    for f in .gpu-debs/*.deb; do dpkg -x "$f" "$deb_root"; done
+  fi
+  multiarch=$deb_root/usr/lib/x86_64-linux-gnu
+  export CPATH=$deb_root/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PKG_CONFIG_PATH=$multiarch/pkgconfig:$deb_root/usr/share/pkgconfig
+  export CMAKE_PREFIX_PATH=$deb_root/usr
+  export BOOST_ROOT=$deb_root/usr
+fi
+# cuBLAS from the toolkit, else from the CUDA wheels PyTorch brought.
+if ! ldconfig -p | grep -q 'libcublas\.so\.13' && [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
+  cublas=$(find /usr /opt -name 'libcublas.so.13*' -print -quit 2>/dev/null || true)
+  [ -n "$cublas" ] && export LD_LIBRARY_PATH=$(dirname "$cublas"):$LD_LIBRARY_PATH
+else
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH
+fi
+plugin_path=$build/plugins/cpu-reference:$build/plugins/cuda
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || echo "nvidia-smi failed"; } | tee "$out/gpu.txt"
 
 case $stage in
   build)
@@ -35,28 +58,51 @@ case $stage in
       -Dbenchmarks=disabled 2>&1 | tee "$out/setup.log"
     ninja -C build-gpu 2>&1 | tail -20 | tee "$out/build.log"
     meson test -C build-gpu --suite quick --print-errorlogs 2>&1 | tail -40 | tee "$out/tests.log"
-    build-gpu/tools/h2 devices --plugin build-gpu/plugins/cuda/libh2-plugin-cuda.so | tee "$out/devices.txt"
+    bash "$script" devices
+    ;;
+  devices)
+    "$build/tools/h2" devices --plugin "$build/plugins/cuda/libh2-plugin-cuda.so" 2>&1 | tee "$out/devices.txt"
+    H2_PLUGIN_PATH=$plugin_path "$build/tools/h2" devices --json >"$out/devices.json" 2>&1 || true
+    H2_TOOL=$build/tools/h2 H2_PLUGIN_PATH=$plugin_path H2_TEST_FAKE_PLUGIN_DIR=$build/core/tests/plugins \
+      H2_SOURCE_ROOT=$PWD H2_TEST_CUDA_PLUGIN=$build/plugins/cuda/libh2-plugin-cuda.so \
+      "$build/tools/tests/tools_test_h2_devices" --gtest_filter='*Cuda*' 2>&1 | tail -30 | tee "$out/h2_devices_test.log"
     ;;
   conform)
     full=()
     [ "${CONFORM_FULL:-0}" = 1 ] && full=(--full)
-    H2_PLUGIN_PATH=build-gpu/plugins/cpu-reference:build-gpu/plugins/cuda \
-      build-gpu/tools/h2 conform --plugin cuda "${full[@]}" --report-dir "$out/conform" 2>&1 | tee "$out/conform.log"
+    H2_PLUGIN_PATH=$plugin_path "$build/tools/h2" conform --plugin cuda "${full[@]}" --report-dir "$out/conform" 2>&1 | tee "$out/conform.log"
     ;;
   bench)
-    H2_PLUGIN_PATH=build-gpu/plugins/cuda build-gpu/bench/cuda_kernels --json "$out/cuda_kernels.json" |
+    H2_PLUGIN_PATH=$build/plugins/cuda "$build/bench/cuda_kernels" --json "$out/cuda_kernels.json" |
       tee "$out/cuda_kernels.txt"
-    python3 bench/cuda/sdpa_peer.py "$out/cuda_kernels.json" "$out/sdpa_peer.json"
+    # PyTorch with the machine's own libraries, not the ones carried for H2.
+    env -u LD_LIBRARY_PATH python3 bench/cuda/sdpa_peer.py "$out/cuda_kernels.json" "$out/sdpa_peer.json"
     python3 bench/cuda/compare.py "$out/cuda_kernels.json" "$out/sdpa_peer.json" "$out/ratios.json" |
       tee "$out/ratios.txt"
     ;;
   train)
     # The runs' files stay on the machine ($OUT takes few files, 2 folders deep); the table and its
     # JSON come back.
-    H2_PLUGIN_PATH=build-gpu/plugins/cpu-reference:build-gpu/plugins/cuda \
-      python3 scripts/gpu/pipeline_check.py --h2 build-gpu/tools/h2 --model examples/models/gpt-tiny.json \
-      --out /tmp/h2-pipeline-check --timeout 180 2>&1 | tee "$out/pipeline.log"
+    H2_PLUGIN_PATH=$plugin_path python3 scripts/gpu/pipeline_check.py --h2 "$build/tools/h2" --model examples/models/gpt-tiny.json \
+      --out /tmp/h2-pipeline-check --timeout "${TRAIN_RUN_TIMEOUT:-180}" 2>&1 | tee "$out/pipeline.log"
     cp /tmp/h2-pipeline-check/pipeline_check.json "$out/"
     ;;
-  *) echo "run-gpu-checks: unknown stage '$stage' (build, conform, bench or train)" >&2; exit 2 ;;
+  all)
+    # Devices, then the benchmark alone on the GPU (its timings), then conformance and training side
+    # by side (neither is timed). Each stage has its own limit; a failed stage does not stop the rest.
+    pack() { [ -n "${OUT:-}" ] && tar -czf "$OUT/gpu-out.tar.gz" -C "$out" . || true; }
+    limited() {
+      local seconds=$1 rc=0 start=$SECONDS
+      shift
+      timeout --kill-after=10 "$seconds" bash "$script" "$@" >"$out/$1.log" 2>&1 || rc=$?
+      echo "== $1: exit $rc after $((SECONDS - start)) s$([ $rc = 124 ] && echo " (its ${seconds} s limit)")"
+    }
+    limited "${DEVICES_TIMEOUT:-60}" devices; pack
+    limited "${BENCH_TIMEOUT:-150}" bench; pack
+    limited "${CONFORM_TIMEOUT:-300}" conform & conform_pid=$!
+    limited "${TRAIN_TIMEOUT:-300}" train; pack
+    wait "$conform_pid"; pack
+    tail -n 40 "$out"/*.log
+    ;;
+  *) echo "run-gpu-checks: unknown stage '$stage' (build, devices, conform, bench, train or all)" >&2; exit 2 ;;
 esac
