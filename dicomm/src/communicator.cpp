@@ -387,7 +387,14 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
   Collective c(s, stream, input.device(), "allgather of " + input.describe());
   const int64_t n = input.numel();
   const Tensor out = flat(output);
-  ops::copy(c.link().stream(), flat(input), out.slice(0, rank() * n, (rank() + 1) * n));
+  // The rank's own part is a byte copy (input and output are contiguous and of one dtype): every
+  // plugin has one, while an operator copy needs the dtype among the operator's (the CUDA plugin's
+  // operators take no f64; HeteroPP gathers its per-step statistics in f64).
+  if (n > 0) {
+    const size_t element = dtype_size(input.dtype());
+    c.link().stream().copy(*out.buffer(), static_cast<size_t>(out.offset() + rank() * n) * element, *input.buffer(),
+                           static_cast<size_t>(input.offset()) * element, static_cast<size_t>(n) * element);
+  }
   if (size() > 1 && n > 0) {
     const Layout layout(out.numel(), size(), c.piece_elements(out.numel(), size(), out.dtype()));
     ring_allgather(c, c.region(out, layout, c.record()), layout);

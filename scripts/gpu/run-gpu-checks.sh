@@ -4,7 +4,7 @@
 # carried (scripts/gpu/fetch-debs.sh: the build's headers, to build there with `build`):
 #   bash scripts/gpu/run-gpu-checks.sh build    configure with -Dcuda=enabled, build, run the quick tests
 #   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices and the CUDA plugin's h2_devices test
-#   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full)
+#   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full, CONFORM_OPS=PATTERNS for --ops)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios
 #   bash scripts/gpu/run-gpu-checks.sh train    issue 8: a pipeline over the cuda and cpu-reference plugins
 #                                               trains gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
@@ -70,6 +70,7 @@ case $stage in
   conform)
     full=()
     [ "${CONFORM_FULL:-0}" = 1 ] && full=(--full)
+    [ -n "${CONFORM_OPS:-}" ] && full+=(--ops "$CONFORM_OPS")
     H2_PLUGIN_PATH=$plugin_path "$build/tools/h2" conform --plugin cuda "${full[@]}" --report-dir "$out/conform" 2>&1 | tee "$out/conform.log"
     ;;
   bench)

@@ -15,7 +15,8 @@ constexpr double kTanhCubic = 0.044715;
 
 double gelu(double x, bool approximate) {
   if (approximate) return 0.5 * x * (1 + std::tanh(kTanhScale * (x + kTanhCubic * x * x * x)));
-  return 0.5 * x * (1 + std::erf(x * std::numbers::sqrt2 / 2));
+  // Phi(x) as erfc: 1 + erf(x / sqrt 2) loses every digit to cancellation far left of 0 (x = -7 keeps 4).
+  return 0.5 * x * std::erfc(-x * std::numbers::sqrt2 / 2);
 }
 
 double gelu_derivative(double x, bool approximate) {
@@ -23,7 +24,7 @@ double gelu_derivative(double x, bool approximate) {
     const double t = std::tanh(kTanhScale * (x + kTanhCubic * x * x * x));
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kTanhScale * (1 + 3 * kTanhCubic * x * x);
   }
-  const double cdf = 0.5 * (1 + std::erf(x * std::numbers::sqrt2 / 2));
+  const double cdf = 0.5 * std::erfc(-x * std::numbers::sqrt2 / 2);
   const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
   return cdf + x * pdf;
 }

@@ -128,23 +128,42 @@ H2_Status op_gemm(H2_Stream* stream, const H2_GemmArgs* args) {
     prepare(b, tb, n, k, first, b_copy);
     prepare(a, ta, k, m, second, a_copy);
 
-    // C^T column-major [n x m] with ld = C's row stride.
+    // C^T column-major [n x m] with ld = C's row stride. cuBLAS writes a scratch instead of C when it
+    // cannot describe C's strides, and an f32 scratch when C is 16-bit and something is added to the
+    // products (a bias, or beta C): there cuBLAS rounds the products to C's type before it adds C (seen
+    // on an H200: bf16 results 0.74 of a unit in the last place off, where one rounding is allowed).
+    // A scratch starts as beta C + bias, cuBLAS adds the products to it, and one store rounds to C.
+    const bool adds = bias.data != nullptr || beta != 0;
+    const bool wide = c.dtype != H2_DTYPE_F32 && adds;
     H2_Tensor target = c;
-    if ((lc.col_stride != 1 && n > 1) || (lc.row_stride < n && m > 1)) {
-      c_copy = std::make_unique<Scratch>(l, bytes_of(c));
-      target = beta != 0 ? contiguous_copy(l, c, *c_copy) : contiguous_like(c, c_copy->as<void>());
+    float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+    bool add_bias_after = false;
+    if (wide || (lc.col_stride != 1 && n > 1) || (lc.row_stride < n && m > 1)) {
+      H2_Tensor scratch_shape = c;
+      if (wide) scratch_shape.dtype = H2_DTYPE_F32;
+      c_copy = std::make_unique<Scratch>(l, bytes_of(scratch_shape));
+      target = contiguous_like(scratch_shape, c_copy->as<void>());
+      if (adds) {
+        const View sv = make_view(target);
+        launch_map(l, numel(target), [=] __device__(int64_t i) {
+          const double old = beta == 0 ? 0.0 : beta * static_cast<double>(load(cv, offset_of(cv, i)));
+          store_any(sv, i, old + (bias.data != nullptr ? load(bias, offset_of(bias, i % n)) : 0.0));
+        });
+        beta_f = 1;
+      }
+    } else if (bias.data != nullptr && beta == 0) {
+      // C starts as the bias rows and cuBLAS adds the products with one rounding.
+      const View tv = make_view(target);
+      launch_map(l, numel(target),
+                 [=] __device__(int64_t i) { store(tv, offset_of(tv, i), load(bias, offset_of(bias, i % n))); });
+      beta_f = 1;
+    } else {
+      add_bias_after = bias.data != nullptr;  // f32 C in place with beta != 0
     }
     const Layout lt = layout_of(target);
     const int64_t ldc = m == 1 ? std::max<int64_t>(n, lt.row_stride) : lt.row_stride;
     const View tv = make_view(target);
 
-    float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
-    if (bias.data != nullptr && beta == 0) {
-      // C starts as the bias rows and cuBLAS adds the products with one rounding.
-      launch_map(l, numel(target),
-                 [=] __device__(int64_t i) { store(tv, offset_of(tv, i), load(bias, offset_of(bias, i % n))); });
-      beta_f = 1;
-    }
     for (int64_t v : {m, n, k, first.ld, second.ld, ldc, batch}) check_int(v, "a gemm dimension or stride");
     {
       std::lock_guard lock(l.stream->mutex);
@@ -156,7 +175,7 @@ H2_Status op_gemm(H2_Stream* stream, const H2_GemmArgs* args) {
                                        static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             "cublasGemmStridedBatchedEx");
     }
-    if (bias.data != nullptr && beta != 0) {
+    if (add_bias_after) {
       launch_map(l, numel(target), [=] __device__(int64_t i) {
         const int64_t o = offset_of(tv, i);
         store(tv, o, load(tv, o) + load(bias, offset_of(bias, i % n)));

@@ -14,7 +14,7 @@ constexpr double kGeluCubic = 0.044715;
 
 __device__ double gelu_value(double x, bool approximate) {
   if (approximate) return 0.5 * x * (1 + tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
-  return 0.5 * x * (1 + erf(x * M_SQRT1_2));
+  return 0.5 * x * erfc(-x * M_SQRT1_2);  // as the reference: erfc keeps the far-left tail's digits
 }
 
 __device__ double gelu_derivative(double x, bool approximate) {
@@ -23,7 +23,7 @@ __device__ double gelu_derivative(double x, bool approximate) {
     const double t = tanh(u);
     return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * kGeluCubic * x * x);
   }
-  const double cdf = 0.5 * (1 + erf(x * M_SQRT1_2));
+  const double cdf = 0.5 * erfc(-x * M_SQRT1_2);
   const double pdf = exp(-0.5 * x * x) * 0.3989422804014327;
   return cdf + x * pdf;
 }
