@@ -1,46 +1,38 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (the device tool), in the repository root, with either .gpu-build carried
-# (scripts/gpu/pack-build.sh, run here: the build made here, nothing compiled there) or .gpu-debs
-# carried (scripts/gpu/fetch-debs.sh: the build's headers, to build there with `build`):
-#   bash scripts/gpu/run-gpu-checks.sh build    configure with -Dcuda=enabled, build, run the quick tests
+# Run on a GPU machine, in the repository root, over the build scripts/gpu/pack-build.sh made and
+# packed here (.gpu-build: pass it in the device tool's `carry`; nothing is compiled there, and that
+# machine has no package registry for the build's dependencies), or over ./build-gpu where H2 was
+# built on the GPU machine itself (scripts/gpu/pack-build.sh's first two steps, there):
 #   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices and the CUDA plugin's h2_devices test
-#   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full, CONFORM_OPS=PATTERNS for --ops)
+#   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full,
+#                                               CONFORM_OPS=PATTERNS for --ops)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios
-#   bash scripts/gpu/run-gpu-checks.sh train    issue 8: a pipeline over the cuda and cpu-reference plugins
-#                                               trains gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
+#   bash scripts/gpu/run-gpu-checks.sh train    a pipeline over the cuda and cpu-reference plugins trains
+#                                               gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
 #   bash scripts/gpu/run-gpu-checks.sh all      devices, bench, then conform and train side by side, each
 #                                               under its own time limit (one device call for everything)
 # Each stage writes its logs and reports under $H2_GPU_OUT (default ./gpu-out); `all` also packs them
 # into $OUT/gpu-out.tar.gz after every stage, so what finished comes back even if the call runs out of
-# time (the device tool returns at most 8 files from $OUT).
+# time (the device tool returns at most 8 files from $OUT). Stage limits: DEVICES_TIMEOUT,
+# BENCH_TIMEOUT, CONFORM_TIMEOUT, TRAIN_TIMEOUT (seconds), TRAIN_RUN_TIMEOUT per training run.
 set -euo pipefail
 script=$(realpath "$0")
 cd "$(dirname "$0")/../.."
-stage=${1:?usage: run-gpu-checks.sh build|devices|conform|bench|train|all}
+stage=${1:?usage: run-gpu-checks.sh devices|conform|bench|train|all}
 out=${H2_GPU_OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 
-if [ -d .gpu-build/build-gpu ] && [ "$stage" != build ]; then
+if [ -d .gpu-build/build-gpu ]; then
   # The build made here: its programs with the libraries the GPU machine lacks.
   build=$PWD/.gpu-build/build-gpu
   export LD_LIBRARY_PATH=$PWD/.gpu-build/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   [ -d .gpu-build/libs/libfabric-providers ] && export FI_PROVIDER_PATH=$PWD/.gpu-build/libs/libfabric-providers
-else
+elif [ -x build-gpu/tools/h2 ]; then
   build=$PWD/build-gpu
-  # The build's Debian headers and libraries, unpacked outside / (never over the machine's own).
-  deb_root=/tmp/h2-debs
-  if [ ! -d "$deb_root/usr" ]; then
-    ls .gpu-debs/*.deb >/dev/null 2>&1 || { echo "run-gpu-checks: no .gpu-build (scripts/gpu/pack-build.sh) or .gpu-debs/*.deb (scripts/gpu/fetch-debs.sh) was carried" >&2; exit 2; }
-    for f in .gpu-debs/*.deb; do dpkg -x "$f" "$deb_root"; done
-  fi
-  multiarch=$deb_root/usr/lib/x86_64-linux-gnu
-  export CPATH=$deb_root/usr/include${CPATH:+:$CPATH}
-  export LIBRARY_PATH=$multiarch${LIBRARY_PATH:+:$LIBRARY_PATH}
-  export LD_LIBRARY_PATH=$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export PKG_CONFIG_PATH=$multiarch/pkgconfig:$deb_root/usr/share/pkgconfig
-  export CMAKE_PREFIX_PATH=$deb_root/usr
-  export BOOST_ROOT=$deb_root/usr
+else
+  echo "run-gpu-checks: neither .gpu-build (scripts/gpu/pack-build.sh, carried) nor a built ./build-gpu is here" >&2
+  exit 2
 fi
 # cuBLAS from the toolkit, else from the CUDA wheels PyTorch brought.
 if ! ldconfig -p | grep -q 'libcublas\.so\.13' && [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
@@ -53,13 +45,6 @@ plugin_path=$build/plugins/cpu-reference:$build/plugins/cuda
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || echo "nvidia-smi failed"; } | tee "$out/gpu.txt"
 
 case $stage in
-  build)
-    [ -f build-gpu/build.ninja ] || meson setup build-gpu --werror -Dcuda=enabled -Dtorch_oracle=disabled \
-      -Dbenchmarks=disabled 2>&1 | tee "$out/setup.log"
-    ninja -C build-gpu 2>&1 | tail -20 | tee "$out/build.log"
-    meson test -C build-gpu --suite quick --print-errorlogs 2>&1 | tail -40 | tee "$out/tests.log"
-    bash "$script" devices
-    ;;
   devices)
     "$build/tools/h2" devices --plugin "$build/plugins/cuda/libh2-plugin-cuda.so" 2>&1 | tee "$out/devices.txt"
     H2_PLUGIN_PATH=$plugin_path "$build/tools/h2" devices --json >"$out/devices.json" 2>&1 || true
@@ -105,5 +90,5 @@ case $stage in
     wait "$conform_pid"; pack
     tail -n 40 "$out"/*.log
     ;;
-  *) echo "run-gpu-checks: unknown stage '$stage' (build, devices, conform, bench, train or all)" >&2; exit 2 ;;
+  *) echo "run-gpu-checks: unknown stage '$stage' (devices, conform, bench, train or all)" >&2; exit 2 ;;
 esac

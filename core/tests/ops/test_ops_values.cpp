@@ -104,6 +104,14 @@ TEST_F(Values_, ActivationsAtKnownPoints) {
   EXPECT_TRUE(near(host(y), {-0.5378828427399902, 0, 1.4621171572600098}, 1e-14));
 }
 
+// Phi(x) far left of 0 is tiny: 1 + erf(x / sqrt 2) keeps 2% of gelu(-8) and none of gelu(-10), and
+// an accelerator computing the same expression with another erf disagreed with it by 3e-4 at -7.
+TEST_F(Values_, GeluKeepsItsDigitsFarLeftOfZero) {
+  Tensor x = T({-8, -10}, {2}), y = empty({2});
+  ops::gelu(stream_, x, y);
+  EXPECT_TRUE(near(host(y), {-4.9767684594174555e-15, -7.619853024160593e-23}, 1e-13, 0));
+}
+
 TEST_F(Values_, EmbeddingGathersRowsAndItsBackwardSumsThem) {
   Tensor weight = T({0, 1, 10, 11, 20, 21}, {3, 2});
   Tensor ids = T({2, 0, 2}, {3}, DType::i64), y = empty({3, 2});

@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -41,6 +42,21 @@ bool parse_bool(const char* name, const std::string& value) {
   if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
   if (v == "0" || v == "false" || v == "off" || v == "no" || v.empty()) return false;
   bad_variable(name, value, "expected 1/0, true/false, on/off or yes/no");
+}
+
+uint32_t parse_op_dtypes(const char* name, const std::string& value) {
+  static const std::pair<const char*, H2_DType> known[] = {
+      {"f64", H2_DTYPE_F64}, {"f32", H2_DTYPE_F32}, {"f16", H2_DTYPE_F16}, {"bf16", H2_DTYPE_BF16}};
+  uint32_t mask = 0;
+  for (const std::string& part : split(value, ',')) {
+    const std::string dtype = trim(part);
+    const auto* found =
+        std::find_if(std::begin(known), std::end(known), [&](const auto& k) { return dtype == k.first; });
+    if (found == std::end(known)) bad_variable(name, value, "'" + dtype + "' is not one of f64, f32, f16, bf16");
+    mask |= 1u << found->second;
+  }
+  if (mask == 0) bad_variable(name, value, "expected at least one of f64, f32, f16, bf16");
+  return mask;
 }
 
 int parse_count(const char* name, const std::string& value, int max) {
@@ -121,6 +137,10 @@ Config read_config(const EnvLookup& env) {
   if (auto strict = env("H2_CPU_REFERENCE_STRICT")) config.strict = parse_bool("H2_CPU_REFERENCE_STRICT", *strict);
   if (auto blocking = env("H2_CPU_REFERENCE_BLOCKING"))
     config.blocking = parse_bool("H2_CPU_REFERENCE_BLOCKING", *blocking);
+
+  config.op_dtypes = (1u << H2_DTYPE_F64) | (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16);
+  if (auto dtypes = env("H2_CPU_REFERENCE_OP_DTYPES"))
+    config.op_dtypes = parse_op_dtypes("H2_CPU_REFERENCE_OP_DTYPES", *dtypes);
 
   config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (auto threads = env("H2_CPU_REFERENCE_THREADS"))

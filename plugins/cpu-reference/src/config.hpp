@@ -7,6 +7,9 @@
 //                             calls (default off)
 //   H2_CPU_REFERENCE_BLOCKING 1/true/on: every stream call completes before it returns, as with
 //                             CUDA_LAUNCH_BLOCKING=1 (default off: each stream is a worker thread)
+//   H2_CPU_REFERENCE_OP_DTYPES the float dtypes the operators take, a list of f64, f32, f16, bf16
+//                             (default all four); "f32,f16,bf16" makes it refuse f64 as the
+//                             accelerator plugins do, so that code meant for them is tried here
 //   H2_CPU_REFERENCE_THREADS  threads each operator may use (1..256, default: the machine's cores);
 //                             results are bit-identical for any value
 // Several devices with different capacities let one machine host an uneven cluster.
@@ -24,6 +27,7 @@ struct Config {
   std::vector<uint64_t> memory_bytes;  // one entry per device
   bool strict = false;
   bool blocking = false;
+  uint32_t op_dtypes = 0;  // bit per H2_DType; read_config sets it (F64, F32, F16 and BF16 by default)
   int threads = 1;
 };
 

@@ -25,6 +25,7 @@ class Runtime {
   ~Runtime();
 
   int device_count() const { return static_cast<int>(memory_.size()); }
+  uint32_t op_dtypes() const { return config_.op_dtypes; }  // H2_CPU_REFERENCE_OP_DTYPES
   void properties(int device, H2_DeviceProperties& props) const;
 
   DeviceMemory& memory(int device) const;

@@ -83,6 +83,13 @@ TEST(ReadConfig, ThreadsAndBlocking) {
   EXPECT_FALSE(read_config(env_of({})).blocking);
 }
 
+TEST(ReadConfig, OperatorDtypesDefaultToAllFourFloatTypesOrTheList) {
+  const uint32_t all = (1u << H2_DTYPE_F64) | (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16);
+  EXPECT_EQ(read_config(env_of({})).op_dtypes, all);
+  EXPECT_EQ(read_config(env_of({{"H2_CPU_REFERENCE_OP_DTYPES", "f32, f16,bf16"}})).op_dtypes,
+            all & ~(1u << H2_DTYPE_F64));
+}
+
 TEST(ReadConfig, EveryBadValueNamesItsVariable) {
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_THREADS", "0"}}), HasSubstr("H2_CPU_REFERENCE_THREADS='0'"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_BLOCKING", "sometimes"}}),
@@ -96,6 +103,9 @@ TEST(ReadConfig, EveryBadValueNamesItsVariable) {
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_MEMORY", "1GiB,2GiB"}, {"H2_CPU_REFERENCE_DEVICES", "3"}}),
               HasSubstr("lists 2 sizes but H2_CPU_REFERENCE_DEVICES is 3"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_STRICT", "maybe"}}), HasSubstr("H2_CPU_REFERENCE_STRICT='maybe'"));
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_OP_DTYPES", "f32,f8"}}),
+              HasSubstr("H2_CPU_REFERENCE_OP_DTYPES='f32,f8': 'f8' is not one of f64, f32, f16, bf16"));
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_OP_DTYPES", ""}}), HasSubstr("H2_CPU_REFERENCE_OP_DTYPES=''"));
 }
 
 }  // namespace

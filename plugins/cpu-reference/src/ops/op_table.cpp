@@ -1,5 +1,5 @@
 // The reference's operator table: every operator of ABI 1.1, for F64, F32, F16 and BF16 float
-// tensors, any strides, deterministic.
+// tensors (or those H2_CPU_REFERENCE_OP_DTYPES names), any strides, deterministic.
 #include "op_table.hpp"
 
 #include "../plugin_state.hpp"
@@ -15,7 +15,7 @@ H2_Status capability(int32_t device, uint32_t op, H2_OpCapability* capability) {
     if (device < 0 || device >= runtime().device_count())
       fail(H2_STATUS_INVALID_ARGUMENT, "device " + std::to_string(device) + " does not exist");
     check_capability_query(op, capability);
-    capability->dtypes = (1u << H2_DTYPE_F64) | (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16);
+    capability->dtypes = runtime().op_dtypes();
     capability->strided_tensors = 1;
     capability->deterministic = 1;
   });
