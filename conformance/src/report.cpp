@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "h2/error.hpp"
+#include "h2/file_io.hpp"
 #include "serialize.hpp"
 #include "waivers.hpp"
 
@@ -31,9 +32,7 @@ std::string xml_escape(const std::string& text) {
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error(H2_STATUS_INTERNAL, "cannot write " + path.string());
+  write_file_atomically(path.string(), text);
 }
 
 std::string junit(const SuiteReport& report) {

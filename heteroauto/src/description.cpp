@@ -201,19 +201,35 @@ Model parse_model(const nlohmann::json& json) {
     else if (j == "full")
       m.recompute.push_back(Recompute::full);
     else
-      throw DescriptionError(p + ": must be \"none\" or \"full\" (got " + j.dump() + ")");
+      throw DescriptionError(p + ": must be \"none\" or \"full\" (got " + brief_json(j) + ")");
   });
   r.reject_unknown();
   return m;
+}
+
+nlohmann::json parse_json_bounded(std::istream& in) {
+  return nlohmann::json::parse(in, [](int depth, nlohmann::json::parse_event_t, const nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw std::length_error("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  });
+}
+
+std::string brief_json(const nlohmann::json& value, size_t max_chars) {
+  std::string text = value.dump();
+  if (text.size() > max_chars) text = text.substr(0, max_chars) + "...";
+  return text;
 }
 
 nlohmann::json read_json_file(const std::string& path, const char* what) {
   std::ifstream in(path);
   if (!in) throw DescriptionError(std::string(what) + " " + path + ": cannot be read");
   try {
-    return nlohmann::json::parse(in);
+    return parse_json_bounded(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw DescriptionError(std::string(what) + " " + path + ": not valid JSON: " + e.what());
+  } catch (const std::length_error& e) {
+    throw DescriptionError(std::string(what) + " " + path + ": refused: " + e.what());
   }
 }
 

@@ -48,7 +48,7 @@ double as_number(const JsonReader& r, const std::string& key, const nlohmann::js
   return d;
 }
 int64_t as_integer(const JsonReader& r, const std::string& key, const nlohmann::json& v) {
-  if (!v.is_number_integer()) r.fail(key, std::string("must be an integer, not ") + v.dump());
+  if (!v.is_number_integer()) r.fail(key, "must be an integer, not " + brief_json(v));
   return v.get<int64_t>();
 }
 }  // namespace

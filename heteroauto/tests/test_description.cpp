@@ -123,5 +123,25 @@ TEST(Description, FilesNameThemselvesInErrors) {
   }
 }
 
+// 100,000 levels of nesting crashed `h2 plan` (a recursive dump for the error message).
+TEST(Description, DeepNestingIsRefusedAndLongValuesAreCutInMessages) {
+  const std::string path = testing::TempDir() + "deep-model.json";
+  std::ofstream(path) << "{\"layers\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  try {
+    load_model(path);
+    FAIL() << "no error";
+  } catch (const DescriptionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("model " + path + ": refused: nested deeper than 64 levels"));
+  }
+  std::ofstream(path) << "{\"layers\": " << std::string(60, '[') << std::string(60, ']') << "}";
+  EXPECT_THROW(load_model(path), DescriptionError);  // as deep as allowed: parsed, then refused by type
+
+  nlohmann::json m = test::small_model();
+  m["layers"] = std::vector<int>(100000, 7);
+  const std::string message = model_error(m);
+  EXPECT_THAT(message, HasSubstr("layers: must be an integer, not [7,7,7"));
+  EXPECT_LT(message.size(), 200u) << message;
+}
+
 }  // namespace
 }  // namespace h2::heteroauto

@@ -10,8 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "h2/error.hpp"
+#include "h2/file_io.hpp"
+#include "h2/heteroauto/description.hpp"
 
 namespace h2::heteropp {
 
@@ -39,21 +42,6 @@ void fsync_path(const std::string& path, int flags) {
   if (rc != 0) io_error("fsync", path);
 }
 
-// Temporary file, fsync, rename over `path`, fsync of the directory: readers see the old content or
-// the whole new one, and the rename survives a power cut.
-void write_atomically(const std::string& path, const std::vector<std::string_view>& parts) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) io_error("create", temporary);
-    for (std::string_view part : parts) out.write(part.data(), static_cast<std::streamsize>(part.size()));
-    if (!out.flush()) io_error("write", temporary);
-  }
-  fsync_path(temporary, O_RDONLY);
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) io_error("rename into place", path);
-  fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
-}
-
 void require_f32_contiguous(const NamedTensor& t) {
   if (!t.tensor.defined() || t.tensor.dtype() != DType::f32 || !t.tensor.is_contiguous())
     throw Error(H2_STATUS_INVALID_ARGUMENT, "checkpoint: tensor " + t.name + " must be a contiguous f32 tensor");
@@ -75,6 +63,28 @@ std::string manifest_checksum(nlohmann::json manifest) {
   manifest.erase("xxh3");
   const std::string text = manifest.dump();
   return checksum(text.data(), text.size());
+}
+
+// A layer file's JSON header text, as stored; `data_start` is set to where its data begins.
+std::string read_layer_header(std::ifstream& in, const std::string& path) {
+  char magic[sizeof kMagic];
+  uint64_t length = 0;
+  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0 ||
+      !in.read(reinterpret_cast<char*>(&length), sizeof length) || length > (1u << 26))
+    bad_checkpoint(path + " is not an H2 layer file");
+  std::string text(length, '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(length))) bad_checkpoint(path + " is truncated in its header");
+  return text;
+}
+
+// The step number of a ROOT entry named "step-000120", "step-000120.2" or "step-000120.partial";
+// -1 for any other name.
+int64_t step_of(const std::string& name) {
+  if (name.rfind("step-", 0) != 0) return -1;
+  const size_t end = name.find('.', 5);
+  const std::string digits = name.substr(5, end == std::string::npos ? std::string::npos : end - 5);
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoll(digits);
 }
 
 size_t tensor_bytes(const Tensor& t) {
@@ -127,20 +137,38 @@ void write_layer(Stream& stream, const std::string& step_dir, int layer, int mod
   }
   const std::string text = header.dump();
   const uint64_t length = text.size();
-  std::error_code ignored;
-  fs::create_directories(step_dir, ignored);
-  write_atomically((fs::path(step_dir) / layer_file_name(layer, model_layers)).string(),
-                   {std::string_view(kMagic, sizeof kMagic),
-                    std::string_view(reinterpret_cast<const char*>(&length), sizeof length), text, data});
+  if (fs::exists(fs::path(step_dir) / kManifest))
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "checkpoint: " + step_dir + " is committed and is never written again");
+  write_file_atomically((fs::path(step_dir) / layer_file_name(layer, model_layers)).string(),
+                        {std::string_view(kMagic, sizeof kMagic),
+                         std::string_view(reinterpret_cast<const char*>(&length), sizeof length), text, data},
+                        true);
 }
 
-void commit_checkpoint(const std::string& root, const std::string& step_dir, const CheckpointState& state,
-                       int model_layers, int keep) {
+std::string partial_directory(const std::string& root, int64_t step) {
+  return step_directory(root, step) + ".partial";
+}
+
+std::string begin_checkpoint(const std::string& root, int64_t step) {
+  const std::string partial = partial_directory(root, step);
+  std::error_code error;
+  fs::remove_all(partial, error);
+  if (error) throw Error(H2_STATUS_INTERNAL, "checkpoint: cannot remove " + partial + ": " + error.message());
+  fs::create_directories(partial, error);
+  if (error) throw Error(H2_STATUS_INTERNAL, "checkpoint: cannot create " + partial + ": " + error.message());
+  return partial;
+}
+
+std::string commit_checkpoint(const std::string& root, const std::string& partial_dir, const CheckpointState& state,
+                              int model_layers, int keep) {
   nlohmann::json layers = nlohmann::json::array();
   for (int layer = -1; layer <= model_layers; ++layer) {
     const std::string name = layer_file_name(layer, model_layers);
-    if (!fs::exists(fs::path(step_dir) / name)) bad_checkpoint(step_dir + " lacks " + name + " at commit");
-    layers.push_back(name);
+    const std::string path = (fs::path(partial_dir) / name).string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) bad_checkpoint(partial_dir + " lacks " + name + " at commit");
+    const std::string header = read_layer_header(in, path);
+    layers.push_back({{"file", name}, {"header_xxh3", checksum(header.data(), header.size())}});
   }
   const nlohmann::json manifest = {
       {"format", "h2-checkpoint"},
@@ -158,23 +186,33 @@ void commit_checkpoint(const std::string& root, const std::string& step_dir, con
   };
   nlohmann::json signed_manifest = manifest;
   signed_manifest["xxh3"] = manifest_checksum(manifest);
-  write_atomically((fs::path(step_dir) / kManifest).string(), {signed_manifest.dump(2) + "\n"});
-  write_atomically((fs::path(root) / kLatest).string(), {fs::path(step_dir).filename().string() + "\n"});
+  write_file_atomically((fs::path(partial_dir) / kManifest).string(), signed_manifest.dump(2) + "\n", true);
 
-  // Older checkpoints beyond `keep`, and incomplete directories left by an earlier crash.
-  std::vector<fs::path> complete;
+  // A committed directory is never written again: take the step's name, or the next free variant.
+  std::string committed = step_directory(root, state.step);
+  for (int n = 2; fs::exists(committed); ++n) committed = step_directory(root, state.step) + "." + std::to_string(n);
+  if (std::rename(partial_dir.c_str(), committed.c_str()) != 0) io_error("rename " + partial_dir + " to", committed);
+  fsync_path(root, O_RDONLY | O_DIRECTORY);
+  const std::string committed_name = fs::path(committed).filename().string();
+  write_file_atomically((fs::path(root) / kLatest).string(), committed_name + "\n", true);
+
+  // One history in ROOT: no partial directories, nothing of this step or later but this commit, and
+  // the newest `keep` committed checkpoints.
+  std::vector<std::pair<int64_t, fs::path>> older;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || name.rfind("step-", 0) != 0) continue;
-    if (fs::exists(entry.path() / kManifest))
-      complete.push_back(entry.path());
-    else if (name < fs::path(step_dir).filename().string())
+    const int64_t step = step_of(name);
+    if (!entry.is_directory() || step < 0 || name == committed_name) continue;
+    if (!fs::exists(entry.path() / kManifest) || step >= state.step)
       fs::remove_all(entry.path(), error);
+    else
+      older.emplace_back(step, entry.path());
   }
-  std::sort(complete.begin(), complete.end());
-  const size_t keep_count = static_cast<size_t>(std::max(1, keep));
-  for (size_t i = 0; i + keep_count < complete.size(); ++i) fs::remove_all(complete[i], error);
+  std::sort(older.begin(), older.end());
+  const size_t keep_older = static_cast<size_t>(std::max(1, keep)) - 1;
+  for (size_t i = 0; i + keep_older < older.size(); ++i) fs::remove_all(older[i].second, error);
+  return committed;
 }
 
 std::string find_checkpoint(const std::string& path) {
@@ -197,7 +235,7 @@ CheckpointState read_manifest(const std::string& step_dir) {
   if (!in) io_error("read", path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = heteroauto::parse_json_bounded(in);
     if (j.value("format", "") != "h2-checkpoint" || j.value("version", 0) != 1)
       bad_checkpoint(path + " is not an h2-checkpoint of version 1");
     // Manifests written before checksums have none.
@@ -217,28 +255,38 @@ CheckpointState read_manifest(const std::string& step_dir) {
     s.model = j.at("model");
     s.data_files = j.at("data_files").get<std::vector<std::string>>();
     s.plan = j.value("plan", nlohmann::json());
+    // Manifests written before layer files were named with their header hashes list names only.
+    for (const nlohmann::json& layer : j.value("layers", nlohmann::json::array()))
+      if (layer.is_object())
+        s.layer_headers[layer.at("file").get<std::string>()] = layer.at("header_xxh3").get<std::string>();
     return s;
   } catch (const nlohmann::json::exception& e) {
+    bad_checkpoint(path + ": " + e.what());
+  } catch (const std::length_error& e) {
     bad_checkpoint(path + ": " + e.what());
   }
 }
 
-void read_layer(Stream& stream, const std::string& step_dir, int layer, int model_layers,
-                const std::vector<NamedTensor>& tensors) {
-  const std::string path = (fs::path(step_dir) / layer_file_name(layer, model_layers)).string();
+void read_layer(Stream& stream, const std::string& step_dir, const CheckpointState& manifest, int layer,
+                int model_layers, const std::vector<NamedTensor>& tensors) {
+  const std::string name = layer_file_name(layer, model_layers);
+  const std::string path = (fs::path(step_dir) / name).string();
   std::ifstream in(path, std::ios::binary);
   if (!in) io_error("open", path);
-  char magic[sizeof kMagic];
-  uint64_t length = 0;
-  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0 ||
-      !in.read(reinterpret_cast<char*>(&length), sizeof length) || length > (1u << 26))
-    bad_checkpoint(path + " is not an H2 layer file");
-  std::string text(length, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(length))) bad_checkpoint(path + " is truncated in its header");
+  const std::string text = read_layer_header(in, path);
+  if (!manifest.layer_headers.empty()) {
+    const auto expected = manifest.layer_headers.find(name);
+    if (expected == manifest.layer_headers.end()) bad_checkpoint(step_dir + "'s manifest does not name " + name);
+    const std::string found = checksum(text.data(), text.size());
+    if (found != expected->second)
+      bad_checkpoint(path + " is not the file its manifest names: its header hashes to " + found + ", not " +
+                     expected->second + " (a layer file of another step or run?)");
+  }
   const std::streamoff data_start = in.tellg();
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
+    std::istringstream header_text(text);
+    header = heteroauto::parse_json_bounded(header_text);
     for (const NamedTensor& t : tensors) {
       require_f32_contiguous(t);
       const auto& entries = header.at("tensors");
@@ -264,6 +312,8 @@ void read_layer(Stream& stream, const std::string& step_dir, int layer, int mode
       stream.synchronize();  // `data` dies at the end of this iteration
     }
   } catch (const nlohmann::json::exception& e) {
+    bad_checkpoint(path + ": " + e.what());
+  } catch (const std::length_error& e) {
     bad_checkpoint(path + ": " + e.what());
   }
 }

@@ -1,11 +1,14 @@
 #include "h2/heteropp/trainer.hpp"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <numbers>
 
+#include "h2/file_io.hpp"
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/corpus.hpp"
 #include "h2/heteropp/gpt.hpp"
@@ -85,7 +88,8 @@ class RankTrainer {
     state_.loss_scale = options.loss_scaling.enabled ? options.loss_scaling.initial : 1;
     if (!options.resume.empty()) resume_from_ = find_checkpoint(options.resume);
     if (!resume_from_.empty()) {
-      state_ = read_manifest(resume_from_);
+      resumed_ = read_manifest(resume_from_);
+      state_ = resumed_;
       check_same_architecture(state_.model);
       seed_ = state_.seed;
     }
@@ -139,7 +143,9 @@ class RankTrainer {
     while (state_.step < options_.steps) {
       const StepReport report = run_step(state_.step + 1);
       result.steps.push_back(report);
-      if (metrics.is_open()) metrics << report_json(report).dump() << std::endl;
+      if (metrics.is_open() && !(metrics << report_json(report).dump() << std::endl))
+        throw Error(H2_STATUS_INTERNAL, "cannot write " + (fs::path(options_.out_dir) / "metrics.jsonl").string() +
+                                            ": " + std::strerror(errno));
       if (on_step) on_step(report);
       const bool last = state_.step == options_.steps;
       if (!options_.out_dir.empty() &&
@@ -470,7 +476,7 @@ class RankTrainer {
       std::vector<NamedTensor> whole;
       for (const LayerTensor& t : state)
         whole.push_back({t.local.name, t.cut() ? Tensor::empty(device_, t.whole_shape, DType::f32) : t.local.tensor});
-      read_layer(stream_, resume_from_, layer, placement_.model_layers, whole);
+      read_layer(stream_, resume_from_, resumed_, layer, placement_.model_layers, whole);
       for (size_t i = 0; i < state.size(); ++i)
         if (state[i].cut())
           copy_shard(stream_, whole[i].tensor, state[i].local.tensor, state[i].sharding, role_.tp, role_.tp_rank, true);
@@ -495,7 +501,11 @@ class RankTrainer {
   std::string save_checkpoint() {
     const Clock::time_point start = Clock::now();
     const std::string root = (fs::path(options_.out_dir) / "checkpoints").string();
-    const std::string dir = step_directory(root, state_.step);
+    // Rank 0 makes a fresh partial directory before anyone writes into it (the commit protocol in
+    // checkpoint.hpp: a committed checkpoint is never written again).
+    if (world_.rank() == 0) begin_checkpoint(root, state_.step);
+    world_.barrier();
+    const std::string dir = partial_directory(root, state_.step);
     for (int layer : role_.layers(placement_.model_layers)) {
       // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
       const std::vector<int>& group = placement_.owner_group(layer);
@@ -509,7 +519,7 @@ class RankTrainer {
     if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
     world_.barrier();
     timeline_.add("checkpoint", "checkpoint", start, Clock::now(), {{"step", state_.step}});
-    return dir;
+    return find_checkpoint(root);  // the committed directory, which rank 0 named
   }
 
   // Each rank writes its events; rank 0 merges them into one trace once all are written.
@@ -517,7 +527,7 @@ class RankTrainer {
     const fs::path dir = fs::path(options_.out_dir) / "trace";
     fs::create_directories(dir);
     const fs::path mine = dir / ("rank-" + std::to_string(world_.rank()) + ".json");
-    std::ofstream(mine) << timeline_.events().dump();
+    write_file_atomically(mine.string(), timeline_.events().dump());
     world_.barrier();
     if (world_.rank() != 0) return;
     std::vector<nlohmann::json> ranks;
@@ -525,7 +535,7 @@ class RankTrainer {
       std::ifstream in(dir / ("rank-" + std::to_string(r) + ".json"));
       ranks.push_back(nlohmann::json::parse(in));
     }
-    std::ofstream(fs::path(options_.out_dir) / "trace.json") << Timeline::merge(ranks).dump();
+    write_file_atomically((fs::path(options_.out_dir) / "trace.json").string(), Timeline::merge(ranks).dump());
     fs::remove_all(dir);
   }
 
@@ -563,6 +573,7 @@ class RankTrainer {
   Timeline timeline_;
   CheckpointState state_;
   std::string resume_from_;
+  CheckpointState resumed_;  // resume_from_'s manifest
   uint64_t seed_ = 0;
   std::unique_ptr<GptStage> model_;
   std::unique_ptr<AdamW> optimizer_;

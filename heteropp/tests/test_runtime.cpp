@@ -133,13 +133,21 @@ class CheckpointTest : public ::testing::Test {
     return Tensor::from_host(*stream_, values, {n}, DType::f32);
   }
   // A model of one block (layers -1, 0, 1), every tensor holding `value`.
-  void write_step(int64_t step, double value, bool commit) {
-    const std::string dir = step_directory(root_.string(), step);
+  // Returns the committed directory ("" without commit).
+  std::string write_step(int64_t step, double value, bool commit, int keep = 2) {
+    const std::string dir = begin_checkpoint(root_.string(), step);
     for (int layer = -1; layer <= 1; ++layer) write_layer(*stream_, dir, layer, 1, {{"w", tensor({value, value + 1})}});
     CheckpointState state;
     state.step = step;
     state.samples = step * 10;
-    if (commit) commit_checkpoint(root_.string(), dir, state, 1, 2);
+    return commit ? commit_checkpoint(root_.string(), dir, state, 1, keep) : "";
+  }
+  // Layer 0's values in the checkpoint `path` (ROOT or a step directory) names.
+  std::vector<double> layer0(const std::string& path) {
+    const std::string dir = find_checkpoint(path);
+    const Tensor w = tensor({0, 0});
+    read_layer(*stream_, dir, read_manifest(dir), 0, 1, {{"w", w}});
+    return w.to_host(*stream_);
   }
 
   fs::path root_;
@@ -157,17 +165,55 @@ TEST_F(CheckpointTest, IncompleteStepsAreIgnoredAndOldOnesPruned) {
   EXPECT_FALSE(fs::exists(root_ / "step-000001"));
   EXPECT_TRUE(fs::exists(root_ / "step-000002"));
   EXPECT_FALSE(fs::exists(root_ / "step-000003"));
-  const std::string latest = find_checkpoint(root_.string());
-  EXPECT_EQ(fs::path(latest).filename(), "step-000004");
-  const Tensor w = tensor({0, 0});
-  read_layer(*stream_, latest, 0, 1, {{"w", w}});
-  EXPECT_EQ(w.to_host(*stream_), (std::vector<double>{4, 5}));
+  EXPECT_FALSE(fs::exists(root_ / "step-000003.partial"));
+  EXPECT_EQ(fs::path(find_checkpoint(root_.string())).filename(), "step-000004");
+  EXPECT_EQ(layer0(root_.string()), (std::vector<double>{4, 5}));
   EXPECT_FALSE(fs::exists(root_ / "latest.tmp"));
+}
+
+// A run resumed from step 2 into the ROOT that already holds steps 4 and 6 used to write its step 4
+// into the committed step-000004: killed after one layer file, `latest` named a mix of both runs.
+TEST_F(CheckpointTest, ACommittedStepIsNeverWrittenAgain) {
+  write_step(2, 2, true, 3);
+  write_step(4, 4, true, 3);
+  write_step(6, 6, true, 3);
+  EXPECT_THROW(write_layer(*stream_, step_directory(root_.string(), 4), 0, 1, {{"w", tensor({9, 9})}}), Error);
+
+  // The resumed run's step 4, killed after its first layer file.
+  const std::string partial = begin_checkpoint(root_.string(), 4);
+  write_layer(*stream_, partial, 0, 1, {{"w", tensor({40, 41})}});
+  EXPECT_EQ(fs::path(find_checkpoint(root_.string())).filename(), "step-000006");
+  EXPECT_EQ(layer0(root_.string()), (std::vector<double>{6, 7}));
+  EXPECT_EQ(layer0(step_directory(root_.string(), 4)), (std::vector<double>{4, 5}));
+
+  // Its step 4 again, whole: a new directory, and the abandoned run's steps 4 and 6 go.
+  const std::string committed = write_step(4, 40, true, 3);
+  EXPECT_EQ(fs::path(committed).filename(), "step-000004.2");
+  EXPECT_EQ(find_checkpoint(root_.string()), committed);
+  EXPECT_EQ(layer0(root_.string()), (std::vector<double>{40, 41}));
+  EXPECT_TRUE(fs::exists(root_ / "step-000002"));
+  EXPECT_FALSE(fs::exists(root_ / "step-000004"));
+  EXPECT_FALSE(fs::exists(root_ / "step-000006"));
+  EXPECT_FALSE(fs::exists(root_ / "step-000004.partial"));
+}
+
+TEST_F(CheckpointTest, ALayerFileOfAnotherStepIsRefused) {
+  const std::string one = write_step(1, 1, true), two = write_step(2, 2, true);
+  const std::string name = layer_file_name(0, 1);
+  fs::copy_file(fs::path(one) / name, fs::path(two) / name, fs::copy_options::overwrite_existing);
+  try {
+    layer0(two);
+    FAIL() << "a layer file of step 1 was read as step 2's";
+  } catch (const Error& e) {
+    const std::string expected = (fs::path(two) / name).string() + " is not the file its manifest names: its header";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
   write_step(1, 1, true);
   const std::string dir = find_checkpoint(root_.string());
+  const CheckpointState written = read_manifest(dir);
   const auto message = [&](const std::function<void()>& f) {
     try {
       f();
@@ -177,11 +223,11 @@ TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
     return std::string("no error");
   };
   EXPECT_NE(message([&] {
-              read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0, 0})}});
+              read_layer(*stream_, dir, written, 0, 1, {{"w", tensor({0, 0, 0})}});
             }).find("w is [2] there but [3]"),
             std::string::npos);
   EXPECT_NE(message([&] {
-              read_layer(*stream_, dir, 0, 1, {{"v", tensor({0})}});
+              read_layer(*stream_, dir, written, 0, 1, {{"v", tensor({0})}});
             }).find("has no tensor v"),
             std::string::npos);
   // One flipped bit in the head's data (its last byte: the file ends with its only tensor).
@@ -193,7 +239,7 @@ TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
     file.seekp(-1, std::ios::end);
     file.put(static_cast<char>(last ^ 0x10));
   }
-  const std::string damaged = message([&] { read_layer(*stream_, dir, 1, 1, {{"w", tensor({0, 0})}}); });
+  const std::string damaged = message([&] { read_layer(*stream_, dir, written, 1, 1, {{"w", tensor({0, 0})}}); });
   EXPECT_NE(damaged.find(head.string() + " is damaged: the data of w hashes to "), std::string::npos) << damaged;
   // A digit changed in the manifest: the data position would move silently.
   const fs::path manifest = fs::path(dir) / "manifest.json";
@@ -211,7 +257,7 @@ TEST_F(CheckpointTest, MismatchesAreRefusedByName) {
       << damaged_manifest;
   fs::resize_file(fs::path(dir) / layer_file_name(0, 1), 40);
   EXPECT_NE(message([&] {
-              read_layer(*stream_, dir, 0, 1, {{"w", tensor({0, 0})}});
+              read_layer(*stream_, dir, written, 0, 1, {{"w", tensor({0, 0})}});
             }).find("truncated"),
             std::string::npos);
   EXPECT_NE(message([] { find_checkpoint("/nonexistent/h2"); }).find("does not exist"), std::string::npos);

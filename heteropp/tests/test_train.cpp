@@ -261,8 +261,9 @@ TEST_F(TrainTest, Float16SkipsOverflowingStepsThenTrains) {
     const Tensor weight = Tensor::empty(device, {m.hidden, m.vocab}, DType::f32);
     const Tensor moment = Tensor::empty(device, {m.hidden, m.vocab}, DType::f32);
     const std::string checkpoint = step_directory((dir_ / "f16" / "checkpoints").string(), step);
-    EXPECT_EQ(read_manifest(checkpoint).optimizer_steps, updates_after[static_cast<size_t>(step - 1)]);
-    read_layer(stream, checkpoint, m.layers, m.layers,
+    const CheckpointState manifest = read_manifest(checkpoint);
+    EXPECT_EQ(manifest.optimizer_steps, updates_after[static_cast<size_t>(step - 1)]);
+    read_layer(stream, checkpoint, manifest, m.layers, m.layers,
                {{"lm_head.weight", weight}, {"lm_head.weight.exp_avg", moment}});
     return std::pair{weight.to_host(stream), moment.to_host(stream)};
   };

@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "format.hpp"
+#include "h2/error.hpp"
+#include "h2/file_io.hpp"
 #include "h2/heteroauto/search.hpp"
 #include "plan_print.hpp"
 
@@ -58,16 +60,12 @@ int run_plan(const PlanOptions& options) {
   }
 
   if (!options.output.empty() && !result.plans.empty()) {
-    const std::filesystem::path path(options.output), temporary(options.output + ".tmp");
-    {
-      std::ofstream out(temporary);
-      out << heteroauto::to_json(result.plans[0]).dump(2) << "\n";
-      if (!out.flush()) {
-        std::cerr << "h2 plan: cannot write " << options.output << "\n";
-        return 1;
-      }
+    try {
+      write_file_atomically(options.output, heteroauto::to_json(result.plans[0]).dump(2) + "\n");
+    } catch (const Error& e) {
+      std::cerr << "h2 plan: " << e.what() << "\n";
+      return 1;
     }
-    std::filesystem::rename(temporary, path);
   }
 
   if (options.json) {

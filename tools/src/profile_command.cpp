@@ -15,6 +15,7 @@
 #include "h2/dicomm/bootstrap.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/device_select.hpp"
+#include "h2/file_io.hpp"
 #include "h2/heteroauto/cost_model.hpp"
 #include "h2/heteroauto/description.hpp"
 #include "h2/heteropp/gpt.hpp"
@@ -237,9 +238,7 @@ int run_driver(const ProfileOptions& options) {
     std::cout << "optimizer per parameter per step (zero, norm, AdamW): " << optimizer_line << "\n";
   }
   if (!options.output.empty()) {
-    const std::string temporary = options.output + ".tmp";
-    std::ofstream(temporary) << described.dump(2) << "\n";
-    fs::rename(temporary, options.output);
+    write_file_atomically(options.output, described.dump(2) + "\n");
     if (!options.json)
       std::cout << "Wrote " << options.output << " with the measured profile of " << model.name
                 << " for h2 plan and h2 train\n";

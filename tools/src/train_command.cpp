@@ -14,6 +14,7 @@
 #include "h2/dicomm/bootstrap.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/device_select.hpp"
+#include "h2/file_io.hpp"
 #include "h2/heteroauto/search.hpp"
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/trainer.hpp"
@@ -177,7 +178,7 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                                   {"tokens_per_s", tokens / measured},
                                   {"checkpoint", result.checkpoint},
                                   {"ranks", ranks}};
-  std::ofstream(fs::path(out_dir) / "summary.json") << summary.dump(2) << "\n";
+  write_file_atomically((fs::path(out_dir) / "summary.json").string(), summary.dump(2) + "\n");
 }
 
 // One rank: bootstrap, device, communicator, training.
@@ -282,7 +283,7 @@ int run_driver(const TrainCommandOptions& options) {
 
   fs::create_directories(options.out);
   const std::string plan_path = (fs::path(options.out) / "plan.json").string();
-  std::ofstream(plan_path) << heteroauto::to_json(plan).dump(2) << "\n";
+  write_file_atomically(plan_path, heteroauto::to_json(plan).dump(2) + "\n");
 
   // After --profile this keeps the profile's settings (it set them first), so the ranks compute as
   // they did when measured.

@@ -117,6 +117,15 @@ struct Model {
 
 Cluster parse_cluster(const nlohmann::json& json);
 Model parse_model(const nlohmann::json& json);
+// The deepest nesting a description, plan or checkpoint manifest may have: far beyond any real one
+// (they nest 4 levels), and near enough that recursive walks over a value (nlohmann's dump, for an
+// error message) stay far from the stack's end. 100,000 levels crashed `h2 plan` in dump().
+constexpr int kMaxJsonDepth = 64;
+// Parses JSON, refusing nesting deeper than kMaxJsonDepth. Throws nlohmann::json::parse_error for
+// invalid JSON and std::length_error ("nested deeper than 64 levels") for too deep.
+nlohmann::json parse_json_bounded(std::istream& in);
+// At most `max_chars` of `value`'s JSON text, for error messages ("..." where cut).
+std::string brief_json(const nlohmann::json& value, size_t max_chars = 60);
 // Reads a JSON file; throws DescriptionError "WHAT PATH: cannot be read" or "...: not valid JSON".
 nlohmann::json read_json_file(const std::string& path, const char* what);
 // Reads and parses a file; errors name the file.
