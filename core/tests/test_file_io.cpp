@@ -68,8 +68,8 @@ TEST_F(FileIo, AFailedWriteNamesTheFileKeepsTheOldOneAndLeavesNoTemporary) {
     write_file_atomically((dir_ / "missing" / "plan.json").string(), "x");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("cannot write " + (dir_ / "missing" / "plan.json").string() +
-                                    ": No such file or directory"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("cannot write " + (dir_ / "missing" / "plan.json").string() + ": No such file or directory"));
   }
 }
 
