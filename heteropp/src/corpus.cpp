@@ -10,7 +10,23 @@
 namespace h2::heteropp {
 
 ByteCorpus ByteCorpus::from_files(const std::vector<std::string>& paths, size_t min_bytes) {
+  // The corpus is read into memory whole, on every rank that embeds or scores: only regular files
+  // (`--data /dev/zero` was read until the kernel killed the ranks), and at most kMaxBytes together.
+  constexpr uint64_t kMaxBytes = 8ull << 30;
+  uint64_t total = 0;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error))
+      throw Error(H2_STATUS_INVALID_ARGUMENT, "training data " + path + ": not a regular file");
+    total += std::filesystem::file_size(path, error);
+    if (error) throw Error(H2_STATUS_INVALID_ARGUMENT, "training data " + path + ": " + error.message());
+  }
+  if (total > kMaxBytes)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "training data: " + std::to_string(total) + " bytes in " +
+                                                std::to_string(paths.size()) +
+                                                " file(s), more than the 8 GiB this byte-level corpus holds in memory");
   ByteCorpus corpus;
+  corpus.bytes_.reserve(total);
   for (const std::string& path : paths) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(H2_STATUS_INVALID_ARGUMENT, "training data " + path + ": cannot be read");

@@ -215,6 +215,27 @@ TEST_F(TrainTest, BadInputIsNamed) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("of another model: its hidden is 32, this model's is 64"), std::string::npos)
       << result.output;
+
+  // Issue 26's CLI cases, each of which used to train or fail late with another message.
+  result = run_h2("train --cluster " + (dir_ / "cluster.json").string() + " --model " + (dir_ / "wider.json").string() +
+                  " --plan " + (dir_ / "single-plan.json").string() + " --out " + (dir_ / "bad3").string());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("was made for another model than --model " + (dir_ / "wider.json").string() +
+                               " (hidden 32 there, 64 here)"),
+            std::string::npos)
+      << result.output;
+  for (const char* option : {"--clip", "--min-lr", "--lr", "--weight-decay"}) {
+    result = run_h2(base + " " + option + " nan");
+    EXPECT_NE(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("'nan' is not a finite number"), std::string::npos) << option << result.output;
+  }
+  result = run_h2(base + " --plan " + (dir_ / "single-plan.json").string() + " --steps 1 --data /dev/zero");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("training data /dev/zero: not a regular file"), std::string::npos) << result.output;
+  result = run_h2(base + " --plan " + (dir_ / "single-plan.json").string() + " --steps 1 --resume " +
+                  (dir_ / "bad" / "checkpoints").string());
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("is at step 1 and --steps is 1: nothing to train"), std::string::npos) << result.output;
 }
 
 // An f16 model trains through the 3-stage pipeline with f32 master weights and dynamic loss scaling:

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli_checks.hpp"
 #include "format.hpp"
 #include "h2/dicomm/bootstrap.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/device_select.hpp"
 #include "h2/file_io.hpp"
 #include "h2/heteroauto/search.hpp"
+#include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/trainer.hpp"
 #include "launch_command.hpp"
@@ -36,12 +38,27 @@ struct UsageError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& cluster) {
+// The plan, checked against the cluster and against --model: a plan made for another model used to
+// train that model silently, whatever --model said.
+heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& cluster,
+                           const TrainCommandOptions& options, const heteroauto::Model& model) {
   heteroauto::Plan plan = heteroauto::load_plan(path);
   try {
     heteroauto::check_plan_invariants(plan, cluster);
   } catch (const heteroauto::DescriptionError& e) {
     throw heteroauto::DescriptionError("plan " + path + ": " + e.what());
+  }
+  const nlohmann::json planned = heteroauto::to_json(plan.model), given = heteroauto::to_json(model);
+  if (planned != given) {
+    std::string differences;
+    for (const auto& [field, value] : given.items()) {
+      const nlohmann::json there = planned.value(field, nlohmann::json());
+      if (there != value)
+        differences += (differences.empty() ? "" : ", ") + field + " " + heteroauto::brief_json(there, 30) +
+                       " there, " + heteroauto::brief_json(value, 30) + " here";
+    }
+    throw heteroauto::DescriptionError("plan " + path + " was made for another model than --model " + options.model +
+                                       " (" + differences + ")");
   }
   return plan;
 }
@@ -190,7 +207,7 @@ int run_worker(const TrainCommandOptions& options) {
   const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
   const heteroauto::Model model = heteroauto::load_model(options.model);
   if (options.plan.empty()) throw UsageError("--worker needs --plan (the plan every rank executes)");
-  const heteroauto::Plan plan = read_plan(options.plan, cluster);
+  const heteroauto::Plan plan = read_plan(options.plan, cluster, options, model);
   const dicomm::RankInfo info = dicomm::rank_info_from_environment();
   const heteropp::Placement placement = heteropp::place(plan);
   if (info.rank >= placement.world_size())
@@ -228,6 +245,13 @@ int run_worker(const TrainCommandOptions& options) {
 int run_driver(const TrainCommandOptions& options) {
   if (options.profile && !options.plan.empty())
     throw UsageError("--profile measures the devices to plan on, and --plan gives the plan: use one of them");
+  if (!options.resume.empty()) {  // before any device is measured or rank started
+    const std::string checkpoint = heteropp::find_checkpoint(options.resume);
+    const int64_t done = heteropp::read_manifest(checkpoint).step;
+    if (done >= options.steps)
+      throw UsageError("--resume " + checkpoint + " is at step " + std::to_string(done) + " and --steps is " +
+                       std::to_string(options.steps) + ": nothing to train (--steps counts from the start of the run)");
+  }
   // With --profile the job's cluster description is the given one with this model's measured costs,
   // so that HeteroAuto's plan and its predicted step time fit the devices as they run here, not their
   // nominal peak x efficiency.
@@ -246,7 +270,7 @@ int run_driver(const TrainCommandOptions& options) {
   const heteroauto::Model model = heteroauto::load_model(options.model);
   heteroauto::Plan plan;
   if (!options.plan.empty()) {
-    plan = read_plan(options.plan, cluster);
+    plan = read_plan(options.plan, cluster, options, model);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
     // HeteroAuto may cut one layer differently in two pipeline classes, which HeteroPP does not run
@@ -358,19 +382,19 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
       ->capture_default_str();
   command->add_option("--resume", options.resume, "Continue from a checkpoint (DIR/checkpoints or one step directory)")
       ->check(CLI::ExistingDirectory);
-  command->add_option("--lr", options.lr, "Peak learning rate")->capture_default_str()->check(CLI::Range(1e-9, 10.0));
+  command->add_option("--lr", options.lr, "Peak learning rate")->capture_default_str()->check(finite_range(1e-9, 10.0));
   command->add_option("--min-lr", options.min_lr, "Learning rate at the last step (cosine decay)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(finite_range(0.0, 10.0));
   command->add_option("--warmup", options.warmup, "Linear warm-up steps")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   command->add_option("--weight-decay", options.weight_decay, "AdamW weight decay (matrices only)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(finite_range(0.0, 10.0));
   command->add_option("--clip", options.clip, "Global gradient-norm clip (0: none)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(finite_range(0.0, 1e9));
   command->add_option("--seed", options.seed, "Seed of the weights and the data order")->capture_default_str();
   command->add_option("--schedule", options.schedule, "Pipeline schedule")
       ->capture_default_str()
@@ -386,7 +410,7 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command
       ->add_option("--initial-loss-scale", options.initial_loss_scale, "The first loss scale of dynamic loss scaling")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 1e30));
+      ->check(finite_range(1.0, 1e30));
   command
       ->add_option("--loss-scale-window", options.loss_scale_window,
                    "Steps without overflow before the loss scale doubles")
