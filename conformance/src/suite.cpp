@@ -9,8 +9,8 @@
 
 #include "case_runner.hpp"
 #include "cases.hpp"
+#include "h2/child_process.hpp"
 #include "h2/error.hpp"
-#include "isolation.hpp"
 #include "serialize.hpp"
 #include "waivers.hpp"
 
@@ -90,6 +90,8 @@ Loaded load(const SuiteOptions& options) {
   RuntimeOptions runtime_options;
   runtime_options.plugins = {options.plugin};
   if (options.plugin != "cpu-reference") runtime_options.plugins.push_back("cpu-reference");
+  // Isolated runs load plugins in a child of their own already (run_in_child): no second probe.
+  if (options.isolate) runtime_options.probe_timeout_seconds = 0;
   loaded.runtime = std::make_unique<Runtime>(runtime_options);
   const PluginInfo& info = loaded.runtime->plugins().at(0);
   if (!info.loaded()) throw Error(H2_STATUS_INVALID_ARGUMENT, "plugin " + options.plugin + ": " + info.message);
@@ -171,6 +173,11 @@ CaseResult unfinished(const Group& group, size_t i, CaseState state, const std::
 }
 
 // Turns what a child said (and how it ended) into one result per case of the group.
+// A child's exception, as the event line `collect` and the probe read.
+std::string error_event(const std::string& message) {
+  return Json{{"event", "error"}, {"message", message}}.dump();
+}
+
 std::vector<CaseResult> collect(const Group& group, const ChildOutcome& outcome, double timeout) {
   std::vector<std::optional<CaseResult>> results(group.size());
   constexpr size_t kNone = static_cast<size_t>(-1);
@@ -225,8 +232,8 @@ SuiteReport run_suite(const SuiteOptions& options) {
   Probe probe;
   std::optional<Loaded> in_process;
   if (options.isolate) {
-    const ChildOutcome outcome =
-        run_in_child([&](const auto& emit) { emit(probe_json(options).dump()); }, options.op_timeout_seconds);
+    const ChildOutcome outcome = run_in_child([&](const auto& emit) { emit(probe_json(options).dump()); },
+                                              options.op_timeout_seconds, error_event);
     std::optional<Json> answer;
     std::string error = outcome.timed_out         ? "loading it did not finish in time"
                         : !outcome.signal.empty() ? "loading it crashed with " + outcome.signal
@@ -284,7 +291,7 @@ SuiteReport run_suite(const SuiteOptions& options) {
             Loaded loaded = load(options);
             run_group(group, *loaded.devices, emit);
           },
-          options.op_timeout_seconds);
+          options.op_timeout_seconds, error_event);
       results = collect(group, outcome, options.op_timeout_seconds);
     } else {
       ChildOutcome outcome;

@@ -256,12 +256,23 @@ LiveRegistry& live_registry() {
   return registry;
 }
 
-}  // namespace
-
-LoadedPlugin load_plugin(const fs::path& path) {
+fs::path registry_key(const fs::path& path) {
   std::error_code ec;
   fs::path key = fs::weakly_canonical(path, ec);
-  if (ec) key = path;
+  return ec ? path : key;
+}
+
+}  // namespace
+
+bool plugin_is_live(const fs::path& path) {
+  LiveRegistry& registry = live_registry();
+  std::lock_guard lock(registry.mutex);
+  const auto found = registry.handles.find(registry_key(path));
+  return found != registry.handles.end() && !found->second.expired();
+}
+
+LoadedPlugin load_plugin(const fs::path& path) {
+  const fs::path key = registry_key(path);
 
   LiveRegistry& registry = live_registry();
   std::lock_guard lock(registry.mutex);

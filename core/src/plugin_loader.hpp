@@ -21,6 +21,8 @@ struct LoadedPlugin {
 // initialized while anything of it is alive, and loading the same file again meanwhile (a second
 // Runtime in the process) shares that instance instead of initializing the plugin twice.
 LoadedPlugin load_plugin(const std::filesystem::path& path);
+// Whether `path` is loaded in this process now (load_plugin would share it, not load it again).
+bool plugin_is_live(const std::filesystem::path& path);
 
 // A PluginInfo message: "<state>: <detail>", so each message reads on its own ("ABI mismatch (plugin
 // 2.0, core 1.0): ..."); a detail that already starts with the state's name is kept as it is.

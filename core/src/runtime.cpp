@@ -1,11 +1,14 @@
 #include "h2/runtime.hpp"
 
 #include <cstdlib>
+#include <map>
 #include <set>
 
+#include "h2/child_process.hpp"
 #include "h2/error.hpp"
 #include "h2/log.hpp"
 #include "plugin_loader.hpp"
+#include "plugin_probe.hpp"
 #include "plugin_search.hpp"
 
 namespace h2 {
@@ -25,6 +28,8 @@ std::string_view plugin_state_name(PluginState state) {
     case PluginState::no_device: return "no device";
     case PluginState::init_failed: return "init failed";
     case PluginState::duplicate: return "duplicate";
+    case PluginState::crashed: return "crashed";
+    case PluginState::hung: return "hung";
   }
   return "unknown";
 }
@@ -69,6 +74,23 @@ Runtime::Runtime(const RuntimeOptions& options) {
     }
   }
 
+  // Each plugin not loaded in this process yet is first loaded in a child process, all of them before
+  // any is loaded here: a fork is safe only while the process has one thread (see run_in_child), and
+  // a loaded plugin may start threads.
+  const double probe_seconds = options.probe_timeout_seconds.value_or(detail::plugin_probe_timeout());
+  std::map<fs::path, PluginInfo> failed_probes;
+  if (probe_seconds > 0 && process_is_single_threaded()) {
+    for (const auto& candidate : candidates) {
+      const fs::path& path = candidate.first;
+      std::error_code ec;
+      if (failed_probes.count(path) || !fs::is_regular_file(path, ec) || detail::plugin_is_live(path)) continue;
+      if (std::optional<PluginInfo> failed = detail::probe_plugin(path, probe_seconds)) {
+        log(LogLevel::debug, "core", "plugin " + failed->path + ": " + failed->message);
+        failed_probes.emplace(path, std::move(*failed));
+      }
+    }
+  }
+
   std::set<fs::path> seen_files;
   for (const auto& [path, asked_name] : candidates) {
     std::error_code ec;
@@ -76,6 +98,10 @@ Runtime::Runtime(const RuntimeOptions& options) {
     if (ec) canonical = path;
     if (!seen_files.insert(canonical).second) continue;  // the same file listed twice
 
+    if (const auto failed = failed_probes.find(path); failed != failed_probes.end()) {
+      plugins_.push_back(failed->second);
+      continue;
+    }
     detail::LoadedPlugin loaded = detail::load_plugin(path);
     if (loaded.info.loaded()) {
       bool duplicate = false;

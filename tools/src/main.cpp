@@ -1,5 +1,6 @@
 // The `h2` command line: one binary, one subcommand per task.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 
 #include "bench_comm_command.hpp"
@@ -13,6 +14,11 @@
 #include "train_command.hpp"
 
 int main(int argc, char** argv) {
+  // libfabric pulls in PSM's libinfinipath, whose load-time constructor catches SIGSEGV, SIGBUS,
+  // SIGILL, SIGFPE and SIGABRT to print a backtrace and exit with code 1 (a crashed plugin then looked
+  // like "exit code 1", and a rank's crash like an ordinary failure). A crash stays a crash here: the
+  // launcher and the plugin probe name the signal.
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(sig, SIG_DFL);
   CLI::App app{"H2: train large language models on heterogeneous clusters"};
   app.require_subcommand(0, 1);  // checked below, so an unknown word is reported by name
   app.set_version_flag("--version", std::string("h2 ") + H2_VERSION);

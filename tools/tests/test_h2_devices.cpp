@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -148,6 +149,35 @@ TEST(H2Devices, DiscoveryFailsWhenAPluginInThePathIsBroken) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
   EXPECT_THAT(r.output, HasSubstr("abi-major: ABI mismatch"));
+}
+
+// A plugin that crashes, exits or hangs while it loads used to take `h2 devices` down with it (no
+// other plugin listed; exit 3 with no output; a hang). Each is probed in a child process first.
+TEST(H2Devices, PluginsThatCrashExitOrHangWhileLoadingAreListedAndTheOthersStillWork) {
+  const std::string dir = env("H2_TEST_CRASHING_PLUGIN_DIR");
+  Result r = h2("devices --json", "H2_PLUGIN_PROBE_TIMEOUT=3 H2_PLUGIN_PATH=" + env("H2_PLUGIN_PATH") + ":" + dir);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string json_text = r.output.substr(r.output.find('{'));
+  const auto j = nlohmann::json::parse(json_text);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& plugin : j["plugins"]) by_name[plugin["name"]] = plugin;
+  ASSERT_TRUE(by_name.count("cpu-reference")) << r.output;
+  EXPECT_EQ(by_name["cpu-reference"]["state"], "loaded");
+  for (const char* name : {"init-crash", "init-exit", "init-hang", "constructor-abort"})
+    ASSERT_TRUE(by_name.count(name)) << name << r.output;
+  EXPECT_EQ(by_name["init-crash"]["state"], "crashed");
+  EXPECT_THAT(by_name["init-crash"]["message"].get<std::string>(),
+              HasSubstr("killed by SIGSEGV while a child process loaded it"));
+  EXPECT_EQ(by_name["constructor-abort"]["state"], "crashed");
+  EXPECT_THAT(by_name["constructor-abort"]["message"].get<std::string>(), HasSubstr("killed by SIGABRT"));
+  EXPECT_EQ(by_name["init-exit"]["state"], "crashed");
+  EXPECT_THAT(by_name["init-exit"]["message"].get<std::string>(), HasSubstr("ended with exit code 3"));
+  EXPECT_EQ(by_name["init-hang"]["state"], "hung");
+  EXPECT_THAT(by_name["init-hang"]["message"].get<std::string>(), HasSubstr("did not finish within 3 s"));
+
+  r = h2("devices", "H2_PLUGIN_PROBE_TIMEOUT=soon H2_PLUGIN_PATH=" + dir);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("H2_PLUGIN_PROBE_TIMEOUT='soon'"));
 }
 
 TEST(H2Devices, DiscoverySucceedsWhenAPluginOnlyLacksItsVendorRuntime) {

@@ -28,6 +28,8 @@ enum class PluginState {
   no_device,        // the vendor runtime found no usable device
   init_failed,      // initialize (or the first device queries) failed
   duplicate,        // another plugin of the same name was found first
+  crashed,          // loading it in a child process ended that process (a signal, or exit)
+  hung,             // loading it in a child process did not finish within the probe's time limit
 };
 
 // "loaded", "not installed", "ABI mismatch", ...
@@ -50,9 +52,14 @@ struct PluginInfo {
 struct RuntimeOptions {
   // Plugins to load, each a NAME (looked up as libh2-plugin-NAME.so) or a PATH to a file.
   // Empty: every plugin in the search path.
+  // While the process has one thread, each plugin not yet loaded in it is first loaded in a child
+  // process (H2_PLUGIN_PROBE_TIMEOUT seconds at most, default 60; 0: never): one that crashes, exits
+  // or hangs there is listed as crashed or hung and not loaded here.
   std::vector<std::string> plugins;
   // Overrides H2_PLUGIN_PATH and the install directory.
   std::optional<std::vector<std::filesystem::path>> search_path;
+  // Overrides H2_PLUGIN_PROBE_TIMEOUT (0: no probe, for a process that is itself an isolated child).
+  std::optional<double> probe_timeout_seconds;
 };
 
 class Runtime {

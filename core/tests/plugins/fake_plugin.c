@@ -4,9 +4,11 @@
  * legal implementation of the stream contract. With FAKE_OP_TABLE it provides one operator, fill,
  * so the core's handling of a partial operator table can be tested. */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "h2/plugin_abi.h"
 
@@ -41,8 +43,26 @@ static H2_Status fail(H2_Status status, const char* message) {
 extern int h2_test_symbol_nobody_defines(void);
 #endif
 
+#ifdef FAKE_CONSTRUCTOR_ABORT
+/* A library constructor that aborts: it runs inside dlopen, before H2 sees any of the plugin. */
+__attribute__((constructor)) static void abort_when_loaded(void) {
+  abort();
+}
+#endif
+
 static H2_Status initialize(const H2_InitArgs* args) {
-#if defined(FAKE_UNDEFINED_SYMBOL)
+#if defined(FAKE_INIT_CRASH)
+  (void)args;
+  raise(SIGSEGV);
+  return H2_STATUS_OK;
+#elif defined(FAKE_INIT_EXIT)
+  (void)args;
+  exit(3);
+#elif defined(FAKE_INIT_HANG)
+  (void)args;
+  for (;;) pause();
+  return H2_STATUS_OK;
+#elif defined(FAKE_UNDEFINED_SYMBOL)
   (void)args;
   return h2_test_symbol_nobody_defines() == 0 ? H2_STATUS_OK : H2_STATUS_INTERNAL;
 #elif defined(FAKE_INIT_FAILS)

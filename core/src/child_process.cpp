@@ -1,4 +1,4 @@
-#include "isolation.hpp"
+#include "h2/child_process.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 #include <stdexcept>
 
-namespace h2::conformance {
+namespace h2 {
 
 namespace {
 
@@ -28,7 +28,7 @@ void write_all(int fd, const std::string& text) {
 }  // namespace
 
 ChildOutcome run_in_child(const std::function<void(const std::function<void(const std::string&)>&)>& body,
-                          double timeout_seconds) {
+                          double timeout_seconds, const std::function<std::string(const std::string&)>& error_line) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t pid = fork();
@@ -39,7 +39,7 @@ ChildOutcome run_in_child(const std::function<void(const std::function<void(cons
     try {
       body([&](const std::string& line) { write_all(fds[1], line + "\n"); });
     } catch (const std::exception& e) {
-      write_all(fds[1], nlohmann::json{{"event", "error"}, {"message", e.what()}}.dump() + "\n");
+      write_all(fds[1], (error_line ? error_line(e.what()) : std::string(e.what())) + "\n");
       code = 2;
     }
     close(fds[1]);
@@ -88,4 +88,11 @@ ChildOutcome run_in_child(const std::function<void(const std::function<void(cons
   return outcome;
 }
 
-}  // namespace h2::conformance
+bool process_is_single_threaded() {
+  std::error_code error;
+  std::filesystem::directory_iterator tasks("/proc/self/task", error);
+  if (error) return false;
+  return std::distance(tasks, std::filesystem::directory_iterator()) == 1;
+}
+
+}  // namespace h2
