@@ -12,6 +12,17 @@ namespace {
 
 const std::set<std::string> kDtypes{"bf16", "f16", "f32"};
 
+// The ranges of the fields: far beyond any real device, cluster or model, and within what the
+// planner's arithmetic and the runtime's int fields hold.
+constexpr double kMinTflops = 1e-6, kMaxTflops = 1e6;              // per device
+constexpr double kMinMemoryGib = 1.0 / 1024, kMaxMemoryGib = 1e6;  // 1 MiB to 1 PiB per device
+constexpr double kMinGbps = 1e-3, kMaxGbps = 1e7;                  // 1 Mbit/s to 10 Pbit/s
+constexpr double kMinMs = 1e-6, kMaxMs = 1e7;                      // measured layer times
+constexpr int64_t kMaxNodes = 1 << 20, kMaxPerNode = 1024, kMaxDevices = 1 << 24;
+constexpr int64_t kMaxLayers = 1 << 16, kMaxWidth = 1 << 22, kMaxHeads = 1 << 16;
+constexpr int64_t kMaxSeqLen = 1 << 24, kMaxVocab = 1 << 24, kMaxMicroBatch = 1 << 20;
+constexpr int64_t kMaxGlobalBatch = 1 << 30;  // samples; the micro-batch count is an int
+
 template <typename Item>
 void check_unique(const std::vector<Item>& items, const std::string& what) {
   std::set<std::string> names;
@@ -26,9 +37,9 @@ std::vector<MeasuredTime> parse_measured_times(JsonReader& r, const std::string&
   r.array(key, required, false, [&](const nlohmann::json& j, const std::string& path) {
     JsonReader tr(j, path);
     MeasuredTime t;
-    t.micro_batch = static_cast<int>(tr.positive_integer("micro_batch"));
-    t.forward_ms = tr.positive("forward_ms");
-    t.backward_ms = tr.positive("backward_ms");
+    t.micro_batch = static_cast<int>(tr.required_integer("micro_batch", 1, kMaxMicroBatch));
+    t.forward_ms = tr.required_number("forward_ms", kMinMs, kMaxMs);
+    t.backward_ms = tr.required_number("backward_ms", kMinMs, kMaxMs);
     tr.reject_unknown();
     if (!times.empty() && t.micro_batch <= times.back().micro_batch)
       tr.fail("micro_batch", "must be larger than the previous entry's (" + std::to_string(times.back().micro_batch) +
@@ -60,12 +71,12 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   JsonReader peak_reader(peaks, r.path_of("peak_tflops"));
   for (const auto& [dtype, value] : peaks.items()) {
     if (!kDtypes.count(dtype)) peak_reader.fail(dtype, "is not a dtype (bf16, f16 or f32)");
-    d.peak_tflops[dtype] = peak_reader.positive(dtype);
+    d.peak_tflops[dtype] = peak_reader.required_number(dtype, kMinTflops, kMaxTflops);
   }
-  d.memory_gib = r.positive("memory_gib");
+  d.memory_gib = r.required_number("memory_gib", kMinMemoryGib, kMaxMemoryGib);
   d.efficiency = r.number("efficiency", 0.5, 1e-3, 1);
   d.runtime_overhead_gib = r.number("runtime_overhead_gib", 1, 0, d.memory_gib);
-  d.host_link_gbps = r.number("host_link_gbps", 200, 1e-3, 1e9);
+  d.host_link_gbps = r.number("host_link_gbps", 200, kMinGbps, kMaxGbps);
   if (const nlohmann::json* measured = r.optional("measured")) {
     if (!measured->is_object()) r.fail("measured", "must be an object of model name -> profile");
     for (const auto& [model, profile] : measured->items())
@@ -109,7 +120,7 @@ Cluster parse_cluster(const nlohmann::json& json) {
     NicType n;
     n.name = nr.string("name");
     n.kind = parse_nic_kind(nr);
-    n.bandwidth_gbps = nr.positive("bandwidth_gbps");
+    n.bandwidth_gbps = nr.required_number("bandwidth_gbps", kMinGbps, kMaxGbps);
     n.latency_us = nr.number("latency_us", 5, 0, 1e7);
     nr.reject_unknown();
     c.nics.push_back(n);
@@ -122,14 +133,18 @@ Cluster parse_cluster(const nlohmann::json& json) {
     g.device_type = nr.string("device_type");
     if (std::none_of(c.device_types.begin(), c.device_types.end(), [&](auto& d) { return d.name == g.device_type; }))
       nr.fail("device_type", "'" + g.device_type + "' is not one of device_types");
-    g.count = static_cast<int>(nr.positive_integer("count"));
-    g.devices_per_node = static_cast<int>(nr.positive_integer("devices_per_node"));
-    g.intra_node_bandwidth_gbps = nr.positive("intra_node_bandwidth_gbps");
+    g.count = static_cast<int>(nr.required_integer("count", 1, kMaxNodes));
+    g.devices_per_node = static_cast<int>(nr.required_integer("devices_per_node", 1, kMaxPerNode));
+    if (static_cast<int64_t>(g.count) * g.devices_per_node > kMaxDevices)
+      nr.fail("count", "times devices_per_node is " +
+                           std::to_string(static_cast<int64_t>(g.count) * g.devices_per_node) + " devices, more than " +
+                           std::to_string(kMaxDevices));
+    g.intra_node_bandwidth_gbps = nr.required_number("intra_node_bandwidth_gbps", kMinGbps, kMaxGbps);
     g.intra_node_latency_us = nr.number("intra_node_latency_us", 2, 0, 1e7);
     g.nic = nr.string("nic");
     if (std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == g.nic; }))
       nr.fail("nic", "'" + g.nic + "' is not one of nic_types");
-    g.nics_per_node = static_cast<int>(nr.integer("nics_per_node", 1, 1));
+    g.nics_per_node = static_cast<int>(nr.optional_integer("nics_per_node", 1, 1, kMaxPerNode));
     g.cluster = nr.string("cluster", "default");
     nr.reject_unknown();
     c.nodes.push_back(g);
@@ -145,7 +160,7 @@ Cluster parse_cluster(const nlohmann::json& json) {
     InterClusterLink l{between[0].get<std::string>(), between[1].get<std::string>()};
     for (const std::string& name : {l.a, l.b})
       if (!clusters.count(name)) lr.fail("between", "'" + name + "' is not the cluster of any nodes entry");
-    l.bandwidth_gbps = lr.positive("bandwidth_gbps");
+    l.bandwidth_gbps = lr.required_number("bandwidth_gbps", kMinGbps, kMaxGbps);
     l.latency_us = lr.number("latency_us", 50, 0, 1e8);
     lr.reject_unknown();
     c.inter_cluster_links.push_back(l);
@@ -167,19 +182,20 @@ Model parse_model(const nlohmann::json& json) {
   JsonReader r(json, "");
   Model m;
   m.name = r.string("name", "model");
-  m.layers = static_cast<int>(r.positive_integer("layers"));
-  m.hidden = r.positive_integer("hidden");
-  m.heads = r.positive_integer("heads");
-  m.kv_heads = r.integer("kv_heads", m.heads, 1);
-  m.ffn = r.integer("ffn", 4 * m.hidden, 1);
-  m.seq_len = r.positive_integer("seq_len");
-  m.vocab = r.positive_integer("vocab");
-  m.global_batch = r.positive_integer("global_batch");
+  m.layers = static_cast<int>(r.required_integer("layers", 1, kMaxLayers));
+  m.hidden = r.required_integer("hidden", 1, kMaxWidth);
+  m.heads = r.required_integer("heads", 1, kMaxHeads);
+  m.kv_heads = r.optional_integer("kv_heads", m.heads, 1, kMaxHeads);
+  m.ffn = r.optional_integer("ffn", 4 * m.hidden, 1, 4 * kMaxWidth);
+  m.seq_len = r.required_integer("seq_len", 1, kMaxSeqLen);
+  m.vocab = r.required_integer("vocab", 1, kMaxVocab);
+  m.global_batch = r.required_integer("global_batch", 1, kMaxGlobalBatch);
   if (m.hidden % m.heads != 0) r.fail("heads", "must divide hidden (" + std::to_string(m.hidden) + ")");
   if (m.heads % m.kv_heads != 0) r.fail("kv_heads", "must divide heads (" + std::to_string(m.heads) + ")");
   m.micro_batch_sizes.clear();
   r.array("micro_batch_sizes", false, false, [&](const nlohmann::json& j, const std::string& p) {
-    if (!j.is_number_integer() || j.get<int64_t>() < 1) throw DescriptionError(p + ": must be an integer >= 1");
+    if (!j.is_number_integer() || j.get<int64_t>() < 1 || j.get<int64_t>() > kMaxMicroBatch)
+      throw DescriptionError(p + ": must be an integer in [1, " + std::to_string(kMaxMicroBatch) + "]");
     if (j.get<int64_t>() > m.global_batch) throw DescriptionError(p + ": is larger than global_batch");
     m.micro_batch_sizes.push_back(j.get<int>());
   });

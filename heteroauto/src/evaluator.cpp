@@ -207,10 +207,49 @@ std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::function<
   int remaining = micro_batches;
   for (int r : replicas) remaining -= r;
   if (remaining < 0) return {};
+  // Micro-batches go out in rounds (one more to every replica of a class) in the order of the time the
+  // class would take with one more, `key(c, base)`; each class's keys grow with its base. One at a
+  // time that took time and memory in proportion to the global batch (minutes at 10^7 samples), so
+  // first every round whose key is below a threshold is given at once: the largest threshold below
+  // which the rounds still fit, found by bisection; the few rounds left go one at a time as before.
+  // Every replica starts with one (MicroBatchSplit's base 1); the round that takes class c from base b
+  // to b + 1 has the key time(c, b + 1).
+  const auto key = [&](size_t c, int64_t base) { return time(c, static_cast<int>(base + 1)); };
+  const auto rounds_below = [&](size_t c, double threshold) {  // rounds of class c with a key below it
+    int64_t low = 1, high = 2 + remaining / replicas[c];       // the first base whose key is not below
+    while (low < high) {
+      const int64_t mid = low + (high - low) / 2;
+      if (key(c, mid) < threshold)
+        low = mid + 1;
+      else
+        high = mid;
+    }
+    return low - 1;
+  };
+  const auto filled = [&](double threshold) {
+    int64_t total = 0;
+    for (size_t c = 0; c < n; ++c) total += rounds_below(c, threshold) * replicas[c];
+    return total;
+  };
+  double low = -1, high = 0;
+  for (size_t c = 0; c < n; ++c) high = std::max(high, key(c, 2 + remaining / replicas[c]) + 1);
+  for (int i = 0; i < 200; ++i) {
+    const double mid = low + (high - low) / 2;
+    if (mid <= low || mid >= high) break;
+    if (filled(mid) <= remaining)
+      low = mid;
+    else
+      high = mid;
+  }
+  for (size_t c = 0; c < n; ++c) {
+    const int64_t rounds = rounds_below(c, low);
+    split[c].base += static_cast<int>(rounds);
+    remaining -= static_cast<int>(rounds * replicas[c]);
+  }
   // Next finishing time of each class's next replica to receive one more micro-batch.
   using Entry = std::pair<double, size_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
-  for (size_t c = 0; c < n; ++c) next.push({time(c, 2), c});
+  for (size_t c = 0; c < n; ++c) next.push({key(c, split[c].base), c});
   while (remaining > 0) {
     const size_t c = next.top().second;
     next.pop();
@@ -221,7 +260,7 @@ std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::function<
       ++split[c].base;
       split[c].extra = 0;
     }
-    next.push({time(c, split[c].base + 1), c});
+    next.push({key(c, split[c].base), c});
   }
   return split;
 }
@@ -277,8 +316,8 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       first_layer += s.layers;
       pipeline.stages.push_back(stage);
     }
-    const Simulation base = simulate_pipeline(times, split[ci].base, schedule_);
-    const Simulation more = split[ci].extra > 0 ? simulate_pipeline(times, split[ci].base + 1, schedule_) : base;
+    const Simulation base = simulate_step(times, split[ci].base, schedule_);
+    const Simulation more = split[ci].extra > 0 ? simulate_step(times, split[ci].base + 1, schedule_) : base;
     for (int r = 0; r < pc.layout.replicas; ++r) {
       PlanReplica replica;
       const bool extra = r < split[ci].extra;

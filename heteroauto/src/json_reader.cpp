@@ -1,6 +1,7 @@
 #include "json_reader.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 namespace h2::heteroauto {
 
@@ -49,38 +50,34 @@ double as_number(const JsonReader& r, const std::string& key, const nlohmann::js
 }
 int64_t as_integer(const JsonReader& r, const std::string& key, const nlohmann::json& v) {
   if (!v.is_number_integer()) r.fail(key, "must be an integer, not " + brief_json(v));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    r.fail(key, "is too large (got " + v.dump() + ")");
   return v.get<int64_t>();
+}
+std::string range_text(double low, double high) {
+  return "[" + nlohmann::json(low).dump() + ", " + nlohmann::json(high).dump() + "]";
 }
 }  // namespace
 
-double JsonReader::positive(const std::string& key) {
+double JsonReader::required_number(const std::string& key, double low, double high) {
   const double d = as_number(*this, key, required(key));
-  if (!(d > 0)) fail(key, "must be > 0 (got " + nlohmann::json(d).dump() + ")");
+  if (d < low || d > high) fail(key, "must be in " + range_text(low, high) + " (got " + nlohmann::json(d).dump() + ")");
   return d;
 }
 
 double JsonReader::number(const std::string& key, double fallback, double low, double high) {
-  const nlohmann::json* v = optional(key);
-  if (v == nullptr) return fallback;
-  const double d = as_number(*this, key, *v);
-  if (d < low || d > high)
-    fail(key, "must be in [" + nlohmann::json(low).dump() + ", " + nlohmann::json(high).dump() + "] (got " +
-                  nlohmann::json(d).dump() + ")");
-  return d;
+  return optional(key) ? required_number(key, low, high) : fallback;
 }
 
-int64_t JsonReader::positive_integer(const std::string& key) {
+int64_t JsonReader::required_integer(const std::string& key, int64_t low, int64_t high) {
   const int64_t i = as_integer(*this, key, required(key));
-  if (i <= 0) fail(key, "must be >= 1 (got " + std::to_string(i) + ")");
+  if (i < low || i > high)
+    fail(key, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "] (got " + std::to_string(i) + ")");
   return i;
 }
 
-int64_t JsonReader::integer(const std::string& key, int64_t fallback, int64_t low) {
-  const nlohmann::json* v = optional(key);
-  if (v == nullptr) return fallback;
-  const int64_t i = as_integer(*this, key, *v);
-  if (i < low) fail(key, "must be >= " + std::to_string(low) + " (got " + std::to_string(i) + ")");
-  return i;
+int64_t JsonReader::optional_integer(const std::string& key, int64_t fallback, int64_t low, int64_t high) {
+  return optional(key) ? required_integer(key, low, high) : fallback;
 }
 
 void JsonReader::array(const std::string& key, bool is_required, bool allow_empty,

@@ -23,10 +23,13 @@ class JsonReader {
 
   std::string string(const std::string& key);
   std::string string(const std::string& key, const std::string& fallback);
-  double positive(const std::string& key);                                          // > 0
-  double number(const std::string& key, double fallback, double low, double high);  // in [low, high]
-  int64_t positive_integer(const std::string& key);
-  int64_t integer(const std::string& key, int64_t fallback, int64_t low);
+  // Numbers are finite and in [low, high], integers whole and in [low, high]: every field has a range
+  // a real cluster or model keeps inside (an int64 2^32 + 1 used to become the int 1, a peak of 1e-300
+  // a 47-digit step time).
+  double required_number(const std::string& key, double low, double high);
+  double number(const std::string& key, double fallback, double low, double high);
+  int64_t required_integer(const std::string& key, int64_t low, int64_t high);
+  int64_t optional_integer(const std::string& key, int64_t fallback, int64_t low, int64_t high);
   // Calls `each(element, path)` for every element of the (non-empty unless allow_empty) array.
   void array(const std::string& key, bool required, bool allow_empty,
              const std::function<void(const nlohmann::json&, const std::string&)>& each);

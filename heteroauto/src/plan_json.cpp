@@ -1,4 +1,5 @@
 // The plan file: written by `h2 plan`, read by `h2 train` (HeteroPP).
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -11,6 +12,8 @@ namespace h2::heteroauto {
 
 namespace {
 
+// Indices and counts in a plan: the most devices or layers a description may have.
+constexpr int64_t kMaxIndex = 1 << 24;
 constexpr int kPlanVersion = 1;
 
 nlohmann::json device_json(const DeviceRef& d) {
@@ -21,9 +24,9 @@ DeviceRef parse_device(const nlohmann::json& j, const std::string& path) {
   JsonReader r(j, path);
   DeviceRef d;
   d.node_group = r.string("node_group");
-  d.node = static_cast<int>(r.integer("node", 0, 0));
-  d.device = static_cast<int>(r.integer("device", 0, 0));
-  d.rank = static_cast<int>(r.integer("rank", 0, 0));
+  d.node = static_cast<int>(r.optional_integer("node", 0, 0, kMaxIndex));
+  d.device = static_cast<int>(r.optional_integer("device", 0, 0, kMaxIndex));
+  d.rank = static_cast<int>(r.optional_integer("rank", 0, 0, kMaxIndex));
   r.reject_unknown();
   return d;
 }
@@ -33,9 +36,9 @@ PlanStage parse_stage(const nlohmann::json& j, const std::string& path) {
   PlanStage s;
   s.node_group = r.string("node_group");
   s.device_type = r.string("device_type");
-  s.tp = static_cast<int>(r.positive_integer("tp"));
-  s.first_layer = static_cast<int>(r.integer("first_layer", 0, 0));
-  s.layers = static_cast<int>(r.positive_integer("layers"));
+  s.tp = static_cast<int>(r.required_integer("tp", 1, 1024));
+  s.first_layer = static_cast<int>(r.optional_integer("first_layer", 0, 0, kMaxIndex));
+  s.layers = static_cast<int>(r.required_integer("layers", 1, kMaxIndex));
   const std::string recompute = r.string("recompute", "none");
   if (recompute != "none" && recompute != "full") r.fail("recompute", "must be none or full");
   s.recompute = recompute == "full" ? Recompute::full : Recompute::none;
@@ -50,7 +53,7 @@ PlanStage parse_stage(const nlohmann::json& j, const std::string& path) {
 PlanReplica parse_replica(const nlohmann::json& j, const std::string& path, size_t stages) {
   JsonReader r(j, path);
   PlanReplica replica;
-  replica.micro_batches = static_cast<int>(r.positive_integer("micro_batches"));
+  replica.micro_batches = static_cast<int>(r.required_integer("micro_batches", 1, INT32_MAX));
   replica.pipeline_time_s = r.number("pipeline_time_s", 0, 0, 1e12);
   r.array("devices", true, false, [&](const nlohmann::json& stage, const std::string& stage_path) {
     if (!stage.is_array() || stage.empty())
@@ -158,12 +161,12 @@ nlohmann::json to_json(const Plan& plan) {
 Plan plan_from_json(const nlohmann::json& json) {
   JsonReader r(json, "");
   if (r.string("format") != "h2-plan") r.fail("format", "must be \"h2-plan\"");
-  if (r.positive_integer("version") != kPlanVersion)
+  if (r.required_integer("version", 1, 1 << 20) != kPlanVersion)
     r.fail("version", "this h2 reads plan version " + std::to_string(kPlanVersion));
   Plan plan;
   plan.cluster = r.string("cluster", "");
   plan.model = parse_model(r.required("model"));
-  plan.micro_batch_size = static_cast<int>(r.positive_integer("micro_batch_size"));
+  plan.micro_batch_size = static_cast<int>(r.required_integer("micro_batch_size", 1, INT32_MAX));
   r.array("pipelines", true, false,
           [&](const nlohmann::json& p, const std::string& path) { plan.pipelines.push_back(parse_pipeline(p, path)); });
   if (const nlohmann::json* p = r.optional("prediction")) {
@@ -184,8 +187,8 @@ Plan plan_from_json(const nlohmann::json& json) {
         e.cost_basis[type] = how.get<std::string>();
       }
     }
-    e.devices_used = static_cast<int>(pr.integer("devices_used", 0, 0));
-    e.devices_total = static_cast<int>(pr.integer("devices_total", 0, 0));
+    e.devices_used = static_cast<int>(pr.optional_integer("devices_used", 0, 0, kMaxIndex));
+    e.devices_total = static_cast<int>(pr.optional_integer("devices_total", 0, 0, kMaxIndex));
     pr.reject_unknown();
   }
   r.reject_unknown();

@@ -84,4 +84,27 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
   return sim;
 }
 
+Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule schedule) {
+  if (micro_batches < kExactMicroBatches + kRegimePeriod) {
+    Simulation sim = simulate_pipeline(times, micro_batches, schedule);
+    if (micro_batches > kExactMicroBatches) sim.ops = {};  // as for larger steps: no ops beyond the limit
+    return sim;
+  }
+  // m0 micro-batches are as many as `micro_batches` modulo the period: extrapolating from m0 by whole
+  // periods steps over the regime's cycle exactly.
+  const int m0 = kExactMicroBatches + (micro_batches - kExactMicroBatches) % kRegimePeriod;
+  Simulation sim = simulate_pipeline(times, m0, schedule);
+  const double period_later = simulate_pipeline(times, m0 + kRegimePeriod, schedule).makespan;
+  sim.makespan += static_cast<double>(micro_batches - m0) / kRegimePeriod * (period_later - sim.makespan);
+  const int p = static_cast<int>(times.forward.size());
+  double busy = 0;
+  for (int k = 0; k < p; ++k) {
+    sim.busy[k] = micro_batches * (times.forward[k] + times.backward[k]);
+    busy += sim.busy[k];
+  }
+  sim.bubble_fraction = sim.makespan > 0 ? std::max(0.0, 1 - busy / (p * sim.makespan)) : 0;
+  sim.ops = {};
+  return sim;
+}
+
 }  // namespace h2::heteroauto

@@ -44,7 +44,8 @@ TEST(Description, ValidDescriptionsParse) {
 TEST(Description, ClusterErrorsNameTheField) {
   auto c = test::two_type_cluster();
   c["device_types"][1]["memory_gib"] = -1;
-  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[1].memory_gib: must be > 0"));
+  EXPECT_THAT(cluster_error(c),
+              HasSubstr("device_types[1].memory_gib: must be in [0.0009765625, 1000000.0] (got -1.0)"));
   c = test::two_type_cluster();
   c["device_types"][0].erase("vendor");
   EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].vendor: is required"));
@@ -121,6 +122,44 @@ TEST(Description, FilesNameThemselvesInErrors) {
   } catch (const DescriptionError& e) {
     EXPECT_THAT(e.what(), HasSubstr("model " + path + ": not valid JSON"));
   }
+}
+
+// Values outside what any real cluster or model has used to be accepted with another meaning: a count
+// of 2^32 + 1 became 1, devices_per_node 2^31 a negative number, a peak of 1e-300 a 47-digit step time
+// and a memory of 1e308 an overflow.
+TEST(Description, EveryNumberHasARange) {
+  auto c = test::two_type_cluster();
+  c["nodes"][0]["count"] = (1ll << 32) + 1;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[0].count: must be in [1, 1048576] (got 4294967297)"));
+  c = test::two_type_cluster();
+  c["nodes"][0]["devices_per_node"] = 1ll << 31;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[0].devices_per_node: must be in [1, 1024] (got 2147483648)"));
+  c = test::two_type_cluster();
+  c["nodes"][0]["count"] = 1 << 20;
+  c["nodes"][0]["devices_per_node"] = 1024;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[0].count: times devices_per_node is 1073741824 devices"));
+  c = test::two_type_cluster();
+  c["device_types"][0]["peak_tflops"]["bf16"] = 1e-300;
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].peak_tflops.bf16: must be in [1e-06, 1000000.0]"));
+  c = test::two_type_cluster();
+  c["device_types"][0]["memory_gib"] = 1e308;
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_types[0].memory_gib: must be in"));
+  c = test::two_type_cluster();
+  c["nic_types"][0]["bandwidth_gbps"] = 1e-300;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nic_types[0].bandwidth_gbps: must be in [0.001, 10000000.0]"));
+  c = test::two_type_cluster();
+  c["nodes"][0]["count"] = 18446744073709551615ull;
+  EXPECT_THAT(cluster_error(c), HasSubstr("nodes[0].count: is too large (got 18446744073709551615)"));
+
+  auto m = test::small_model();
+  m["layers"] = (1ll << 32) + 6;
+  EXPECT_THAT(model_error(m), HasSubstr("layers: must be in [1, 65536] (got 4294967302)"));
+  m = test::small_model();
+  m["global_batch"] = 1ll << 31;
+  EXPECT_THAT(model_error(m), HasSubstr("global_batch: must be in [1, 1073741824]"));
+  m = test::small_model();
+  m["micro_batch_sizes"] = {1, 1ll << 32};
+  EXPECT_THAT(model_error(m), HasSubstr("micro_batch_sizes[1]: must be an integer in [1, 1048576]"));
 }
 
 // 100,000 levels of nesting crashed `h2 plan` (a recursive dump for the error message).

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <queue>
 #include <random>
 
 #include "fixtures.hpp"
@@ -169,6 +171,76 @@ TEST(Search, WaterFillingGivesFasterReplicasMoreMicroBatchesAndNeverZero) {
   const auto lopsided = evaluator.split_micro_batches({fast, crawl}, {1, 1}, 5);
   EXPECT_EQ(lopsided[0].most() + lopsided[1].most(), 5);
   EXPECT_EQ(lopsided[1].base, 1);
+}
+
+// The split gives whole rounds below a threshold at once; it must equal handing out one round at a
+// time in the order of the classes' next finishing times, as before (on random pipelines), and take
+// no longer for a batch of 10^9 than of 10^3 (tested by finishing at all: 10^9 rounds one at a time
+// took minutes).
+TEST(Search, WaterFillingEqualsOneRoundAtATime) {
+  const auto one_at_a_time = [](const std::function<double(size_t, int)>& time, const std::vector<int>& replicas,
+                                int micro_batches) {
+    std::vector<MicroBatchSplit> split(replicas.size());
+    int remaining = micro_batches;
+    for (int r : replicas) remaining -= r;
+    using Entry = std::pair<double, size_t>;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
+    for (size_t c = 0; c < replicas.size(); ++c) next.push({time(c, 2), c});
+    while (remaining > 0) {
+      const size_t c = next.top().second;
+      next.pop();
+      const int moved = std::min(remaining, replicas[c] - split[c].extra);
+      split[c].extra += moved;
+      remaining -= moved;
+      if (split[c].extra == replicas[c]) {
+        ++split[c].base;
+        split[c].extra = 0;
+      }
+      next.push({time(c, split[c].base + 1), c});
+    }
+    return split;
+  };
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t classes = 1 + random() % 4;
+    std::vector<int> replicas;
+    std::vector<std::pair<double, double>> fill_and_period;
+    for (size_t c = 0; c < classes; ++c) {
+      replicas.push_back(1 + static_cast<int>(random() % 5));
+      fill_and_period.emplace_back(std::uniform_real_distribution<>(0, 10)(random),
+                                   std::uniform_real_distribution<>(0.1, 3)(random));
+    }
+    const auto time = [&](size_t c, int m) { return fill_and_period[c].first + (m - 1) * fill_and_period[c].second; };
+    int total = 0;
+    for (int r : replicas) total += r;
+    const int micro_batches = total + static_cast<int>(random() % 500);
+    const auto fast = Evaluator::split_micro_batches(time, replicas, micro_batches);
+    const auto reference = one_at_a_time(time, replicas, micro_batches);
+    ASSERT_EQ(fast.size(), reference.size());
+    for (size_t c = 0; c < classes; ++c) {
+      EXPECT_EQ(fast[c].base, reference[c].base) << "trial " << trial << ", class " << c;
+      EXPECT_EQ(fast[c].extra, reference[c].extra) << "trial " << trial << ", class " << c;
+    }
+  }
+  const auto time = [](size_t c, int m) { return (c + 1) * 0.5 * m; };
+  const auto huge = Evaluator::split_micro_batches(time, {3, 2}, 1000000000);
+  ASSERT_EQ(huge.size(), 2u);
+  EXPECT_EQ(3ll * huge[0].base + huge[0].extra + 2ll * huge[1].base + huge[1].extra, 1000000000ll);
+}
+
+// A global batch of 2^30 samples plans as a small one does (it took minutes and gigabytes at 10^7,
+// when every micro-batch was handed out and simulated one at a time); its fill, drain and gradient
+// allreduce are spread over more samples, so it is no slower per sample.
+TEST(Search, PlanningTimeDoesNotGrowWithTheBatch) {
+  json model = test::small_model();
+  model["micro_batch_sizes"] = {1};
+  model["global_batch"] = 1 << 10;
+  const SearchResult small = search_plans(parse_cluster(test::two_type_cluster()), parse_model(model));
+  model["global_batch"] = 1 << 30;
+  const SearchResult large = search_plans(parse_cluster(test::two_type_cluster()), parse_model(model));
+  ASSERT_FALSE(small.plans.empty());
+  ASSERT_FALSE(large.plans.empty());
+  EXPECT_GE(large.plans[0].prediction.tokens_per_s, small.plans[0].prediction.tokens_per_s);
 }
 
 TEST(Search, CanonicalizationMergesIdenticalNodeGroups) {

@@ -1,6 +1,8 @@
 // The 1F1B simulator against closed forms.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "h2/heteroauto/simulator.hpp"
 
 namespace h2::heteroauto {
@@ -41,6 +43,31 @@ TEST(Simulator, ASlowStageBoundsTheSteadyState) {
   EXPECT_GE(s.makespan, 16 * 9.0);
   EXPECT_LE(s.makespan, 16 * 9.0 + 2 * 3.0 + 9.0);
   EXPECT_DOUBLE_EQ(s.busy[1], 16 * 9.0);
+}
+
+// Beyond kExactMicroBatches + kRegimePeriod the step is extrapolated by whole periods of the regime the
+// pipeline settles into; on random uneven pipelines with transfers it is what the op-by-op simulation
+// gives, also where the regime's increments alternate (8.40, 8.25, 8.40, ... was seen).
+TEST(Simulator, TheExtrapolatedStepIsTheSimulatedOne) {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<> duration(0.1, 5), transfer(0, 1);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int p = 1 + static_cast<int>(random() % 8);
+    PipelineTimes times;
+    for (int k = 0; k < p; ++k) {
+      times.forward.push_back(duration(random));
+      times.backward.push_back(duration(random));
+      if (k + 1 < p) times.transfer.push_back(transfer(random));
+    }
+    for (Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
+      for (int m : {kExactMicroBatches + 1, kExactMicroBatches + kRegimePeriod + 1, 3001}) {
+        const Simulation exact = simulate_pipeline(times, m, schedule), step = simulate_step(times, m, schedule);
+        EXPECT_NEAR(step.makespan, exact.makespan, 1e-9 * exact.makespan) << "trial " << trial << ", m " << m;
+        EXPECT_NEAR(step.bubble_fraction, exact.bubble_fraction, 1e-9) << "trial " << trial << ", m " << m;
+        EXPECT_TRUE(step.ops.empty());
+      }
+    }
+  }
 }
 
 TEST(Simulator, RejectsMalformedInput) {
