@@ -70,9 +70,17 @@ std::optional<std::string> read_frame(int fd) {
   return payload;
 }
 
+// A rank the store has not heard from for this share of the timeout is failed (and a rank that has not
+// heard from the store for as long reports rank 0): a stopped rank is then named within the timeout,
+// before the operations waiting on it time out naming the peer they wait for, which may be alive.
+std::chrono::milliseconds stall_limit_of(std::chrono::milliseconds timeout) {
+  return std::max(timeout * 9 / 10, std::chrono::milliseconds(100));
+}
+
 class TcpStore final : public Store {
  public:
-  TcpStore(const RankInfo& info, std::chrono::milliseconds timeout) : info_(info), timeout_(timeout) {}
+  TcpStore(const RankInfo& info, std::chrono::milliseconds timeout)
+      : info_(info), timeout_(timeout), stall_limit_(stall_limit_of(timeout)) {}
 
   ~TcpStore() override {
     // A destructor is a clean exit unless the rank aborted; only a process that dies without
@@ -85,7 +93,9 @@ class TcpStore final : public Store {
     Clock::time_point deadline = Clock::now() + timeout_;
     address_ = detail::join_host_port(info_.master_addr, info_.master_port);
     connect_until(deadline);
+    heard();
     reader_ = std::thread([this] { read_loop(); });
+    heartbeat_ = std::thread([this] { heartbeat_loop(); });
   }
 
   int rank() const override { return info_.rank; }
@@ -160,7 +170,8 @@ class TcpStore final : public Store {
     {
       std::lock_guard lock(mutex_);
       if (closing_) return;
-      if (reader_.joinable() && std::this_thread::get_id() == reader_.get_id()) {
+      if ((reader_.joinable() && std::this_thread::get_id() == reader_.get_id()) ||
+          (heartbeat_.joinable() && std::this_thread::get_id() == heartbeat_.get_id())) {
         // Joining the reader from itself would deadlock; close() belongs outside the handler.
         log(LogLevel::error, kLogSource, "Store::close() called from the failure handler; ignored");
         return;
@@ -182,6 +193,7 @@ class TcpStore final : public Store {
       closed_ = true;
     }
     cv_.notify_all();
+    if (heartbeat_.joinable()) heartbeat_.join();
     if (socket_.valid()) ::shutdown(socket_.get(), SHUT_RDWR);
     if (reader_.joinable()) reader_.join();
     {
@@ -352,10 +364,13 @@ class TcpStore final : public Store {
     while (true) {
       std::optional<std::string> frame = read_frame(socket_.get());
       if (!frame) break;
+      heard();
       try {
         FrameReader in(*frame);
         MessageType type = in.type();
-        if (type == MessageType::reply) {
+        if (type == MessageType::pong) {
+          // Only that the store answered.
+        } else if (type == MessageType::reply) {
           uint64_t id = in.u64();
           bool ok = in.u8() != 0;
           std::string text = in.str();
@@ -400,8 +415,46 @@ class TcpStore final : public Store {
     if (report_rank0) report(RankFailure{0, reason});
   }
 
+  void heard() { last_heard_ns_ = Clock::now().time_since_epoch().count(); }
+
+  // Pings the store every heartbeat interval, so that it knows this rank is alive; a rank other than
+  // 0 that has heard nothing from the store (no pong, no reply) for the stall limit reports rank 0,
+  // whose process runs the store and has stopped or hangs.
+  void heartbeat_loop() {
+    const std::chrono::milliseconds interval = detail::heartbeat_interval(stall_limit_);
+    const std::string ping = FrameWriter(MessageType::ping).finish();
+    while (true) {
+      {
+        std::unique_lock lock(mutex_);
+        if (cv_.wait_for(lock, interval, [&] { return closed_ || lost_ || aborted_; })) return;
+      }
+      {
+        std::lock_guard lock(send_mutex_);
+        if (socket_.valid()) detail::send_all(socket_.get(), ping.data(), ping.size());
+      }
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+          Clock::now() - Clock::time_point(Clock::duration(last_heard_ns_.load())));
+      if (info_.rank != 0 && silent >= stall_limit_) {
+        const std::string reason = "stopped responding: this rank has heard nothing from the rendezvous store at " +
+                                   address_ + ", which rank 0 runs, for " + ms_text(silent) +
+                                   " (a stopped process, e.g. SIGSTOP, or one that hangs; H2_DICOMM_TIMEOUT sets "
+                                   "the limit)";
+        {
+          // Requests from here on fail at once instead of waiting for answers that will not come.
+          std::lock_guard lock(mutex_);
+          connection_lost_locked(reason);
+        }
+        report(RankFailure{0, reason});
+        return;
+      }
+    }
+  }
+
   RankInfo info_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds stall_limit_;
+  std::atomic<Clock::duration::rep> last_heard_ns_{0};
+  std::thread heartbeat_;
   std::string address_;
   std::string local_address_;
   std::unique_ptr<detail::StoreServer> server_;
@@ -443,7 +496,7 @@ std::unique_ptr<Store> Store::connect(const RankInfo& info, std::chrono::millise
       // Without H2_JOB_TOKEN, a token only the job's processes learn (through PMIx) guards the store.
       if (resolved.token.empty()) resolved.token = random_token();
       server = std::make_unique<detail::StoreServer>(resolved.master_addr, resolved.master_port, resolved.world_size,
-                                                     resolved.token);
+                                                     resolved.token, stall_limit_of(timeout));
       resolved.master_port = server->port();
       detail::pmix_publish(address_key, detail::join_host_port(resolved.master_addr, resolved.master_port));
       detail::pmix_publish(token_key, resolved.token);
@@ -461,7 +514,8 @@ std::unique_ptr<Store> Store::connect(const RankInfo& info, std::chrono::millise
       resolved.token = detail::pmix_lookup(0, token_key);
     }
   } else if (info.rank == 0) {
-    server = std::make_unique<detail::StoreServer>(info.master_addr, info.master_port, info.world_size, info.token);
+    server = std::make_unique<detail::StoreServer>(info.master_addr, info.master_port, info.world_size, info.token,
+                                                   stall_limit_of(timeout));
     resolved.master_port = server->port();
   }
   auto store = std::make_unique<TcpStore>(resolved, timeout);

@@ -11,13 +11,20 @@
 //   get     id, key, timeout ms                    failure  rank, reason (pushed, unsolicited)
 //   add     id, key, delta                         shutdown reason (rank 0 stopped the store)
 //   barrier id, name, timeout ms
-//   abort   id, reason
+//   abort   id, reason                             pong     (the answer to a ping)
 //   goodbye id
+//   ping    (every heartbeat interval: the server fails a rank it has not heard from for its stall
+//           limit, and a client reports rank 0 when it has not heard from the server for as long)
+//
+// Before its welcome a connection may send one hello of at most kMaxHelloBytes, within
+// kHelloDeadline; the server holds at most kMaxUnwelcomed such connections (the oldest goes first).
 //
 // Requests carry an id chosen by the client, so several threads share one connection and match
 // replies by id; get and barrier may be answered long after later requests.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -27,9 +34,19 @@
 namespace h2::dicomm::detail {
 
 inline constexpr uint32_t kStoreMagic = 0x48325354;  // "H2ST"
-inline constexpr uint16_t kStoreProtocolVersion = 1;
+inline constexpr uint16_t kStoreProtocolVersion = 2;  // 2: ping and pong
 // Fabric addresses and ids are small; a frame beyond this is garbage or a peer that is not ours.
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// A hello is a token, a host name and a few integers: more before the welcome is not one of ours, and
+// buffering up to kMaxFrameBytes for strangers let four connections grow rank 0 by 270 MB.
+inline constexpr uint32_t kMaxHelloBytes = 4096;
+inline constexpr std::chrono::milliseconds kHelloDeadline{10000};
+inline constexpr size_t kMaxUnwelcomed = 64;
+
+// How often a client pings for a stall limit (the DiComm timeout): 20 pings per limit, within reason.
+inline std::chrono::milliseconds heartbeat_interval(std::chrono::milliseconds stall_limit) {
+  return std::clamp(stall_limit / 20, std::chrono::milliseconds(20), std::chrono::milliseconds(5000));
+}
 
 enum class MessageType : uint8_t {
   hello = 1,
@@ -39,11 +56,13 @@ enum class MessageType : uint8_t {
   barrier = 5,
   abort = 6,
   goodbye = 7,
+  ping = 8,
   welcome = 64,
   refused = 65,
   reply = 66,
   failure = 67,
   shutdown = 68,
+  pong = 69,
 };
 
 class ProtocolError : public std::runtime_error {

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -27,6 +29,37 @@ constexpr std::string_view kLogSource = "dicomm.store";
 // How long a stopping server keeps trying to deliver what it queued (failure notices, the shutdown
 // notice) to clients that do not read.
 constexpr std::chrono::milliseconds kFinalFlush{1000};
+// While accept() fails for want of file descriptors (EMFILE), the listener is left alone this long
+// (it stays readable, and polling it again at once spun rank 0 at 100% CPU).
+constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
+// Warnings about strangers (refused hellos, malformed or oversized frames, connections evicted or
+// expired, failed accepts), at most one line per kind every 10 s with a count of those not logged:
+// one line per wrong-token hello let anyone fill the log.
+class RateLimitedWarnings {
+ public:
+  void warn(const std::string& kind, const std::string& message) {
+    Entry& entry = entries_[kind];
+    const Clock::time_point now = Clock::now();
+    if (entry.logged && now - *entry.logged < std::chrono::seconds(10)) {
+      ++entry.suppressed;
+      return;
+    }
+    std::string line = message;
+    if (entry.suppressed > 0)
+      line += " (and " + std::to_string(entry.suppressed) + " more of this kind in the last 10 s, not logged)";
+    log(LogLevel::warning, kLogSource, line);
+    entry.logged = now;
+    entry.suppressed = 0;
+  }
+
+ private:
+  struct Entry {
+    std::optional<Clock::time_point> logged;
+    uint64_t suppressed = 0;
+  };
+  std::map<std::string, Entry> entries_;
+};
 
 std::string ms_text(int64_t ms) {
   return std::to_string(ms) + " ms";
@@ -51,6 +84,7 @@ struct StoreServer::Impl {
     int rank = -1;  // set once welcomed
     bool close_after_flush = false;
     bool dead = false;
+    Clock::time_point accepted_at = Clock::now();
   };
   enum class Phase { absent, connected, left, failed };
   struct RankState {
@@ -59,6 +93,7 @@ struct StoreServer::Impl {
     std::string host;
     uint64_t connection = 0;
     std::string failure;
+    Clock::time_point last_heard;  // the last frame from it
   };
   struct Waiter {
     uint64_t connection;
@@ -70,6 +105,9 @@ struct StoreServer::Impl {
 
   int world_size;
   std::string token;
+  std::chrono::milliseconds stall_limit{0};
+  RateLimitedWarnings warnings;
+  Clock::time_point listener_paused_until;
   Fd listener;
   int bound_port = 0;
   Fd wake_read, wake_write;
@@ -154,7 +192,7 @@ struct StoreServer::Impl {
   }
 
   void refuse(uint64_t id, Connection& c, const std::string& who, const std::string& reason) {
-    log(LogLevel::warning, kLogSource, "refused " + who + " from " + c.peer + ": " + reason);
+    warnings.warn("refused", "refused " + who + " from " + c.peer + ": " + reason);
     queue(id, FrameWriter(MessageType::refused).str(reason).finish());
     c.close_after_flush = true;
   }
@@ -191,7 +229,7 @@ struct StoreServer::Impl {
       case Phase::failed:
         return refuse(id, c, who, "rank " + std::to_string(rank) + " already failed: " + state.failure);
     }
-    state = RankState{Phase::connected, pid, host, id, {}};
+    state = RankState{Phase::connected, pid, host, id, {}, Clock::now()};
     c.rank = rank;
     log(LogLevel::debug, kLogSource, who + " joined from " + c.peer);
     queue(id, FrameWriter(MessageType::welcome).finish());
@@ -300,13 +338,19 @@ struct StoreServer::Impl {
       if (type != MessageType::hello) throw ProtocolError("the first message is not a hello");
       return handle_hello(id, c, in);
     }
+    ranks[static_cast<size_t>(c.rank)].last_heard = Clock::now();
+    if (type == MessageType::ping) return queue(id, FrameWriter(MessageType::pong).finish());
     handle_request(id, c, type, in);
   }
 
   void read_from(uint64_t id, Connection& c) {
     char buffer[65536];
     while (!c.dead) {
-      ssize_t n = ::recv(c.fd.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+      // Before its welcome a connection gets no more buffer than a hello needs.
+      const size_t room =
+          c.rank < 0 ? kMaxHelloBytes + 4 - std::min<size_t>(c.in.size(), kMaxHelloBytes + 4) : sizeof(buffer);
+      if (room == 0) break;
+      ssize_t n = ::recv(c.fd.get(), buffer, std::min(room, sizeof(buffer)), MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n <= 0) {
@@ -319,16 +363,17 @@ struct StoreServer::Impl {
     try {
       while (c.in.size() - offset >= 4) {
         uint32_t length = frame_length(c.in.data() + offset);
-        if (length == 0 || length > kMaxFrameBytes)
-          throw ProtocolError("frame of " + std::to_string(length) + " bytes");
+        if (length == 0 || length > (c.rank < 0 ? kMaxHelloBytes : kMaxFrameBytes))
+          throw ProtocolError("frame of " + std::to_string(length) + " bytes" +
+                              (c.rank < 0 ? " before the welcome" : ""));
         if (c.in.size() - offset - 4 < length) break;
         handle_frame(id, c, std::string_view(c.in).substr(offset + 4, length));
         offset += 4 + length;
       }
     } catch (const ProtocolError& e) {
-      log(LogLevel::warning, kLogSource,
-          "dropping the connection from " + c.peer + (c.rank >= 0 ? " (rank " + std::to_string(c.rank) + ")" : "") +
-              ": malformed message (" + e.what() + ")");
+      warnings.warn("malformed", "dropping the connection from " + c.peer +
+                                     (c.rank >= 0 ? " (rank " + std::to_string(c.rank) + ")" : "") +
+                                     ": malformed message (" + e.what() + ")");
       c.dead = true;
     }
     c.in.erase(0, offset);
@@ -350,6 +395,19 @@ struct StoreServer::Impl {
     connections.erase(it);
   }
 
+  // The oldest connection that has not been welcomed, or none.
+  std::optional<uint64_t> oldest_unwelcomed() const {
+    std::optional<uint64_t> oldest;
+    for (const auto& [id, c] : connections)
+      if (c.rank < 0 && !c.dead && (!oldest || c.accepted_at < connections.at(*oldest).accepted_at)) oldest = id;
+    return oldest;
+  }
+
+  size_t unwelcomed() const {
+    return static_cast<size_t>(
+        std::count_if(connections.begin(), connections.end(), [](const auto& e) { return e.second.rank < 0; }));
+  }
+
   void accept_all() {
     while (true) {
       SocketAddress peer;
@@ -358,8 +416,20 @@ struct StoreServer::Impl {
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-          log(LogLevel::warning, kLogSource, "accept failed: " + errno_text(errno));
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: make room by dropping the oldest stranger, else leave the listener
+          // alone for a while (it stays readable: polling it again at once spins).
+          const int error = errno;
+          if (auto oldest = oldest_unwelcomed()) {
+            drop(*oldest);
+            continue;
+          }
+          listener_paused_until = Clock::now() + kAcceptBackoff;
+          warnings.warn("accept", "accept failed: " + errno_text(error) + "; not accepting for " +
+                                      std::to_string(kAcceptBackoff.count()) + " ms");
+          return;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) warnings.warn("accept", "accept failed: " + errno_text(errno));
         return;
       }
       set_nodelay(fd);
@@ -367,7 +437,47 @@ struct StoreServer::Impl {
       c.fd.reset(fd);
       c.peer = join_host_port(peer.ip(), peer.port());
       connections.emplace(next_connection++, std::move(c));
+      // A flood of connections that never say hello costs at most kMaxUnwelcomed descriptors: the
+      // oldest goes (a rank says hello at once, so it is rarely a rank).
+      if (unwelcomed() > kMaxUnwelcomed) {
+        const uint64_t oldest = *oldest_unwelcomed();
+        warnings.warn("evicted", "more than " + std::to_string(kMaxUnwelcomed) +
+                                     " connections without a hello: dropping the oldest, from " +
+                                     connections.at(oldest).peer);
+        drop(oldest);
+      }
     }
+  }
+
+  // Strangers that have not said hello within kHelloDeadline, and ranks silent for the stall limit.
+  void expire_connections(Clock::time_point now) {
+    for (auto& [id, c] : connections)
+      if (c.rank < 0 && !c.dead && now - c.accepted_at >= kHelloDeadline) {
+        warnings.warn("expired", "dropping the connection from " + c.peer + ": no hello within " +
+                                     std::to_string(kHelloDeadline.count()) + " ms");
+        c.dead = true;
+      }
+    for (int r = 0; r < world_size; ++r) {
+      const RankState& state = ranks[static_cast<size_t>(r)];
+      if (state.phase != Phase::connected || now - state.last_heard < stall_limit) continue;
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - state.last_heard);
+      fail_rank(r,
+                "stopped responding: the rendezvous store has heard nothing from it (not even its heartbeat) "
+                "for " +
+                    ms_text(silent.count()) +
+                    " (a stopped process, e.g. SIGSTOP, or one whose DiComm threads hang; H2_DICOMM_TIMEOUT "
+                    "sets the limit)");
+    }
+  }
+
+  // When expire_connections next has something to do.
+  Clock::time_point next_expiry() const {
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& [id, c] : connections)
+      if (c.rank < 0 && !c.dead) next = std::min(next, c.accepted_at + kHelloDeadline);
+    for (const RankState& state : ranks)
+      if (state.phase == Phase::connected) next = std::min(next, state.last_heard + stall_limit);
+    return next;
   }
 
   void expire_waiters(Clock::time_point now) {
@@ -455,14 +565,16 @@ struct StoreServer::Impl {
       std::vector<pollfd> fds;
       std::vector<uint64_t> ids;
       fds.push_back(pollfd{wake_read.get(), POLLIN, 0});
-      fds.push_back(pollfd{listener.get(), POLLIN, 0});
+      // A negative descriptor is ignored by poll: the listener rests while accept lacks descriptors.
+      fds.push_back(pollfd{now < listener_paused_until ? -1 : listener.get(), POLLIN, 0});
       for (auto& [id, c] : connections) {
         short events = POLLIN;
         if (!c.out.empty()) events |= POLLOUT;
         fds.push_back(pollfd{c.fd.get(), events, 0});
         ids.push_back(id);
       }
-      Clock::time_point wake_at = next_deadline();
+      Clock::time_point wake_at = std::min(next_deadline(), next_expiry());
+      if (now < listener_paused_until) wake_at = std::min(wake_at, listener_paused_until);
       if (stop) wake_at = std::min(wake_at, *stop);
       int timeout_ms = -1;
       if (wake_at != Clock::time_point::max()) {
@@ -490,6 +602,7 @@ struct StoreServer::Impl {
         }
       }
       expire_waiters(Clock::now());
+      expire_connections(Clock::now());
       std::vector<uint64_t> finished;
       for (auto& [id, c] : connections)
         if (c.dead || (c.close_after_flush && c.out.empty())) finished.push_back(id);
@@ -507,10 +620,12 @@ struct StoreServer::Impl {
   }
 };
 
-StoreServer::StoreServer(const std::string& host, int port, int world_size, std::string token)
+StoreServer::StoreServer(const std::string& host, int port, int world_size, std::string token,
+                         std::chrono::milliseconds stall_limit)
     : impl_(std::make_unique<Impl>()) {
   impl_->world_size = world_size;
   impl_->token = std::move(token);
+  impl_->stall_limit = stall_limit;
   impl_->ranks.resize(static_cast<size_t>(world_size));
 
   std::string where = join_host_port(host, port);
@@ -518,10 +633,15 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
   std::vector<SocketAddress> addresses = resolve(host, port, error);
   if (addresses.empty())
     throw Error(H2_STATUS_INVALID_ARGUMENT, "rank 0 cannot start the rendezvous store at " + where + ": " + error);
-  bool local_only =
-      std::all_of(addresses.begin(), addresses.end(), [](const SocketAddress& a) { return a.is_loopback(); });
-  std::vector<SocketAddress> candidates = addresses;
-  if (!local_only) candidates = {wildcard_address(AF_INET6, port), wildcard_address(AF_INET, port)};
+  // Where the ranks connect: the addresses `host` resolves to, without loopback ones when it has
+  // others (a strange host that reaches the store can only waste its hello, but it need not reach it).
+  std::vector<SocketAddress> candidates;
+  std::copy_if(addresses.begin(), addresses.end(), std::back_inserter(candidates),
+               [](const SocketAddress& a) { return !a.is_loopback(); });
+  if (candidates.empty()) candidates = addresses;  // a local job: loopback only
+  const char* any = std::getenv("H2_STORE_LISTEN_ANY");
+  if (any != nullptr && std::string(any) == "1")  // for peers that reach this host by another address
+    candidates = {wildcard_address(AF_INET6, port), wildcard_address(AF_INET, port)};
   std::string errors;
   for (const SocketAddress& address : candidates) {
     impl_->listener = listen_on(address, std::max(128, world_size), error);

@@ -1,6 +1,7 @@
 // The rendezvous store's server, run by rank 0 on a thread of its own. Internal to DiComm.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -10,11 +11,15 @@ namespace h2::dicomm::detail {
 
 class StoreServer {
  public:
-  // Listens on `host`:`port` (0: a port the kernel picks). A host that resolves only to loopback
-  // addresses is bound as such, which keeps a local job off the network; any other host is served on
-  // every interface (dual-stack wildcard), because a node's own name often resolves differently on
-  // the node (Debian maps it to 127.0.1.1) than on its peers. Throws h2::Error when it cannot listen.
-  StoreServer(const std::string& host, int port, int world_size, std::string token);
+  // Listens on `host`:`port` (0: a port the kernel picks), on the addresses `host` resolves to (its
+  // loopback ones only when it has no others: a local job stays off the network), not on every
+  // interface; H2_STORE_LISTEN_ANY=1 listens on every interface, for clusters whose nodes reach this
+  // one by an address its own name does not resolve to. A rank the server has heard nothing from (not
+  // even a ping) for `stall_limit` is failed, and the others are told. Connections that have not been
+  // welcomed are bounded in number, time and bytes (store_protocol.hpp). Throws h2::Error when it
+  // cannot listen.
+  StoreServer(const std::string& host, int port, int world_size, std::string token,
+              std::chrono::milliseconds stall_limit);
   // Stops at once (after a short flush of what is queued for the clients).
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;

@@ -4,6 +4,7 @@
 //   kill      the last rank dies (SIGKILL) in the middle of an allreduce
 //   abort     rank 0 aborts with a reason
 //   stall     the last rank never joins (the others must time out)
+//   stop      the last rank stops itself (SIGSTOP) after joining: alive, silent
 //   token     rank 1 presents a wrong job token
 #include <unistd.h>
 
@@ -348,6 +349,7 @@ int main(int argc, char** argv) {
     Tensor t = Tensor::from_host(stream, std::vector<double>(1 << 20, 1.0), {1 << 20}, DType::f32);
     world.allreduce(stream, t);  // everyone is connected and alive
     if (mode == "kill" && info.rank == info.world_size - 1) raise(SIGKILL);
+    if (mode == "stop" && info.rank == info.world_size - 1) raise(SIGSTOP);
     if (mode == "abort" && info.rank == 0) {
       world.abort("the test aborts on purpose");
       return 3;

@@ -175,6 +175,23 @@ TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
   }
 }
 
+// A stopped rank (SIGSTOP of one worker of h2 train) used to end the job after about twice the
+// timeout, with a rank naming a peer that was alive: the store now fails the rank it stops hearing
+// from within the timeout, and every rank names it.
+TEST(Faults, StoppedPeerIsNamedWithinTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult result = launch(3, "stop", "H2_DICOMM_TIMEOUT=6", "--grace 2");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  for (const char* rank : {"rank 0: ", "rank 1: "})
+    EXPECT_THAT(result.output,
+                testing::ContainsRegex(std::string(rank) + "CommError\\(peer 2\\): DiComm: rank 2 failed: stopped "
+                                                           "responding"))
+        << result.output;
+  // 90% of the timeout, then the launcher's grace and its SIGKILL 3 s after SIGTERM; not 2 x 6 s.
+  EXPECT_LT(seconds, 6 * 1.1 + 2 + 3 + 3) << result.output;
+}
+
 TEST(Faults, AbortReachesEveryRank) {
   const CliResult result = launch(3, "abort", "H2_DICOMM_TIMEOUT=60");
   EXPECT_NE(result.exit_code, 0) << result.output;

@@ -6,11 +6,14 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -525,6 +528,132 @@ TEST(Store, RankZeroCloseIsBoundedByTheTimeout) {
       },
       kShort);
   expect_all_succeeded(wait_all(job.pids));
+}
+
+// A stopped rank (SIGSTOP: alive, connection open, silent) used to be found only by the operations
+// waiting on it, after their whole timeout, and named by whichever peer timed out first. The store
+// hears each rank's heartbeat and fails a silent one within 90% of the timeout, naming it; a stopped
+// rank 0 (whose process runs the store) is reported by the ranks that stop hearing from the store.
+TEST(Store, AStoppedRankIsNamedWithinTheTimeout) {
+  constexpr int kWorld = 3;
+  constexpr std::chrono::milliseconds kShort = 2000ms;
+  auto witness = [&](int stopped) {
+    return [stopped, kShort](Store& store) -> int {
+      Failures failures;
+      store.on_failure(failures.handler());
+      store.barrier("ready");
+      const Clock::time_point start = Clock::now();
+      auto failure = failures.wait(kShort * 3);
+      CHILD_CHECK(failure.has_value());
+      CHILD_CHECK_MSG(failure->rank == stopped, failure->reason);
+      CHILD_CHECK_MSG(failure->reason.find("stopped responding") != std::string::npos, failure->reason);
+      CHILD_CHECK_MSG(ms_since(start) <= kShort.count() * 11 / 10, std::to_string(ms_since(start)) + " ms");
+      // Calls fail at once; close does not wait for the stopped rank.
+      const Clock::time_point closing = Clock::now();
+      if (stopped == 0) error_of([&] { store.get("anything"); });
+      store.close();
+      CHILD_CHECK_MSG(ms_since(closing) < kShort.count(), std::to_string(ms_since(closing)) + " ms");
+      return 0;
+    };
+  };
+  for (int stopped : {2, 0}) {
+    const auto stop = [](Store& store) -> int {
+      store.barrier("ready");
+      ::raise(SIGSTOP);
+      return 0;
+    };
+    Job job =
+        start_rank0(kWorld, stopped == 0 ? std::function<int(Store&)>(stop) : witness(stopped), "job-token", kShort);
+    ASSERT_NE(job.port, 0);
+    start_rank(job, 1, kWorld, witness(stopped), kShort);
+    start_rank(job, 2, kWorld, stopped == 2 ? std::function<int(Store&)>(stop) : witness(stopped), kShort);
+    // The witnesses end by themselves; then the stopped rank is killed.
+    std::vector<pid_t> witnesses;
+    for (int r = 0; r < kWorld; ++r)
+      if (r != stopped) witnesses.push_back(job.pids[static_cast<size_t>(r)]);
+    expect_all_succeeded(wait_all(witnesses));
+    ::kill(job.pids[static_cast<size_t>(stopped)], SIGKILL);
+    ::waitpid(job.pids[static_cast<size_t>(stopped)], nullptr, 0);
+  }
+}
+
+// Resident memory of this process, in bytes.
+long resident_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+int connect_raw(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Strangers without the token used to cost rank 0 whatever they sent (4 partial 60 MiB frames grew
+// it by 270 MB) and a descriptor each for as long as they liked (20,000 idle connections spun it at
+// its descriptor limit). Now a frame before the welcome is at most 4 KiB and at most 64 connections
+// wait for their hello: the store keeps serving its ranks, in bounded memory.
+TEST(Store, StrangersCannotExhaustTheStore) {
+  constexpr int kWorld = 2;
+  Job job = start_rank0(kWorld, [&](Store& store) -> int {
+    // A small descriptor limit, which the idle connections below would exhaust were they all kept.
+    rlimit files{};
+    CHILD_CHECK(::getrlimit(RLIMIT_NOFILE, &files) == 0);
+    files.rlim_cur = std::min<rlim_t>(files.rlim_cur, 256);
+    CHILD_CHECK(::setrlimit(RLIMIT_NOFILE, &files) == 0);
+    const long before = resident_bytes();
+    store.barrier("flooded");  // rank 1 floods before it comes here
+    const long after = resident_bytes();
+    CHILD_CHECK_MSG(after - before < (32l << 20), std::to_string((after - before) >> 20) + " MiB more");
+    store.set("served", "yes");
+    store.close();
+    return 0;
+  });
+  ASSERT_NE(job.port, 0);
+  const int port = job.port;
+  std::vector<int> strangers;
+  // Partial frames announcing 60 MiB each.
+  for (int i = 0; i < 4; ++i) {
+    const int fd = connect_raw(port);
+    ASSERT_GE(fd, 0);
+    const uint32_t length = htonl(60u << 20);
+    std::string bytes(reinterpret_cast<const char*>(&length), 4);
+    bytes += std::string(16 << 20, 'x');
+    // As much of 16 MiB as the store takes within a second: it used to buffer all of it.
+    size_t offset = 0;
+    const Clock::time_point until = Clock::now() + 1s;
+    while (offset < bytes.size() && Clock::now() < until) {
+      const ssize_t n = ::send(fd, bytes.data() + offset, bytes.size() - offset, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) offset += static_cast<size_t>(n);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;  // dropped by the store
+      if (n < 0) std::this_thread::sleep_for(1ms);
+    }
+    strangers.push_back(fd);
+  }
+  // Many more idle connections than the store holds.
+  for (int i = 0; i < 500; ++i) {
+    const int fd = connect_raw(port);
+    if (fd >= 0) strangers.push_back(fd);
+  }
+  start_rank(job, 1, kWorld, [](Store& store) -> int {
+    store.barrier("flooded");
+    CHILD_CHECK(store.get("served") == "yes");
+    store.close();
+    return 0;
+  });
+  expect_all_succeeded(wait_all(job.pids));
+  for (int fd : strangers) ::close(fd);
 }
 
 }  // namespace

@@ -5,7 +5,10 @@
 // is refused with an error naming the token. Ranks use it to exchange fabric addresses and to agree
 // on communicator ids. Each rank also holds a watch connection: when a rank's watch connection
 // closes without a goodbye (the process died) or a rank calls abort(), the store tells every other
-// rank, whose failure handler then fails all pending communication naming the rank.
+// rank, whose failure handler then fails all pending communication naming the rank. Every rank also
+// pings the store (20 times per stall limit, 90% of the timeout given to connect): a rank the store
+// has not heard from for the stall limit (a stopped process) is failed the same way, and a rank that
+// has not heard from the store for as long reports rank 0, whose process runs it.
 //
 // Implementation notes (dicomm/src/store*.cpp, store_protocol.hpp for the wire format):
 // - Each rank holds one TCP connection (TCP_NODELAY) to the store, used both for requests and as
