@@ -148,7 +148,7 @@ class Contenders:
         mca = {"vader": ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"],
                "ucx sm": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
                           "-x", "UCX_TLS=self,sm"]}[transport]
-        # Yield when idle once ranks outnumber this machine's cores (notes/dicomm.md §4.2).
+        # Yield when idle once ranks outnumber this machine's cores.
         bind = ["--bind-to", "core:overload-allowed", "--map-by", "core"] if self.args.bind == "cores" else \
             ["--bind-to", "none"]
         command = (["mpirun", "--oversubscribe", *bind, "-np", str(ranks),

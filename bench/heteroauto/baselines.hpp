@@ -1,5 +1,5 @@
 // The planners HeteroAuto is measured against, implemented on the same cost model, evaluator and
-// simulator, so that only the decisions differ (notes/planner.md, section 6):
+// simulator, so that only the decisions differ:
 //  - even: Megatron-style uniform TP/PP/DP over every device, layers and micro-batches split evenly;
 //  - homogeneous: the same, on the fastest device type only;
 //  - flops_proportional: one pipeline over every device, layers in proportion to peak FLOP/s;

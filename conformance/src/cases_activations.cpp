@@ -30,8 +30,11 @@ Case activation_backward(std::string op, std::string name, DType dtype, Shape sh
 void add_activation_cases(CaseList& list, const Sizes& s, DType dtype) {
   const Shape mlp{s.tokens(), s.ffn};
   auto& cases = list.cases;
-  for (auto [approximation, label] :
+  for (const auto& form_and_label :
        {std::pair{ops::GeluApproximation::none, "erf"}, std::pair{ops::GeluApproximation::tanh, "tanh"}}) {
+    // Named, not bound (auto [approximation, label]): clang before 16 cannot capture a binding.
+    const ops::GeluApproximation approximation = form_and_label.first;
+    const char* label = form_and_label.second;
     auto forward = [approximation](Stream& st, const Tensor& x, const Tensor& y) {
       ops::gelu(st, x, y, approximation);
     };

@@ -34,7 +34,7 @@ std::vector<Waiver> load_waivers(const std::filesystem::path& file) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a parse error, or a number beyond a double
     bad(file, std::string("is not valid JSON: ") + e.what());
   }
   if (!json.is_object() || !json.contains("waivers") || !json["waivers"].is_array())

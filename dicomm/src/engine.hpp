@@ -7,7 +7,7 @@
 // while operations are pending and nobody waits (an isend left running while the caller computes):
 // isend, irecv and a waiter that leaves work behind wake it.
 // Waiting spins briefly, then yields, then sleeps with growing intervals: ranks often outnumber
-// cores, and busy polling there is 20x slower (notes/dicomm.md §4.2).
+// cores, and busy polling there is 20x slower.
 #pragma once
 
 #include <rdma/fabric.h>

@@ -42,7 +42,7 @@ fi_info* make_hints(const std::string& provider, const std::string& iface) {
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
   if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
   // Socket providers list every interface; eth0 comes before lo, so without this the data of a
-  // loopback job would leave through the VM's external address (notes/dicomm.md §2.4.8).
+  // loopback job would leave through the VM's external address.
   if (!iface.empty() && (provider.empty() || is_socket_provider(provider)))
     hints->domain_attr->name = strdup(iface.c_str());
   return hints;

@@ -13,7 +13,7 @@ bool nic_can_access(const DeviceProperties& properties) {
   // ibv_reg_dmabuf_mr. libfabric 1.17 has the FI_HMEM API, but Debian builds it without any device
   // iface ("Hmem iface FI_HMEM_CUDA not supported"; only shm advertises FI_HMEM, for system memory),
   // FI_MR_DMABUF only arrived in 1.20, and DiComm has no verbs data path of its own to use a dma-buf
-  // registration with (notes/dicomm.md §2.1). Such devices are staged through pinned host buffers.
+  // registration with. Such devices are staged through pinned host buffers.
   return properties.nic_direct_host && properties.host_accessible;
 }
 

@@ -95,7 +95,7 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 // Every rank must use the same provider of the same libfabric: `net` and `tcp;ofi_rxm` do not talk
-// to each other, nor do different libfabric majors (notes/dicomm.md §2.4.6).
+// to each other, nor do different libfabric majors.
 std::string agree_on_provider(const std::vector<json>& ranks, bool shm_safe) {
   const std::string version = ranks[0]["libfabric"];
   for (size_t r = 1; r < ranks.size(); ++r)

@@ -242,7 +242,7 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
   if (!in) throw DescriptionError(std::string(what) + " " + path + ": cannot be read");
   try {
     return parse_json_bounded(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a parse error, or a number beyond a double (2E516)
     throw DescriptionError(std::string(what) + " " + path + ": not valid JSON: " + e.what());
   } catch (const std::length_error& e) {
     throw DescriptionError(std::string(what) + " " + path + ": refused: " + e.what());

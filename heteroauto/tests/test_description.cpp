@@ -122,6 +122,14 @@ TEST(Description, FilesNameThemselvesInErrors) {
   } catch (const DescriptionError& e) {
     EXPECT_THAT(e.what(), HasSubstr("model " + path + ": not valid JSON"));
   }
+  std::ofstream(path) << "2E516";  // beyond a double: found by fuzzing, it escaped unnamed
+  try {
+    load_model(path);
+    FAIL() << "no error";
+  } catch (const DescriptionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("model " + path + ": not valid JSON"));
+    EXPECT_THAT(e.what(), HasSubstr("number overflow"));
+  }
 }
 
 // Values outside what any real cluster or model has used to be accepted with another meaning: a count

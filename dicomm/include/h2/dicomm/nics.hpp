@@ -29,7 +29,7 @@ struct NicDiscovery {
   // without RDMA), or which devices or ports it could not query; "" when it listed and queried all.
   std::string rdma_status;
   // fi_version() of the libfabric loaded at run time, "major.minor" ("1.17"): the API version is
-  // all libfabric reports at run time, and ranks must agree on it (notes/dicomm.md §2.4 item 6).
+  // all libfabric reports at run time, and ranks must agree on it.
   std::string libfabric_version;
   std::vector<std::string> providers;  // every RDM provider libfabric offers here, first-seen order
   // Why fi_getinfo listed no RDM provider ("fi_getinfo: No data available"), "" when it listed some.

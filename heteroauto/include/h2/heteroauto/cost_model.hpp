@@ -1,4 +1,4 @@
-// HeteroAuto's cost model (see ARCHITECTURE.md and notes/planner.md): per-stage compute time per
+// HeteroAuto's cost model (docs/ARCHITECTURE.md, "HeteroAuto"): per-stage compute time per
 // micro-batch on a device type (times measured by `h2 profile` where the cluster gives them for the
 // model, else analytic FLOPs / (peak x efficiency)), the optimizer's time per step, tensor-parallel allreduces inside a
 // node, per-device memory under 1F1B, pipeline point-to-point transfers and data-parallel ring allreduces over the

@@ -121,8 +121,9 @@ Model parse_model(const nlohmann::json& json);
 // (they nest 4 levels), and near enough that recursive walks over a value (nlohmann's dump, for an
 // error message) stay far from the stack's end. 100,000 levels crashed `h2 plan` in dump().
 constexpr int kMaxJsonDepth = 64;
-// Parses JSON, refusing nesting deeper than kMaxJsonDepth. Throws nlohmann::json::parse_error for
-// invalid JSON and std::length_error ("nested deeper than 64 levels") for too deep.
+// Parses JSON, refusing nesting deeper than kMaxJsonDepth. Throws nlohmann::json::exception for
+// invalid JSON (parse_error) and for numbers beyond a double (out_of_range: "2E516", which fuzzing
+// found escaping as an unnamed error), std::length_error ("nested deeper than 64 levels").
 nlohmann::json parse_json_bounded(std::istream& in);
 // At most `max_chars` of `value`'s JSON text, for error messages ("..." where cut).
 std::string brief_json(const nlohmann::json& value, size_t max_chars = 60);
