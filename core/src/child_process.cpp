@@ -1,5 +1,6 @@
 #include "h2/child_process.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -30,7 +32,9 @@ void write_all(int fd, const std::string& text) {
 ChildOutcome run_in_child(const std::function<void(const std::function<void(const std::string&)>&)>& body,
                           double timeout_seconds, const std::function<std::string(const std::string&)>& error_line) {
   int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  // Close-on-exec: a process the child starts must not hold the pipe open after the child has ended.
+  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);  // else a child that calls exit() writes the parent's buffered output again
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -49,6 +53,15 @@ ChildOutcome run_in_child(const std::function<void(const std::function<void(cons
   close(fds[1]);
   ChildOutcome outcome;
   std::string pending;
+  auto take = [&](const char* data, size_t n) {
+    pending.append(data, n);
+    for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
+      outcome.lines.push_back(pending.substr(0, end));
+      pending.erase(0, end + 1);
+    }
+  };
+  int status = 0;
+  bool reaped = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   for (;;) {
     const auto left =
@@ -59,22 +72,26 @@ ChildOutcome run_in_child(const std::function<void(const std::function<void(cons
       break;
     }
     pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));
+    if (ready < 0 && errno != EINTR) break;
     char buffer[65536];
-    const ssize_t n = read(fds[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // end of the pipe: the child has finished or died
-    pending.append(buffer, static_cast<size_t>(n));
-    for (size_t end; (end = pending.find('\n')) != std::string::npos;) {
-      outcome.lines.push_back(pending.substr(0, end));
-      pending.erase(0, end + 1);
+    if (ready > 0) {
+      const ssize_t n = read(fds[0], buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // end of the pipe: the child has finished or died
+      take(buffer, static_cast<size_t>(n));
+    }
+    // The child may have ended while a process it forked still holds the pipe: what it wrote is
+    // in the pipe already.
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      reaped = true;
+      fcntl(fds[0], F_SETFL, O_NONBLOCK);
+      for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) take(buffer, static_cast<size_t>(n));
+      break;
     }
   }
   close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!outcome.timed_out) {
     if (WIFEXITED(status)) {

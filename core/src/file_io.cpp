@@ -36,6 +36,7 @@ void write_file_atomically(const std::string& path, std::initializer_list<std::s
     while (!part.empty() && error == 0) {
       const ssize_t n = ::write(fd, part.data(), part.size());
       if (n < 0 && errno != EINTR) error = errno;
+      if (n == 0) error = EIO;  // no progress and no error: do not spin
       if (n > 0) part.remove_prefix(static_cast<size_t>(n));
     }
   }

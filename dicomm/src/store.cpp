@@ -80,7 +80,10 @@ std::chrono::milliseconds stall_limit_of(std::chrono::milliseconds timeout) {
 class TcpStore final : public Store {
  public:
   TcpStore(const RankInfo& info, std::chrono::milliseconds timeout)
-      : info_(info), timeout_(timeout), stall_limit_(stall_limit_of(timeout)) {}
+      : info_(info),
+        timeout_(timeout),
+        stall_limit_(stall_limit_of(timeout)),
+        ping_interval_(detail::heartbeat_interval(stall_limit_)) {}
 
   ~TcpStore() override {
     // A destructor is a clean exit unless the rank aborted; only a process that dies without
@@ -271,6 +274,9 @@ class TcpStore final : public Store {
         error = "unexpected answer to the hello";
         return false;
       }
+      // The store's heartbeat interval: every rank pings at the pace of the store's stall limit,
+      // whatever its own H2_DICOMM_TIMEOUT says.
+      ping_interval_ = std::chrono::milliseconds(in.u32());
     } catch (const detail::ProtocolError& e) {
       error = std::string("malformed answer to the hello: ") + e.what();
       return false;
@@ -352,6 +358,7 @@ class TcpStore final : public Store {
       std::lock_guard lock(mutex_);
       handler = handler_;
     }
+    if (!handler) return;  // cleared: the owner is going away
     try {
       handler(failure);
     } catch (const std::exception& e) {
@@ -421,16 +428,16 @@ class TcpStore final : public Store {
   // 0 that has heard nothing from the store (no pong, no reply) for the stall limit reports rank 0,
   // whose process runs the store and has stopped or hangs.
   void heartbeat_loop() {
-    const std::chrono::milliseconds interval = detail::heartbeat_interval(stall_limit_);
+    std::chrono::milliseconds interval;
+    {
+      std::lock_guard lock(mutex_);
+      interval = ping_interval_;
+    }
     const std::string ping = FrameWriter(MessageType::ping).finish();
     while (true) {
       {
         std::unique_lock lock(mutex_);
         if (cv_.wait_for(lock, interval, [&] { return closed_ || lost_ || aborted_; })) return;
-      }
-      {
-        std::lock_guard lock(send_mutex_);
-        if (socket_.valid()) detail::send_all(socket_.get(), ping.data(), ping.size());
       }
       const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
           Clock::now() - Clock::time_point(Clock::duration(last_heard_ns_.load())));
@@ -439,13 +446,25 @@ class TcpStore final : public Store {
                                    address_ + ", which rank 0 runs, for " + ms_text(silent) +
                                    " (a stopped process, e.g. SIGSTOP, or one that hangs; H2_DICOMM_TIMEOUT sets "
                                    "the limit)";
+        bool closing = false;
         {
           // Requests from here on fail at once instead of waiting for answers that will not come.
           std::lock_guard lock(mutex_);
           connection_lost_locked(reason);
+          closing = closing_;
         }
-        report(RankFailure{0, reason});
+        cv_.notify_all();
+        if (!closing) report(RankFailure{0, reason});  // after our goodbye, rank 0's silence is no failure
         return;
+      }
+      // Skipped while another thread is sending (a large set, say): that frame tells the store as much,
+      // and a ping must not wait behind a blocked send.
+      std::unique_lock send_lock(send_mutex_, std::try_to_lock);
+      if (send_lock.owns_lock() && socket_.valid()) {
+        const ssize_t sent = ::send(socket_.get(), ping.data(), ping.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        // Never half a frame on the wire: the rest follows, as any frame's would.
+        if (sent > 0 && static_cast<size_t>(sent) < ping.size())
+          detail::send_all(socket_.get(), ping.data() + sent, ping.size() - static_cast<size_t>(sent));
       }
     }
   }
@@ -453,6 +472,7 @@ class TcpStore final : public Store {
   RankInfo info_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds stall_limit_;
+  std::chrono::milliseconds ping_interval_;  // the store's, from its welcome (guarded by mutex_)
   std::atomic<Clock::duration::rep> last_heard_ns_{0};
   std::thread heartbeat_;
   std::string address_;

@@ -5,7 +5,7 @@
 // Integers are big-endian; a string is a u32 length and its bytes.
 //
 //   client -> server                               server -> client
-//   hello   magic, version, token, rank,           welcome
+//   hello   magic, version, token, rank,           welcome  ping interval ms (u32)
 //           world size, pid, hostname              refused  reason
 //   set     id, key, value                         reply    id, ok (u8), text (value, number or error)
 //   get     id, key, timeout ms                    failure  rank, reason (pushed, unsolicited)

@@ -108,7 +108,7 @@ struct StoreServer::Impl {
   std::chrono::milliseconds stall_limit{0};
   RateLimitedWarnings warnings;
   Clock::time_point listener_paused_until;
-  Fd listener;
+  std::vector<Fd> listeners;  // one per address the master address resolves to
   int bound_port = 0;
   Fd wake_read, wake_write;
   std::thread thread;
@@ -167,7 +167,9 @@ struct StoreServer::Impl {
     barriers.clear();
   }
 
-  // The rank is gone for good: tell everyone else and fail what can no longer complete.
+  // The rank is gone for good: tell everyone else and fail what can no longer complete. A rank failed
+  // while still connected (it stopped responding) is told too, and its connection closed, so that
+  // should it resume it fails at once instead of waiting on peers that have given up on it.
   void fail_rank(int rank, const std::string& reason) {
     RankState& state = ranks[static_cast<size_t>(rank)];
     state.phase = Phase::failed;
@@ -175,9 +177,15 @@ struct StoreServer::Impl {
     failures.emplace_back(rank, reason);
     log(LogLevel::warning, kLogSource, rank_text(rank) + " failed: " + reason);
     std::string notice = FrameWriter(MessageType::failure).i32(rank).str(reason).finish();
-    for (auto& [id, c] : connections)
-      if (c.rank >= 0 && c.rank != rank && ranks[static_cast<size_t>(c.rank)].phase == Phase::connected)
+    for (auto& [id, c] : connections) {
+      if (c.rank < 0) continue;
+      if (c.rank == rank && id == state.connection && !c.dead) {
         queue(id, notice);
+        c.close_after_flush = true;
+      } else if (c.rank != rank && ranks[static_cast<size_t>(c.rank)].phase == Phase::connected) {
+        queue(id, notice);
+      }
+    }
     fail_barriers("rank " + std::to_string(rank) + " failed (" + reason + ")");
   }
 
@@ -232,7 +240,9 @@ struct StoreServer::Impl {
     state = RankState{Phase::connected, pid, host, id, {}, Clock::now()};
     c.rank = rank;
     log(LogLevel::debug, kLogSource, who + " joined from " + c.peer);
-    queue(id, FrameWriter(MessageType::welcome).finish());
+    queue(
+        id,
+        FrameWriter(MessageType::welcome).u32(static_cast<uint32_t>(heartbeat_interval(stall_limit).count())).finish());
     // A rank that joins late still learns of failures that happened before it arrived.
     for (const auto& [failed, reason] : failures)
       queue(id, FrameWriter(MessageType::failure).i32(failed).str(reason).finish());
@@ -357,6 +367,8 @@ struct StoreServer::Impl {
         c.dead = true;
         break;
       }
+      // Any bytes count as a sign of life: a ping may be queued behind a large frame still arriving.
+      if (c.rank >= 0) ranks[static_cast<size_t>(c.rank)].last_heard = Clock::now();
       c.in.append(buffer, static_cast<size_t>(n));
     }
     size_t offset = 0;
@@ -408,21 +420,25 @@ struct StoreServer::Impl {
         std::count_if(connections.begin(), connections.end(), [](const auto& e) { return e.second.rank < 0; }));
   }
 
-  void accept_all() {
-    while (true) {
+  void accept_all(int listener_fd) {
+    // At most 64 a turn: a flood of connections must not keep the loop from reading the ranks' pings.
+    for (int accepted = 0; accepted < 64; ++accepted) {
       SocketAddress peer;
       peer.length = sizeof(peer.storage);
-      int fd = ::accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer.storage), &peer.length,
+      int fd = ::accept4(listener_fd, reinterpret_cast<sockaddr*>(&peer.storage), &peer.length,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          // Out of descriptors: make room by dropping the oldest stranger, else leave the listener
-          // alone for a while (it stays readable: polling it again at once spins).
+          // Out of descriptors: make room by dropping the oldest stranger, else (or out of memory,
+          // which dropping does not cure) leave the listener alone for a while (it stays readable:
+          // polling it again at once spins).
           const int error = errno;
-          if (auto oldest = oldest_unwelcomed()) {
-            drop(*oldest);
-            continue;
+          if (error == EMFILE || error == ENFILE) {
+            if (auto oldest = oldest_unwelcomed()) {
+              drop(*oldest);
+              continue;
+            }
           }
           listener_paused_until = Clock::now() + kAcceptBackoff;
           warnings.warn("accept", "accept failed: " + errno_text(error) + "; not accepting for " +
@@ -565,8 +581,10 @@ struct StoreServer::Impl {
       std::vector<pollfd> fds;
       std::vector<uint64_t> ids;
       fds.push_back(pollfd{wake_read.get(), POLLIN, 0});
-      // A negative descriptor is ignored by poll: the listener rests while accept lacks descriptors.
-      fds.push_back(pollfd{now < listener_paused_until ? -1 : listener.get(), POLLIN, 0});
+      // A negative descriptor is ignored by poll: the listeners rest while accept lacks descriptors.
+      for (const Fd& listener : listeners)
+        fds.push_back(pollfd{now < listener_paused_until ? -1 : listener.get(), POLLIN, 0});
+      const size_t first_connection = 1 + listeners.size();
       for (auto& [id, c] : connections) {
         short events = POLLIN;
         if (!c.out.empty()) events |= POLLOUT;
@@ -592,9 +610,10 @@ struct StoreServer::Impl {
           while (::read(wake_read.get(), drain, sizeof(drain)) > 0) {
           }
         }
-        if (fds[1].revents & POLLIN) accept_all();
+        for (size_t l = 0; l < listeners.size(); ++l)
+          if (fds[1 + l].revents & POLLIN) accept_all(listeners[l].get());
         for (size_t i = 0; i < ids.size(); ++i) {
-          short revents = fds[i + 2].revents;
+          short revents = fds[first_connection + i].revents;
           auto it = connections.find(ids[i]);
           if (it == connections.end() || revents == 0) continue;
           if (revents & POLLOUT) flush(it->second);
@@ -640,15 +659,29 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
                [](const SocketAddress& a) { return !a.is_loopback(); });
   if (candidates.empty()) candidates = addresses;  // a local job: loopback only
   const char* any = std::getenv("H2_STORE_LISTEN_ANY");
-  if (any != nullptr && std::string(any) == "1")  // for peers that reach this host by another address
+  const bool everywhere = any != nullptr && std::string(any) == "1";
+  if (everywhere)  // for peers that reach this host by another address; the dual-stack one covers both
     candidates = {wildcard_address(AF_INET6, port), wildcard_address(AF_INET, port)};
   std::string errors;
-  for (const SocketAddress& address : candidates) {
-    impl_->listener = listen_on(address, std::max(128, world_size), error);
-    if (impl_->listener.valid()) break;
-    errors += (errors.empty() ? "" : "; ") + join_host_port(address.ip(), port) + ": " + error;
+  for (const SocketAddress& candidate : candidates) {
+    SocketAddress address = candidate;
+    if (!impl_->listeners.empty() && port == 0) {  // every address on the port the first one got
+      std::string ignored;
+      const std::vector<SocketAddress> again = resolve(candidate.ip(), impl_->bound_port, ignored);
+      if (again.empty()) continue;
+      address = again.front();
+    }
+    Fd fd = listen_on(address, std::max(128, world_size), error);
+    if (!fd.valid()) {
+      errors += (errors.empty() ? "" : "; ") + join_host_port(address.ip(), address.port()) + ": " + error;
+      continue;
+    }
+    set_nonblocking(fd.get());
+    if (impl_->listeners.empty()) impl_->bound_port = local_address_of(fd.get()).port();
+    impl_->listeners.push_back(std::move(fd));
+    if (everywhere) break;
   }
-  if (!impl_->listener.valid()) {
+  if (impl_->listeners.empty()) {
     std::string hint;
     if (errors.find("Address already in use") != std::string::npos)
       hint =
@@ -657,8 +690,7 @@ StoreServer::StoreServer(const std::string& host, int port, int world_size, std:
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 "rank 0 cannot listen for the rendezvous store at " + where + ": " + errors + hint);
   }
-  set_nonblocking(impl_->listener.get());
-  impl_->bound_port = local_address_of(impl_->listener.get()).port();
+  if (!errors.empty()) log(LogLevel::debug, kLogSource, "the rendezvous store does not listen on " + errors);
 
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -688,7 +720,7 @@ void StoreServer::stop(Clock::time_point deadline) {
   if (!impl_->thread.joinable()) return;
   impl_->request_stop(deadline);
   impl_->thread.join();
-  impl_->listener.reset();
+  impl_->listeners.clear();
 }
 
 }  // namespace h2::dicomm::detail

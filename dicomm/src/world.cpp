@@ -379,6 +379,9 @@ World::~World() {
       log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
     }
   }
+  // The store's failure handler points at the engine: no failure reported from here on (the store's
+  // threads run until close() below) may reach it.
+  if (store_) store_->on_failure({});
   // The engine first: its background thread may still be delivering a message, which reads through
   // imports_ and looks through links_.
   engine_.reset();

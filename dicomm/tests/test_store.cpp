@@ -577,6 +577,25 @@ TEST(Store, AStoppedRankIsNamedWithinTheTimeout) {
   }
 }
 
+// Every rank pings at the pace of the store's stall limit, which its welcome gives: a rank with a far
+// longer H2_DICOMM_TIMEOUT than rank 0's would otherwise ping too rarely and be failed while idle.
+TEST(Store, RanksWithOtherTimeoutsPingAtTheStoresPace) {
+  constexpr int kWorld = 2;
+  auto idle = [](Store& store) -> int {
+    Failures failures;
+    store.on_failure(failures.handler());
+    store.barrier("ready");
+    CHILD_CHECK_MSG(!failures.wait(3000ms).has_value(), failures.wait(0ms)->reason);
+    store.barrier("still here");
+    store.close();
+    return 0;
+  };
+  Job job = start_rank0(kWorld, idle, "job-token", 1000ms);
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, kWorld, idle, 60000ms);
+  expect_all_succeeded(wait_all(job.pids));
+}
+
 // Resident memory of this process, in bytes.
 long resident_bytes() {
   long pages = 0, resident = 0;

@@ -150,6 +150,11 @@ Cluster parse_cluster(const nlohmann::json& json) {
     c.nodes.push_back(g);
   });
   check_unique(c.nodes, "nodes");
+  int64_t devices = 0;
+  for (const NodeGroup& g : c.nodes) devices += static_cast<int64_t>(g.count) * g.devices_per_node;
+  if (devices > kMaxDevices)
+    throw DescriptionError("nodes: " + std::to_string(devices) + " devices in all, more than " +
+                           std::to_string(kMaxDevices));
   std::set<std::string> clusters;
   for (const auto& g : c.nodes) clusters.insert(g.cluster);
   r.array("inter_cluster_links", false, true, [&](const nlohmann::json& j, const std::string& p) {

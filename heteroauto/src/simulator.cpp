@@ -85,14 +85,16 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
 }
 
 Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule schedule) {
-  if (micro_batches < kExactMicroBatches + kRegimePeriod) {
+  // Past the transient: kExactMicroBatches, or twice the stages of a pipeline deeper than that.
+  const int exact = std::max(kExactMicroBatches, 2 * static_cast<int>(times.forward.size()));
+  if (micro_batches < exact + kRegimePeriod) {
     Simulation sim = simulate_pipeline(times, micro_batches, schedule);
     if (micro_batches > kExactMicroBatches) sim.ops = {};  // as for larger steps: no ops beyond the limit
     return sim;
   }
   // m0 micro-batches are as many as `micro_batches` modulo the period: extrapolating from m0 by whole
   // periods steps over the regime's cycle exactly.
-  const int m0 = kExactMicroBatches + (micro_batches - kExactMicroBatches) % kRegimePeriod;
+  const int m0 = exact + (micro_batches - exact) % kRegimePeriod;
   Simulation sim = simulate_pipeline(times, m0, schedule);
   const double period_later = simulate_pipeline(times, m0 + kRegimePeriod, schedule).makespan;
   sim.makespan += static_cast<double>(micro_batches - m0) / kRegimePeriod * (period_later - sim.makespan);

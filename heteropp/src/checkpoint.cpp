@@ -190,7 +190,9 @@ std::string commit_checkpoint(const std::string& root, const std::string& partia
 
   // A committed directory is never written again: take the step's name, or the next free variant.
   std::string committed = step_directory(root, state.step);
-  for (int n = 2; fs::exists(committed); ++n) committed = step_directory(root, state.step) + "." + std::to_string(n);
+  std::error_code exists_error;
+  for (int n = 2; fs::exists(committed, exists_error); ++n)
+    committed = step_directory(root, state.step) + "." + std::to_string(n);
   if (std::rename(partial_dir.c_str(), committed.c_str()) != 0) io_error("rename " + partial_dir + " to", committed);
   fsync_path(root, O_RDONLY | O_DIRECTORY);
   const std::string committed_name = fs::path(committed).filename().string();
@@ -203,8 +205,9 @@ std::string commit_checkpoint(const std::string& root, const std::string& partia
   for (const fs::directory_entry& entry : fs::directory_iterator(root, error)) {
     const std::string name = entry.path().filename().string();
     const int64_t step = step_of(name);
-    if (!entry.is_directory() || step < 0 || name == committed_name) continue;
-    if (!fs::exists(entry.path() / kManifest) || step >= state.step)
+    if (!entry.is_directory(error) || step < 0 || name == committed_name) continue;
+    // A partial directory goes even with its manifest (a save that stopped before its rename).
+    if (name.ends_with(".partial") || !fs::exists(entry.path() / kManifest, error) || step >= state.step)
       fs::remove_all(entry.path(), error);
     else
       older.emplace_back(step, entry.path());

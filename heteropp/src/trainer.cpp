@@ -532,8 +532,14 @@ class RankTrainer {
     if (world_.rank() != 0) return;
     std::vector<nlohmann::json> ranks;
     for (int r = 0; r < world_.size(); ++r) {
-      std::ifstream in(dir / ("rank-" + std::to_string(r) + ".json"));
-      ranks.push_back(nlohmann::json::parse(in));
+      const fs::path path = dir / ("rank-" + std::to_string(r) + ".json");
+      std::ifstream in(path);
+      try {
+        ranks.push_back(nlohmann::json::parse(in));
+      } catch (const nlohmann::json::exception& e) {
+        // Every rank wrote its file whole before the barrier; a bad one was changed since.
+        throw Error(H2_STATUS_INTERNAL, "cannot merge the timeline: " + path.string() + ": " + e.what());
+      }
     }
     write_file_atomically((fs::path(options_.out_dir) / "trace.json").string(), Timeline::merge(ranks).dump());
     fs::remove_all(dir);

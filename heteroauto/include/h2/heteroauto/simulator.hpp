@@ -34,7 +34,8 @@ struct Simulation {
 // Throws std::invalid_argument for an empty pipeline, m < 1 or mismatched sizes.
 Simulation simulate_pipeline(const PipelineTimes& times, int micro_batches, Schedule schedule = Schedule::one_f_one_b);
 
-// simulate_step simulates up to kExactMicroBatches + kRegimePeriod micro-batches op by op.
+// simulate_step simulates up to kExactMicroBatches + kRegimePeriod micro-batches op by op (for a
+// pipeline of more than kExactMicroBatches / 2 stages, twice its stages + kRegimePeriod).
 constexpr int kExactMicroBatches = 256;
 constexpr int kRegimePeriod = 840;  // lcm(1, ..., 8)
 // A step of `micro_batches` micro-batches for the planner, in time and memory that do not grow with
