@@ -2,6 +2,8 @@
 // status code plus the calling thread's last-error message at the C ABI boundary.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -21,6 +23,17 @@ class PluginError : public std::runtime_error {
 
 [[noreturn]] inline void fail(H2_Status status, const std::string& message) {
   throw PluginError(status, message);
+}
+
+// A C enum received through the ABI, as its bits. A C caller may pass any int, and C++ may not load
+// a value outside the enum's range as the enum type (UBSan: "not a valid value for type
+// 'H2_MemcpyKind'"), so a plugin switches on these bits instead.
+template <typename Enum>
+uint32_t enum_bits(const Enum& value) {
+  static_assert(std::is_enum_v<Enum> && sizeof(Enum) == sizeof(uint32_t));
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
 }
 
 // Rejects a NULL pointer argument, naming it.

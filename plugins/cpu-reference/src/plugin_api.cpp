@@ -194,7 +194,9 @@ H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes
   return guarded("memset_async", [&] {
     auto target = runtime().stream(stream);
     void* shadow = resolve_device(dst, bytes, "destination");
-    target->enqueue([shadow, value, bytes] { std::memset(shadow, value, bytes); });
+    target->enqueue([shadow, value, bytes] {
+      if (bytes > 0) std::memset(shadow, value, bytes);  // no pointer need be valid for 0 bytes
+    });
   });
 }
 
@@ -203,7 +205,7 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
     auto target = runtime().stream(stream);
     void* to = nullptr;
     const void* from = nullptr;
-    switch (kind) {
+    switch (h2::plugin::enum_bits(kind)) {
       case H2_MEMCPY_HOST_TO_DEVICE:
         check_host_pointer(src, "source");
         to = resolve_device(dst, bytes, "destination");
@@ -218,12 +220,14 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
         to = resolve_device(dst, bytes, "destination");
         from = resolve_device(src, bytes, "source");
         break;
-      default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(static_cast<int>(kind)));
+      default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(h2::plugin::enum_bits(kind)));
     }
     const char* a = static_cast<const char*>(to);
     const char* b = static_cast<const char*>(from);
     if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
-    target->enqueue([to, from, bytes] { std::memcpy(to, from, bytes); });
+    target->enqueue([to, from, bytes] {
+      if (bytes > 0) std::memcpy(to, from, bytes);  // no pointer need be valid for 0 bytes
+    });
   });
 }
 

@@ -157,7 +157,7 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
   return guarded("memcpy_async", [&] {
     auto s = runtime().stream(stream);
     cudaMemcpyKind cuda_kind;
-    switch (kind) {
+    switch (h2::plugin::enum_bits(kind)) {
       case H2_MEMCPY_HOST_TO_DEVICE:
         check_host_pointer(src, "source");
         check_device_pointer(dst, "destination");
@@ -173,7 +173,7 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
         check_device_pointer(dst, "destination");
         cuda_kind = cudaMemcpyDeviceToDevice;
         break;
-      default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(static_cast<int>(kind)));
+      default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(h2::plugin::enum_bits(kind)));
     }
     const char* a = static_cast<const char*>(dst);
     const char* b = static_cast<const char*>(src);

@@ -101,7 +101,8 @@ H2_Status op_copy(H2_Stream* stream, const H2_CopyArgs* args) {
       call.enqueue([=] {
         // The same dtype: the bytes themselves (a value read and stored again is the same value).
         if (x.dtype == y.dtype) {
-          std::memmove(y.base, x.base, static_cast<size_t>(y.numel()) * dtype_bytes(y.dtype));
+          // An empty tensor may have no storage: memmove's pointers must be valid even for 0 bytes.
+          if (y.numel() > 0) std::memmove(y.base, x.base, static_cast<size_t>(y.numel()) * dtype_bytes(y.dtype));
           return;
         }
         dense_elementwise(*pool, y, [&](int64_t i) { return load_element(x, i); });
