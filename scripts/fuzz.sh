@@ -74,6 +74,10 @@ for target in "${targets[@]}"; do
     grep -E "ERROR|SUMMARY|==[0-9]+==" "$log" | head -20 >&2 || true
   fi
 done
+# What a checkpoint target that crashed left (those of live fuzzers stay).
+for dir in /dev/shm/h2-fuzz-checkpoint-*; do
+  [ -e "$dir" ] && ! kill -0 "${dir##*-}" 2>/dev/null && rm -rf "$dir"
+done
 echo
 printf '%-22s %12s %10s %8s %9s\n' TARGET RUNS EXEC/S COVERAGE FINDINGS
 printf '%s\n' "${summary[@]}"

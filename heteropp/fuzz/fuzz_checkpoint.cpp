@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,11 +19,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A step directory of this process's own in /dev/shm (memory, not disk, for speed).
+// A step directory of this process's own in /dev/shm (memory, not disk, for speed), removed when
+// the fuzzer exits (libFuzzer ends with exit(), also at the end of -max_total_time).
 const fs::path& step_dir() {
   static const fs::path dir = [] {
     const fs::path d = fs::path("/dev/shm") / ("h2-fuzz-checkpoint-" + std::to_string(::getpid()));
     fs::create_directories(d);
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(step_dir(), ignored);
+    });
     return d;
   }();
   return dir;
