@@ -140,12 +140,15 @@ class TcpStore final : public Store {
   void on_failure(std::function<void(const RankFailure&)> handler) override {
     std::optional<RankFailure> already;
     {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       handler_ = std::move(handler);
       if (failure_ && !handler_called_ && handler_) {
         handler_called_ = true;
         already = failure_;
       }
+      // Cleared: a call already running on the store's threads finishes first, since its owner is
+      // about to go (ThreadSanitizer saw the World free its engine under a running handler).
+      if (!handler_) cv_.wait(lock, [&] { return handlers_running_ == 0; });
     }
     if (already) invoke(*already);
   }
@@ -357,13 +360,19 @@ class TcpStore final : public Store {
     {
       std::lock_guard lock(mutex_);
       handler = handler_;
+      if (!handler) return;  // cleared: the owner is going away
+      ++handlers_running_;
     }
-    if (!handler) return;  // cleared: the owner is going away
     try {
       handler(failure);
     } catch (const std::exception& e) {
       log(LogLevel::error, kLogSource, std::string("the failure handler threw: ") + e.what());
     }
+    {
+      std::lock_guard lock(mutex_);
+      --handlers_running_;
+    }
+    cv_.notify_all();
   }
 
   void read_loop() {
@@ -493,6 +502,7 @@ class TcpStore final : public Store {
   bool aborted_ = false;
   std::string failure_reason_for_shutdown_;
   std::function<void(const RankFailure&)> handler_;
+  int handlers_running_ = 0;  // calls of handler_ in progress
   std::optional<RankFailure> failure_;
   bool handler_called_ = false;
 };

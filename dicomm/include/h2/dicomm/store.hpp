@@ -72,7 +72,9 @@ class Store {
   // Called (from the store's own thread) once for the first failure of another rank. When that
   // failure happened before the handler was set, the handler runs at once, on the calling thread.
   // The handler must not call close() or destroy the Store (close() from it is ignored and logged);
-  // abort() is fine. Exceptions it throws are logged.
+  // abort() is fine. Exceptions it throws are logged. An empty handler clears it, and returns once no
+  // call of the old one is running any more (so that what it points at may go); never clear it from
+  // the handler itself.
   virtual void on_failure(std::function<void(const RankFailure&)> handler) = 0;
   // Tells every rank that this one aborted; their failure handlers run with "aborted: <reason>".
   // Returns once the store has acknowledged it (or the timeout passed), so the notice has left this
