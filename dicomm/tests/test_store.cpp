@@ -27,6 +27,7 @@
 
 #include "h2/dicomm/store.hpp"
 #include "h2/error.hpp"
+#include "store_protocol.hpp"  // kHelloDeadline, kMaxUnwelcomed: the limits the store keeps
 
 namespace h2::dicomm {
 namespace {
@@ -673,6 +674,181 @@ TEST(Store, StrangersCannotExhaustTheStore) {
   });
   expect_all_succeeded(wait_all(job.pids));
   for (int fd : strangers) ::close(fd);
+}
+
+// Ends a client connection with a reset, so that thousands of them leave no TIME_WAIT behind.
+void close_abruptly(int fd) {
+  const linger abrupt{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abrupt, sizeof abrupt);
+  ::close(fd);
+}
+
+// Whether the store has closed `fd` (a read sees the end or a reset), without blocking.
+bool closed_by_store(int fd) {
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// A slowloris sends its hello one byte at a time, slowly enough to hold the connection forever were
+// each byte to count as progress. The store drops it at the hello deadline, counted from the accept
+// (no sooner: a slow rank on a busy machine must not be dropped), and serves its ranks meanwhile.
+TEST(Store, ASlowlorisIsDroppedAtTheHelloDeadlineWhileRanksAreServed) {
+  constexpr int kWorld = 2;
+  using detail::kHelloDeadline;
+  // The ranks work (set, get, barrier) from before the slowloris connects until past its deadline.
+  const auto busy = [](int rank) {
+    return [rank](Store& store) -> int {
+      store.barrier("ready");
+      const Clock::time_point until = Clock::now() + kHelloDeadline + 3s;
+      for (int i = 0; Clock::now() < until; ++i) {
+        const std::string key = "r" + std::to_string(rank) + "-" + std::to_string(i);
+        store.set(key, std::to_string(i));
+        CHILD_CHECK(store.get(key) == std::to_string(i));
+        std::this_thread::sleep_for(50ms);
+      }
+      store.barrier("done");
+      store.close();
+      return 0;
+    };
+  };
+  Job job = start_rank0(kWorld, busy(0));
+  ASSERT_NE(job.port, 0);
+  start_rank(job, 1, kWorld, busy(1));
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) slow.push_back(connect_raw(job.port));
+  for (int fd : slow) ASSERT_GE(fd, 0);
+  const Clock::time_point connected = Clock::now();
+  // A frame header announcing a hello of 200 bytes, then payload bytes, one every 250 ms from each.
+  const uint32_t length = htonl(200);
+  std::string drip(reinterpret_cast<const char*>(&length), 4);
+  drip += std::string(196, 'h');
+  std::vector<Clock::time_point> dropped(slow.size(), Clock::time_point::max());
+  size_t open = slow.size();
+  for (size_t sent = 0; open > 0 && Clock::now() < connected + kHelloDeadline + 5s; ++sent) {
+    for (size_t i = 0; i < slow.size(); ++i) {
+      if (dropped[i] != Clock::time_point::max()) continue;
+      const char byte = drip[sent % drip.size()];
+      if (closed_by_store(slow[i]) || ::send(slow[i], &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+        dropped[i] = Clock::now();
+        --open;
+      }
+    }
+    std::this_thread::sleep_for(250ms);
+  }
+  for (size_t i = 0; i < slow.size(); ++i) {
+    ASSERT_NE(dropped[i], Clock::time_point::max())
+        << "slowloris " << i << " still connected after " << ms_since(connected) << " ms";
+    const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(dropped[i] - connected);
+    EXPECT_GE(after, kHelloDeadline - 500ms) << "slowloris " << i << " dropped before the hello deadline";
+    close_abruptly(slow[i]);
+  }
+  expect_all_succeeded(
+      wait_all(job.pids, kChildLimit + std::chrono::duration_cast<std::chrono::seconds>(kHelloDeadline)));
+}
+
+// Resident memory of a process, now and at its peak, in bytes (from /proc/PID/status).
+std::pair<long, long> resident_now_and_peak(pid_t pid) {
+  long now = 0, peak = 0;
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f)) {
+      std::sscanf(line, "VmRSS: %ld kB", &now);
+      std::sscanf(line, "VmHWM: %ld kB", &peak);
+    }
+    std::fclose(f);
+  }
+  return {now << 10, peak << 10};
+}
+
+// Too slow for the quick suite (the slow suite runs it alone): 20,000 junk connections (half send
+// garbage, half nothing) and three slowloris while rank 1 works with the store throughout; rank 0's
+// memory stays bounded and the job is served.
+TEST(StoreStress, TwentyThousandJunkConnectionsAndASlowloris) {
+  constexpr int kWorld = 2;
+  constexpr int kJunk = 20000;
+  // The parent closes its end of this pipe when the flood is over: both ranks then read its end.
+  int flood[2];
+  ASSERT_EQ(::pipe(flood), 0);
+  Job job = start_rank0(kWorld, [&](Store& store) -> int {
+    ::close(flood[1]);
+    store.barrier("ready");
+    char byte = 0;
+    CHILD_CHECK(::read(flood[0], &byte, 1) == 0);
+    store.barrier("flood over");
+    store.set("served", "yes");
+    store.close();
+    return 0;
+  });
+  ASSERT_NE(job.port, 0);
+  // Rank 1 reports how many operations it did during the flood and the slowest, through a pipe.
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  start_rank(job, 1, kWorld, [&](Store& store) -> int {
+    ::close(flood[1]);
+    ::close(report[0]);
+    store.barrier("ready");
+    long long counts[2] = {0, 0};  // operations, slowest in ms
+    for (int i = 0;; ++i) {
+      const Clock::time_point start = Clock::now();
+      store.set("w", std::to_string(i));
+      CHILD_CHECK(store.get("w") == std::to_string(i));
+      counts[0] += 2;
+      counts[1] = std::max(counts[1], ms_since(start));
+      pollfd over{flood[0], POLLIN, 0};
+      if (::poll(&over, 1, 5) == 1) break;  // the end of the flood (POLLHUP counts too)
+    }
+    CHILD_CHECK(::write(report[1], counts, sizeof counts) == sizeof counts);
+    store.barrier("flood over");
+    CHILD_CHECK(store.get("served") == "yes");
+    store.close();
+    return 0;
+  });
+  ::close(flood[0]);
+  ::close(report[1]);
+  const pid_t rank0 = job.pids[0];
+  const long before = resident_now_and_peak(rank0).first;
+  const Clock::time_point start = Clock::now();
+  std::vector<int> slow;
+  for (int i = 0; i < 3; ++i) slow.push_back(connect_raw(job.port));
+  std::vector<int> held;  // at most 1000 open on this side at once
+  int connected = 0;
+  uint32_t seed = 12345;
+  for (int i = 0; i < kJunk; ++i) {
+    const int fd = connect_raw(job.port);
+    if (fd < 0) continue;
+    ++connected;
+    if (i % 2 == 0) {
+      std::string junk(64 + (i % 4000), '\0');
+      for (char& c : junk) c = static_cast<char>((seed = seed * 1103515245u + 12345u) >> 24);
+      (void)::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    held.push_back(fd);
+    if (held.size() >= 1000) {
+      for (int h : held) close_abruptly(h);
+      held.clear();
+    }
+    if (i % 100 == 0)
+      for (int s : slow) (void)::send(s, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  const long long flood_ms = ms_since(start);
+  const auto [after, peak] = resident_now_and_peak(rank0);
+  for (int h : held) close_abruptly(h);
+  for (int s : slow) close_abruptly(s);
+  ::close(flood[1]);
+  long long counts[2] = {0, 0};
+  const ssize_t got = ::read(report[0], counts, sizeof counts);
+  ::close(report[0]);
+  expect_all_succeeded(wait_all(job.pids, std::chrono::seconds(120)));
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof counts));
+  std::printf(
+      "%d junk connections (of %d tried) in %.1f s; rank 1 did %lld store operations meanwhile, the "
+      "slowest %lld ms; rank 0 resident %.1f MiB before, %.1f MiB after, peak %.1f MiB\n",
+      connected, kJunk, static_cast<double>(flood_ms) / 1000, counts[0], counts[1],
+      static_cast<double>(before) / (1 << 20), static_cast<double>(after) / (1 << 20),
+      static_cast<double>(peak) / (1 << 20));
+  EXPECT_GT(counts[0], 0);
+  EXPECT_LT(after - before, 64l << 20);
 }
 
 }  // namespace

@@ -36,6 +36,22 @@ double learning_rate(const TrainOptions& o, int64_t step) {
   return o.min_lr + 0.5 * (o.lr - o.min_lr) * (1 + std::cos(std::numbers::pi * progress));
 }
 
+// A resumed run continues metrics.jsonl from its checkpoint's step: the rows after it are of the run
+// that went on past that checkpoint (and crashed, or was abandoned), and would otherwise stand twice
+// for the same steps with other numbers. A line that is not a step's row (cut off by a crash) goes too.
+void keep_metrics_up_to(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;  // a new --out
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_object() && row.contains("step") && row["step"].is_number_integer() &&
+        row["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+  }
+  write_file_atomically(path, kept);
+}
+
 // Pipeline messages of micro-batch j: activations forward on one tag, gradients backward on another.
 uint32_t activation_tag(int micro_batch) {
   return 2u * static_cast<uint32_t>(micro_batch);
@@ -137,6 +153,7 @@ class RankTrainer {
     if (!options_.out_dir.empty() && world_.rank() == 0) {
       fs::create_directories(options_.out_dir);
       const std::string path = (fs::path(options_.out_dir) / "metrics.jsonl").string();
+      if (!resume_from_.empty()) keep_metrics_up_to(path, state_.step);
       metrics.open(path, resume_from_.empty() ? std::ios::trunc : std::ios::app);
       if (!metrics) throw Error(H2_STATUS_INTERNAL, "cannot write " + path);
     }
@@ -506,17 +523,25 @@ class RankTrainer {
     if (world_.rank() == 0) begin_checkpoint(root, state_.step);
     world_.barrier();
     const std::string dir = partial_directory(root, state_.step);
-    for (int layer : role_.layers(placement_.model_layers)) {
-      // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
-      const std::vector<int>& group = placement_.owner_group(layer);
-      if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
-      std::vector<NamedTensor> whole;
-      for (const LayerTensor& t : layer_state(layer))
-        whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
-      if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
+    try {
+      for (int layer : role_.layers(placement_.model_layers)) {
+        // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
+        const std::vector<int>& group = placement_.owner_group(layer);
+        if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
+        std::vector<NamedTensor> whole;
+        for (const LayerTensor& t : layer_state(layer))
+          whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
+        if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
+      }
+      world_.barrier();  // every layer is on disk before the manifest says so
+      if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
+    } catch (const std::exception&) {
+      // This save cannot complete (a full disk, a failed peer): what it wrote goes rather than hold the
+      // space (the next save would remove it too). Once committed, the partial directory is no more.
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      throw;
     }
-    world_.barrier();  // every layer is on disk before the manifest says so
-    if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
     world_.barrier();
     timeline_.add("checkpoint", "checkpoint", start, Clock::now(), {{"step", state_.step}});
     return find_checkpoint(root);  // the committed directory, which rank 0 named
