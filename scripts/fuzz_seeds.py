@@ -43,7 +43,7 @@ def string(s):
     return struct.pack(">I", len(b)) + b
 
 
-HELLO = frame(1, struct.pack(">IH", 0x48325354, 2) + string("fuzz-token") + struct.pack(">iii", 1, 2, 4242) +
+HELLO = frame(1, struct.pack(">IH", 0x48325354, 3) + string("fuzz-token") + struct.pack(">iii", 1, 2, 4242) +
               string("fuzz-host"))
 
 
@@ -54,12 +54,13 @@ def request(kind, request_id, payload=b""):
 def store_seeds(corpus):
     sessions = {
         "hello": HELLO,
-        "wrong-token": frame(1, struct.pack(">IH", 0x48325354, 2) + string("not-the-token") +
+        "wrong-token": frame(1, struct.pack(">IH", 0x48325354, 3) + string("not-the-token") +
                              struct.pack(">iii", 1, 2, 1) + string("h")),
         "set-get-add": HELLO + request(2, 1, string("key") + string("value")) +
         request(3, 2, string("key") + struct.pack(">q", 100)) + request(4, 3, string("n") + struct.pack(">q", 5)),
-        "barrier-ping-goodbye": HELLO + request(5, 1, string("b") + struct.pack(">q", 100)) + frame(8) +
-        request(7, 2),
+        "barrier-ping-goodbye": HELLO + request(5, 1, string("b") + struct.pack(">q", 100)) +
+        frame(8, struct.pack(">BQ", 1, 1500)) + request(7, 2),
+        "ping-activity": HELLO + frame(8, struct.pack(">BQ", 0, 42)) + request(9, 1),
         "abort": HELLO + request(6, 1, string("a reason")),
     }
     for name, data in sessions.items():

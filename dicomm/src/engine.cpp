@@ -310,17 +310,27 @@ void Engine::check(const Op& op) const {
     throw CommError(failed() ? CommErrorKind::peer_failed : CommErrorKind::transport, op.peer, "DiComm: " + op.error);
 }
 
+std::pair<bool, std::chrono::steady_clock::time_point> Engine::wait_state() const {
+  const bool waiting = waiters_.load(std::memory_order_acquire) > 0;
+  return {waiting, std::chrono::steady_clock::time_point(
+                       std::chrono::steady_clock::duration(wait_state_since_.load(std::memory_order_acquire)))};
+}
+
 void Engine::wait_until(const std::function<bool()>& done, const std::function<std::string()>& what) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  waiters_.fetch_add(1, std::memory_order_acq_rel);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout_;
+  if (waiters_.fetch_add(1, std::memory_order_acq_rel) == 0)
+    wait_state_since_.store(start.time_since_epoch().count(), std::memory_order_release);
   struct Leave {
     Engine& engine;
     ~Leave() {
+      const bool last = engine.waiters_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+      if (last)
+        engine.wait_state_since_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                                       std::memory_order_release);
       // The last waiter leaving work behind (an irecv still open after its isend's wait) hands it to
       // the background thread.
-      if (engine.waiters_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-          engine.pending_.load(std::memory_order_acquire) > 0)
-        engine.wake_background();
+      if (last && engine.pending_.load(std::memory_order_acquire) > 0) engine.wake_background();
     }
   } leave{*this};
   Backoff backoff;
@@ -330,10 +340,24 @@ void Engine::wait_until(const std::function<bool()>& done, const std::function<s
       backoff.reset();
       continue;
     }
-    if (std::chrono::steady_clock::now() > deadline)
-      throw CommError(CommErrorKind::timeout, -1,
-                      "DiComm: timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
-                          " s waiting for " + what() + " (H2_DICOMM_TIMEOUT sets the limit)");
+    if (std::chrono::steady_clock::now() > deadline) {
+      // Which rank never came, where the World can tell (a rank that hangs outside DiComm still
+      // pings the store, so only its wait state gives it away).
+      std::pair<int, std::string> blame{-1, ""};
+      if (diagnose_timeout_) {
+        try {
+          blame = diagnose_timeout_();
+        } catch (const std::exception& e) {
+          blame.second = std::string("; the rendezvous store could not say which rank is missing: ") + e.what();
+        }
+      }
+      const std::string message = "DiComm: timed out after " + std::to_string(timeout_.count() / 1000.0).substr(0, 5) +
+                                  " s waiting for " + what() + " (H2_DICOMM_TIMEOUT sets the limit)" + blame.second;
+      // Operations are left in flight: nothing after this can be trusted, and closing the World
+      // must not wait for its peers once more (the finalize barrier would wait out another timeout).
+      fail(CommErrorKind::timeout, blame.first, message);
+      throw CommError(CommErrorKind::timeout, blame.first, message);
+    }
     backoff.pause();
   }
 }

@@ -166,6 +166,15 @@ class Engine {
   // Throws if `op` failed.
   void check(const Op& op) const;
 
+  // Whether a thread is inside wait_until (waiting for peers), and since when that has been so.
+  // Lock-free: the store's heartbeat reads it.
+  std::pair<bool, std::chrono::steady_clock::time_point> wait_state() const;
+  // What a wait that times out adds to its message, and the peer it blames (< 0: none): the World
+  // asks the store which rank is not waiting. Called on the timed-out thread; may block briefly.
+  void set_timeout_diagnosis(std::function<std::pair<int, std::string>()> diagnose) {
+    diagnose_timeout_ = std::move(diagnose);
+  }
+
   // From now on every wait throws this failure (first failure wins). `peer` < 0: not a peer's.
   void fail(CommErrorKind kind, int peer, const std::string& message);
   // Throws the recorded failure, if any.
@@ -205,6 +214,10 @@ class Engine {
   std::vector<Completion> completions_;
   std::atomic<int> pending_{0};  // queued + in flight operations + running tasks
   std::atomic<int> waiters_{0};
+  // When waiters_ last went from 0 to 1 or back (steady clock, ns): see wait_state().
+  std::atomic<std::chrono::steady_clock::rep> wait_state_since_{
+      std::chrono::steady_clock::now().time_since_epoch().count()};
+  std::function<std::pair<int, std::string>()> diagnose_timeout_;  // set before any wait
 
   std::atomic<bool> failed_{false};
   mutable std::mutex failure_mutex_;

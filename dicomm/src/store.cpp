@@ -11,6 +11,8 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "h2/error.hpp"
@@ -137,6 +139,31 @@ class TcpStore final : public Store {
         timeout_ + kReplyGrace);
   }
 
+  void report_wait_state(std::function<WaitState()> source) override {
+    std::lock_guard lock(wait_state_mutex_);  // held while the heartbeat calls it
+    wait_state_ = std::move(source);
+  }
+
+  std::vector<RankActivity> activity() override {
+    const std::string text = call(
+        "activity", [&](uint64_t id) { return FrameWriter(MessageType::activity).u64(id); }, timeout_);
+    std::vector<RankActivity> ranks;
+    std::istringstream lines(text);
+    int rank = 0, connected = 0, waiting = 0;
+    int64_t in_state = 0, since = 0;
+    while (lines >> rank >> connected >> waiting >> in_state >> since) {
+      RankActivity a;
+      a.rank = rank;
+      a.connected = connected == 1;
+      a.reported = waiting != 2;
+      a.waiting = waiting == 1;
+      a.in_state = std::chrono::milliseconds(in_state);
+      a.heard_ago = std::chrono::milliseconds(since);
+      ranks.push_back(a);
+    }
+    return ranks;
+  }
+
   void on_failure(std::function<void(const RankFailure&)> handler) override {
     std::optional<RankFailure> already;
     {
@@ -207,9 +234,15 @@ class TcpStore final : public Store {
       socket_.reset();
     }
     if (server_) {
-      // A rank 0 that never got its own connection (or aborted) has nobody to wait for.
-      bool connected = say_goodbye;
-      server_->stop(was_aborted || !connected ? Clock::now() : deadline);
+      // A rank 0 that never got its own connection (or aborted) has nobody to wait for; nor has one
+      // that saw another rank fail: every rank has been told, and one that hangs would never say
+      // goodbye, keeping this process (and its own error message) for the whole timeout.
+      bool connected = say_goodbye, failure_seen = false;
+      {
+        std::lock_guard lock(mutex_);
+        failure_seen = failure_.has_value();
+      }
+      server_->stop(was_aborted || !connected || failure_seen ? Clock::now() : deadline);
       server_.reset();
     }
   }
@@ -442,7 +475,6 @@ class TcpStore final : public Store {
       std::lock_guard lock(mutex_);
       interval = ping_interval_;
     }
-    const std::string ping = FrameWriter(MessageType::ping).finish();
     while (true) {
       {
         std::unique_lock lock(mutex_);
@@ -470,12 +502,25 @@ class TcpStore final : public Store {
       // and a ping must not wait behind a blocked send.
       std::unique_lock send_lock(send_mutex_, std::try_to_lock);
       if (send_lock.owns_lock() && socket_.valid()) {
+        const std::string ping = ping_frame();
         const ssize_t sent = ::send(socket_.get(), ping.data(), ping.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         // Never half a frame on the wire: the rest follows, as any frame's would.
         if (sent > 0 && static_cast<size_t>(sent) < ping.size())
           detail::send_all(socket_.get(), ping.data() + sent, ping.size() - static_cast<size_t>(sent));
       }
     }
+  }
+
+  // A ping: this rank's wait state, as its source says (2: unknown, without one).
+  std::string ping_frame() {
+    std::lock_guard lock(wait_state_mutex_);
+    if (!wait_state_) return FrameWriter(MessageType::ping).u8(2).u64(0).finish();
+    const WaitState state = wait_state_();
+    const auto in_state = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - state.since).count();
+    return FrameWriter(MessageType::ping)
+        .u8(state.waiting ? 1 : 0)
+        .u64(static_cast<uint64_t>(std::max<int64_t>(0, in_state)))
+        .finish();
   }
 
   RankInfo info_;
@@ -502,6 +547,8 @@ class TcpStore final : public Store {
   bool aborted_ = false;
   std::string failure_reason_for_shutdown_;
   std::function<void(const RankFailure&)> handler_;
+  std::mutex wait_state_mutex_;  // held while wait_state_ runs, so that clearing it waits for the call
+  std::function<WaitState()> wait_state_;
   int handlers_running_ = 0;  // calls of handler_ in progress
   std::optional<RankFailure> failure_;
   bool handler_called_ = false;

@@ -13,8 +13,11 @@
 //   barrier id, name, timeout ms
 //   abort   id, reason                             pong     (the answer to a ping)
 //   goodbye id
-//   ping    (every heartbeat interval: the server fails a rank it has not heard from for its stall
-//           limit, and a client reports rank 0 when it has not heard from the server for as long)
+//   ping    waiting (u8: 0 no, 1 yes, 2 unknown), ms in that state (u64): every heartbeat
+//           interval; the server fails a rank it has not heard from for its stall limit, and a
+//           client reports rank 0 when it has not heard from the server for as long
+//   activity id                                   reply: one line per rank, "RANK CONNECTED
+//                                                  WAITING MS_IN_STATE MS_SINCE_PING" (WAITING as ping's)
 //
 // Before its welcome a connection may send one hello of at most kMaxHelloBytes, within
 // kHelloDeadline; the server holds at most kMaxUnwelcomed such connections (the oldest goes first).
@@ -33,8 +36,8 @@
 
 namespace h2::dicomm::detail {
 
-inline constexpr uint32_t kStoreMagic = 0x48325354;  // "H2ST"
-inline constexpr uint16_t kStoreProtocolVersion = 2;  // 2: ping and pong
+inline constexpr uint32_t kStoreMagic = 0x48325354;   // "H2ST"
+inline constexpr uint16_t kStoreProtocolVersion = 3;  // 2: ping and pong; 3: wait states, activity
 // Fabric addresses and ids are small; a frame beyond this is garbage or a peer that is not ours.
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
 // A hello is a token, a host name and a few integers: more before the welcome is not one of ours, and
@@ -57,6 +60,7 @@ enum class MessageType : uint8_t {
   abort = 6,
   goodbye = 7,
   ping = 8,
+  activity = 9,
   welcome = 64,
   refused = 65,
   reply = 66,

@@ -94,6 +94,10 @@ struct StoreServer::Impl {
     uint64_t connection = 0;
     std::string failure;
     Clock::time_point last_heard;  // the last frame from it
+    // Its last ping: waiting for its peers (0 no, 1 yes, 2 unknown) for how long, and when.
+    uint8_t waiting = 2;
+    uint64_t in_state_ms = 0;
+    Clock::time_point pinged;
   };
   struct Waiter {
     uint64_t connection;
@@ -325,6 +329,20 @@ struct StoreServer::Impl {
         if (ranks[static_cast<size_t>(c.rank)].phase == Phase::connected) fail_rank(c.rank, "aborted: " + reason);
         return reply(id, request, true, {});
       }
+      case MessageType::activity: {
+        std::string lines;
+        const Clock::time_point now = Clock::now();
+        for (int r = 0; r < world_size; ++r) {
+          const RankState& state = ranks[static_cast<size_t>(r)];
+          const bool pinged = state.pinged != Clock::time_point();
+          const auto since =
+              pinged ? std::chrono::duration_cast<std::chrono::milliseconds>(now - state.pinged).count() : 0;
+          lines += std::to_string(r) + " " + (state.phase == Phase::connected ? "1" : "0") + " " +
+                   std::to_string(pinged ? state.waiting : 2) + " " + std::to_string(state.in_state_ms) + " " +
+                   std::to_string(since) + "\n";
+        }
+        return reply(id, request, true, lines);
+      }
       case MessageType::goodbye: {
         RankState& state = ranks[static_cast<size_t>(c.rank)];
         if (state.phase == Phase::connected) {
@@ -349,7 +367,13 @@ struct StoreServer::Impl {
       return handle_hello(id, c, in);
     }
     ranks[static_cast<size_t>(c.rank)].last_heard = Clock::now();
-    if (type == MessageType::ping) return queue(id, FrameWriter(MessageType::pong).finish());
+    if (type == MessageType::ping) {
+      RankState& state = ranks[static_cast<size_t>(c.rank)];
+      state.waiting = std::min<uint8_t>(in.u8(), 2);
+      state.in_state_ms = in.u64();
+      state.pinged = state.last_heard;
+      return queue(id, FrameWriter(MessageType::pong).finish());
+    }
     handle_request(id, c, type, in);
   }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "h2/log.hpp"
+#include "missing_ranks.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -360,6 +361,14 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
       engine->fail(CommErrorKind::peer_failed, failure.rank,
                    "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason);
     });
+    // Pings say whether this rank waits for its peers; a wait that times out asks which rank does not.
+    world->store_->report_wait_state([engine] {
+      const auto [waiting, since] = engine->wait_state();
+      return WaitState{waiting, since};
+    });
+    Store* store = world->store_.get();
+    engine->set_timeout_diagnosis(
+        [store, rank = info.rank, timeout] { return detail::missing_ranks(store->activity(), rank, timeout); });
     world->store_->barrier("dicomm/world");
   }
   Fabric::unlink_region_name(region_name);  // every rank has inserted every address by now
@@ -381,7 +390,10 @@ World::~World() {
   }
   // The store's failure handler points at the engine: no failure reported from here on (the store's
   // threads run until close() below) may reach it.
-  if (store_) store_->on_failure({});
+  if (store_) {
+    store_->on_failure({});
+    store_->report_wait_state({});
+  }
   // The engine first: its background thread may still be delivering a message, which reads through
   // imports_ and looks through links_.
   engine_.reset();

@@ -5,6 +5,7 @@
 //   abort     rank 0 aborts with a reason
 //   stall     the last rank never joins (the others must time out)
 //   stop      the last rank stops itself (SIGSTOP) after joining: alive, silent
+//   hang      the last rank hangs outside DiComm after joining: alive, its store heartbeat running
 //   token     rank 1 presents a wrong job token
 #include <unistd.h>
 
@@ -350,11 +351,19 @@ int main(int argc, char** argv) {
     world.allreduce(stream, t);  // everyone is connected and alive
     if (mode == "kill" && info.rank == info.world_size - 1) raise(SIGKILL);
     if (mode == "stop" && info.rank == info.world_size - 1) raise(SIGSTOP);
+    if (mode == "hang" && info.rank == info.world_size - 1)
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // as a deadlock in its own code
     if (mode == "abort" && info.rank == 0) {
       world.abort("the test aborts on purpose");
       return 3;
     }
-    for (int i = 0; i < 1000; ++i) world.allreduce(stream, t);
+    try {
+      for (int i = 0; i < 1000; ++i) world.allreduce(stream, t);
+    } catch (const h2::dicomm::CommError& e) {
+      // As h2 train does: what only this rank saw (a timeout) is told to the others.
+      if (e.kind() == h2::dicomm::CommErrorKind::timeout) world.abort(e.what());
+      throw;
+    }
     std::cout << prefix << "no failure seen" << std::endl;
     return 1;
   } catch (const h2::dicomm::CommError& e) {

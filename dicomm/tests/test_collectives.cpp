@@ -192,6 +192,27 @@ TEST(Faults, StoppedPeerIsNamedWithinTheTimeout) {
   EXPECT_LT(seconds, 6 * 1.1 + 2 + 3 + 3) << result.output;
 }
 
+// A rank that hangs in its own code (its DiComm threads, and with them its heartbeat, still running)
+// is not failed by the store; its peers time out, and each used to blame the peer it was waiting on:
+// in a ring, a rank that was waiting too. Every rank now names the one that is not waiting in DiComm.
+TEST(Faults, HungPeerIsNamedWhenTheWaitsTimeOut) {
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult result = launch(3, "hang", "H2_DICOMM_TIMEOUT=4", "--grace 2");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  // The first to time out names rank 2 and aborts; the other fails with that message, or its own.
+  EXPECT_THAT(result.output, testing::ContainsRegex("rank [01]: CommError\\(peer 2\\): DiComm: timed out after 4.000 s "
+                                                    "waiting for .*; rank 2 is alive but not waiting in DiComm: out of "
+                                                    "it for [0-9.]+ s \\(hanging in its own code"))
+      << result.output;
+  for (const char* rank : {"rank 0: ", "rank 1: "})
+    EXPECT_THAT(result.output,
+                testing::ContainsRegex(std::string(rank) + "CommError.*rank 2 is alive but not waiting in DiComm"))
+        << result.output;
+  // The timeout, then the launcher's grace and SIGTERM, which ends the hung rank.
+  EXPECT_LT(seconds, 4 * 1.1 + 2 + 3 + 3) << result.output;
+}
+
 TEST(Faults, AbortReachesEveryRank) {
   const CliResult result = launch(3, "abort", "H2_DICOMM_TIMEOUT=60");
   EXPECT_NE(result.exit_code, 0) << result.output;

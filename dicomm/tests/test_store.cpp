@@ -27,6 +27,7 @@
 
 #include "h2/dicomm/store.hpp"
 #include "h2/error.hpp"
+#include "missing_ranks.hpp"
 #include "store_protocol.hpp"  // kHelloDeadline, kMaxUnwelcomed: the limits the store keeps
 
 namespace h2::dicomm {
@@ -595,6 +596,36 @@ TEST(Store, RanksWithOtherTimeoutsPingAtTheStoresPace) {
   ASSERT_NE(job.port, 0);
   start_rank(job, 1, kWorld, idle, 60000ms);
   expect_all_succeeded(wait_all(job.pids));
+}
+
+// The ranks' wait states name the rank a timed-out wait was waiting for.
+TEST(MissingRanks, TheRankOutOfDiCommIsNamedElseTheRanksWaitForEachOther) {
+  const auto rank = [](int r, bool waiting, long long in_state_ms, bool connected = true) {
+    RankActivity a;
+    a.rank = r;
+    a.connected = connected;
+    a.reported = true;
+    a.waiting = waiting;
+    a.in_state = std::chrono::milliseconds(in_state_ms);
+    a.heard_ago = 200ms;
+    return a;
+  };
+  // Rank 2 out of DiComm for the whole timeout; rank 3 between two calls; rank 4 gone.
+  auto [blamed, text] =
+      detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, false, 10300), rank(3, false, 100),
+                             rank(4, false, 20000, false)},
+                            0, 10000ms);
+  EXPECT_EQ(blamed, 2);
+  EXPECT_EQ(text,
+            "; rank 2 is alive but not waiting in DiComm: out of it for 10.5 s (hanging in its own code, or computing "
+            "for longer than the timeout); rank 1 waiting in DiComm too");
+  std::tie(blamed, text) = detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, true, 10300)}, 0,
+                                                 10000ms);
+  EXPECT_EQ(blamed, -1);
+  EXPECT_THAT(text, HasSubstr("every other rank is waiting in DiComm too, so the ranks wait for each other"));
+  std::tie(blamed, text) = detail::missing_ranks({rank(0, true, 9800), rank(1, false, 300)}, 0, 10000ms);
+  EXPECT_EQ(blamed, -1);
+  EXPECT_EQ(text, "; rank 1 left DiComm less than half the timeout ago");
 }
 
 // Resident memory of this process, in bytes.

@@ -1,12 +1,15 @@
 // Fault injection for the tests, preloaded into `h2 train` and its ranks (LD_PRELOAD): every call
 // that makes a file durable or changes a directory (fsync, fdatasync, rename, unlink, remove, rmdir,
-// mkdir and their *at forms) is counted per process, and the chosen one never happens: the process
-// is killed (SIGKILL) just before it, as a power cut or the OOM killer would stop it there.
-//   H2_CRASH_LOG=FILE   every such call appends "WHO N CALL PATH" to FILE
-//   H2_CRASH_AT=WHO:N   the process WHO is killed before its N-th such call
-// WHO is "rank" plus the process's H2_RANK, or "launcher" for the process without one. Counting by
-// process (not by syscall, as `strace --inject` does) names each crash point once, and costs nothing
-// between the calls (strace stops the process at every syscall and triples the run's time).
+// mkdir and their *at forms) is a crash point, and the chosen one never happens: the process is
+// killed (SIGKILL) just before it, as a power cut or the OOM killer would stop it there.
+//   H2_CRASH_UNDER=DIR  only calls on paths under DIR count (the run's output)
+//   H2_CRASH_LOG=FILE   every such call appends its point to FILE, one line each
+//   H2_CRASH_AT=POINT   the process at POINT is killed before that call
+// A point is "WHO CALL PATH #K": the K-th such call on PATH by the process WHO ("rank" plus its
+// H2_RANK, or "launcher"). Not a count of all calls: two ranks race to make a directory both need,
+// and the one that finds it made skips its mkdir, which would shift every later number. Counting by
+// process (not by syscall, as `strace --inject` does) costs nothing between the calls (strace stops
+// the process at every syscall and triples the run's time).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,15 +17,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace {
 
-std::atomic<long> calls{0};
+std::mutex mutex;
+std::map<std::string, int>* occurrences = new std::map<std::string, int>;  // never freed: used until exit
 
 std::string who() {
   const char* rank = std::getenv("H2_RANK");
@@ -36,20 +41,23 @@ std::string fd_path(int fd) {
   return n > 0 ? std::string(link, static_cast<size_t>(n)) : proc;
 }
 
-// Counts this call; logs it; kills the process when it is the chosen one.
+// Logs this call's point; kills the process when it is the chosen one.
 void crash_point(const char* call, const std::string& path) {
-  const long n = ++calls;
-  const std::string me = who();
+  if (const char* under = std::getenv("H2_CRASH_UNDER"); under != nullptr && path.rfind(under, 0) != 0) return;
+  std::string point = who() + " " + call + " " + path;
+  {
+    std::lock_guard lock(mutex);
+    point += " #" + std::to_string(++(*occurrences)[point]);
+  }
   if (const char* log = std::getenv("H2_CRASH_LOG")) {
-    const std::string line = me + " " + std::to_string(n) + " " + call + " " + path + "\n";
+    const std::string line = point + "\n";
     const int fd = ::open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd >= 0) {
       (void)!::write(fd, line.data(), line.size());  // O_APPEND: whole lines from concurrent writers
       ::close(fd);
     }
   }
-  if (const char* at = std::getenv("H2_CRASH_AT"); at != nullptr && (me + ":" + std::to_string(n)) == at)
-    ::kill(::getpid(), SIGKILL);
+  if (const char* at = std::getenv("H2_CRASH_AT"); at != nullptr && point == at) ::kill(::getpid(), SIGKILL);
 }
 
 template <typename F>

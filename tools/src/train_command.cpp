@@ -24,6 +24,7 @@
 #include "local_cluster.hpp"
 #include "plan_print.hpp"
 #include "profile_command.hpp"
+#include "runnable_plan.hpp"
 #include "table.hpp"
 
 namespace h2::tools {
@@ -233,8 +234,13 @@ int run_worker(const TrainCommandOptions& options) {
         });
     if (world.rank() == 0) print_summary(plan, result, options.out);
     return 0;
-  } catch (const dicomm::CommError&) {
-    throw;  // another rank failed: its message names it, and it has already reached every rank
+  } catch (const dicomm::CommError& e) {
+    // Another rank failed or this one aborted: the message names it and has reached every rank.
+    // What only this rank saw (a timeout naming the rank that never came, a transport error) is
+    // told to the others, so that none of them waits out its own timeout first.
+    if (e.kind() != dicomm::CommErrorKind::peer_failed && e.kind() != dicomm::CommErrorKind::aborted)
+      world.abort(e.what());
+    throw;
   } catch (const std::exception& e) {
     world.abort(e.what());
     throw;
@@ -273,32 +279,13 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster, options, model);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
-    // HeteroAuto may cut one layer differently in two pipeline classes, which HeteroPP does not run
-    // (placement refuses it); the best plan that HeteroPP runs is taken. That is nearly always the
-    // best one, so the 50 best are searched for only when it is not (a wider search costs seconds
-    // on a large cluster).
-    std::string refused;
-    auto runs = [&](const heteroauto::Plan& p) {
-      try {
-        heteropp::place(p);
-        return true;
-      } catch (const Error& e) {
-        if (refused.empty()) refused = e.what();
-        return false;
-      }
-    };
-    heteroauto::SearchResult found = heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
-    if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
-    if (!runs(found.plans.front()))
-      found = heteroauto::search_plans(cluster, model, {.top = 50, .max_tp = options.max_tp});
-    const auto runnable = std::find_if(found.plans.begin(), found.plans.end(), runs);
-    if (runnable == found.plans.end())
-      throw heteroauto::DescriptionError("HeteroPP runs none of HeteroAuto's " + std::to_string(found.plans.size()) +
-                                         " best plans; the best one: " + refused + " (try a lower --max-tp)");
-    if (runnable != found.plans.begin())
-      std::cout << "HeteroAuto's best plan is not one HeteroPP runs (" << refused << "); taking its number "
-                << (runnable - found.plans.begin()) + 1 << "\n";
-    plan = *runnable;
+    const heteroauto::SearchOptions search{.top = 1, .max_tp = options.max_tp};
+    const RunnablePlan chosen =
+        best_runnable_plan(cluster, model, heteroauto::search_plans(cluster, model, search), search);
+    if (chosen.place > 0)
+      std::cout << "HeteroAuto's best plan is not one HeteroPP runs (" << chosen.best_refused << "); taking its number "
+                << chosen.place + 1 << "\n";
+    plan = chosen.plan;
     heteroauto::check_plan_invariants(plan, cluster);
     std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
   }

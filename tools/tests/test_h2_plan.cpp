@@ -72,6 +72,31 @@ TEST(H2Plan, TinyModelPlansOnTheLocalCpuDevicesAndWritesThePlanFile) {
   fs::remove_all(out.parent_path());
 }
 
+// HeteroAuto's best plans for a 30B model on the HexiScale-like cluster cut a layer with different
+// tensor-parallel degrees in two pipeline classes, which h2 train does not run yet: `-o` used to write
+// such a plan (exit 0) for h2 train to refuse. They are marked, and -o takes the best one that runs.
+TEST(H2Plan, PlansThatTrainCannotRunAreMarkedAndNotWritten) {
+  const fs::path out = scratch("runnable.json");
+  const std::string args =
+      " --top 5 --cluster " + example("clusters/hexiscale-like.json") + " --model " + example("models/dense-30b.json");
+  auto r = run_h2("plan -o " + out.string() + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("h2 train cannot run this plan yet: layer "));
+  EXPECT_THAT(r.output, HasSubstr(", the best that h2 train runs, to " + out.string()));
+  std::ifstream in(out);
+  const auto written = nlohmann::json::parse(in);
+  r = run_h2("plan --json" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto plans = nlohmann::json::parse(r.output)["plans"];
+  ASSERT_TRUE(plans[0].contains("heteropp_refuses")) << plans[0];
+  // The written plan is the first one not refused.
+  size_t first_runnable = 0;
+  while (first_runnable < plans.size() && plans[first_runnable].contains("heteropp_refuses")) ++first_runnable;
+  ASSERT_LT(first_runnable, plans.size());
+  EXPECT_EQ(written, plans[first_runnable]);
+  fs::remove_all(out.parent_path());
+}
+
 // --max-tp bounds every stage's tensor-parallel degree.
 TEST(H2Plan, MaxTpBoundsTheTensorParallelDegree) {
   for (int max_tp : {1, 2}) {

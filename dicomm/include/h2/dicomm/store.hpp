@@ -8,7 +8,9 @@
 // rank, whose failure handler then fails all pending communication naming the rank. Every rank also
 // pings the store (20 times per stall limit, 90% of the timeout given to connect): a rank the store
 // has not heard from for the stall limit (a stopped process) is failed the same way, and a rank that
-// has not heard from the store for as long reports rank 0, whose process runs it.
+// has not heard from the store for as long reports rank 0, whose process runs it. A ping also says
+// whether the rank is waiting for its peers (report_wait_state): a rank alive but hung outside
+// DiComm keeps pinging, and activity() lets the ranks that time out waiting for it name it.
 //
 // Implementation notes (dicomm/src/store*.cpp, store_protocol.hpp for the wire format):
 // - Each rank holds one TCP connection (TCP_NODELAY) to the store, used both for requests and as
@@ -44,6 +46,23 @@ struct RankFailure {
   std::string reason;  // "the process exited without closing DiComm (connection closed)", "aborted: <reason>"
 };
 
+// Whether a rank is inside a wait for its peers (a DiComm operation), and since when: what its pings
+// carry, so that a rank whose wait times out can name the rank that never came.
+struct WaitState {
+  bool waiting = false;
+  std::chrono::steady_clock::time_point since{};  // when it began waiting, or stopped
+};
+
+// A rank as the store last heard of it (Store::activity).
+struct RankActivity {
+  int rank = -1;
+  bool connected = false;                  // in the job now (not yet joined, closed or failed: false)
+  bool reported = false;                   // its pings carry a WaitState (it has a DiComm world)
+  bool waiting = false;                    // inside a wait for its peers
+  std::chrono::milliseconds in_state{0};   // how long it had been waiting, or not, at its last ping
+  std::chrono::milliseconds heard_ago{0};  // since that ping
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -76,6 +95,11 @@ class Store {
   // call of the old one is running any more (so that what it points at may go); never clear it from
   // the handler itself.
   virtual void on_failure(std::function<void(const RankFailure&)> handler) = 0;
+  // Sets what this rank's pings carry from now on (empty: nothing). Called on the store's heartbeat
+  // thread, so it must be quick and never block. Clearing returns once no call is running.
+  virtual void report_wait_state(std::function<WaitState()> source) = 0;
+  // Every rank's latest ping, from the store (a round trip; waits up to the timeout given to connect).
+  virtual std::vector<RankActivity> activity() = 0;
   // Tells every rank that this one aborted; their failure handlers run with "aborted: <reason>".
   // Returns once the store has acknowledged it (or the timeout passed), so the notice has left this
   // process even if it exits right after.
