@@ -143,7 +143,8 @@ class TrainFaultTest : public ::testing::Test {
       return text;
     };
     const fs::path work = dir_ / (name + "-work"), log = dir_ / (name + "-crash-points.log");
-    const std::string preload = "LD_PRELOAD=" + env_or_fail("H2_TEST_CRASH_AT") + " H2_CRASH_UNDER=" + work.string();
+    const std::string preload =
+        "LD_PRELOAD=" + env_or_fail("H2_TEST_CRASH_PRELOAD") + " H2_CRASH_UNDER=" + work.string();
     start.empty() ? (fs::remove_all(work), void()) : copy(start, work);
     const h2::test::CliResult counted =
         run_tool(with(interrupted, "{OUT}", work.string()), preload + " H2_CRASH_LOG=" + log.string());
