@@ -8,9 +8,9 @@ namespace h2::conformance {
 namespace {
 
 Case softmax_case(std::string name, DType dtype, Shape shape, double scale, bool causal,
-                  Layout layout = Layout::contiguous, Fill fill = Fill::normal) {
+                  Layout layout = Layout::contiguous, Fill fill = Fill::normal, double magnitude = 3) {
   Case x{.op = "softmax", .name = std::move(name), .dtype = dtype};
-  x.tensors = {{.name = "x", .shape = shape, .fill = fill, .scale = 3, .layout = layout},
+  x.tensors = {{.name = "x", .shape = shape, .fill = fill, .scale = magnitude, .layout = layout},
                {.name = "y", .shape = shape, .role = Role::output}};
   x.run = [scale, causal](Stream& s, const std::vector<Tensor>& t) { ops::softmax(s, t[0], t[1], scale, causal); };
   x.n = shape.empty() ? 1 : shape.back();
@@ -33,10 +33,11 @@ Shape rows(const Shape& shape) {
   return Shape(shape.begin(), shape.end() - 1);
 }
 
-Case layer_norm_case(std::string name, DType dtype, Shape shape, bool affine, Layout layout = Layout::contiguous) {
+Case layer_norm_case(std::string name, DType dtype, Shape shape, bool affine, Layout layout = Layout::contiguous,
+                     double magnitude = 2) {
   const int64_t n = shape.back();
   Case x{.op = "layer_norm", .name = std::move(name), .dtype = dtype};
-  x.tensors = {{.name = "x", .shape = shape, .scale = 2, .layout = layout},
+  x.tensors = {{.name = "x", .shape = shape, .scale = magnitude, .layout = layout},
                {.name = "weight", .shape = {n}},
                {.name = "bias", .shape = {n}},
                {.name = "y", .shape = shape, .role = Role::output},
@@ -73,10 +74,11 @@ Case layer_norm_backward_case(std::string name, DType dtype, Shape shape) {
   return x;
 }
 
-Case rms_norm_case(std::string name, DType dtype, Shape shape, Layout layout = Layout::contiguous) {
+Case rms_norm_case(std::string name, DType dtype, Shape shape, Layout layout = Layout::contiguous,
+                   double magnitude = 2) {
   const int64_t n = shape.back();
   Case x{.op = "rms_norm", .name = std::move(name), .dtype = dtype};
-  x.tensors = {{.name = "x", .shape = shape, .scale = 2, .layout = layout},
+  x.tensors = {{.name = "x", .shape = shape, .scale = magnitude, .layout = layout},
                {.name = "weight", .shape = {n}},
                {.name = "y", .shape = shape, .role = Role::output},
                {.name = "rstd", .shape = rows(shape), .role = Role::output, .kind = Kind::statistic}};
@@ -119,6 +121,8 @@ void add_normalization_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(softmax_case("unaligned start", dtype, {5, 33}, 1.0, false, Layout::offset));
   cases.push_back(softmax_case("more queries than keys (masked rows)", dtype, {6, 4}, 1.0, true));
   cases.push_back(softmax_case("size-1 rows", dtype, {7, 1}, 1.0, false));
+  // Logits up to about +-150, where exp overflows fp32 unless the row's max is subtracted first.
+  cases.push_back(softmax_case("large logits", dtype, {6, 96}, 1.0, false, Layout::contiguous, Fill::normal, 40));
   cases.push_back(softmax_case("no rows", dtype, {0, 9}, 1.0, false));
   list.cases.push_back(softmax_backward_case("scores " + shape_name({s.heads, s.seq, s.seq}), dtype,
                                              {s.heads, s.seq, s.seq}, attention_scale));
@@ -131,6 +135,9 @@ void add_normalization_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(layer_norm_backward_case("hidden " + shape_name({t, h}), dtype, {t, h}));
   cases.push_back(rms_norm_case("hidden " + shape_name({t, h}), dtype, {t, h}));
   cases.push_back(rms_norm_case("unaligned start", dtype, {7, 40}, Layout::offset));
+  // Rows whose mean square (1e-6) is as small as eps: eps must go inside the square root.
+  cases.push_back(rms_norm_case("small rows, eps dominates", dtype, {5, 64}, Layout::contiguous, 1e-3));
+  cases.push_back(layer_norm_case("small rows, eps dominates", dtype, {5, 64}, true, Layout::contiguous, 3e-3));
   cases.push_back(rms_norm_backward_case("hidden " + shape_name({t, h}), dtype, {t, h}));
 }
 

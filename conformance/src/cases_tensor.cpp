@@ -100,12 +100,14 @@ Case reduce_case(std::string name, DType dtype, ops::ReduceOp op, Shape x_shape,
   return x;
 }
 
-Case copy_case(std::string name, DType dtype, Shape shape, Layout in_layout, Layout out_layout, bool cast_from_f32) {
+Case copy_case(std::string name, DType dtype, Shape shape, Layout in_layout, Layout out_layout, bool cast_from_f32,
+               double magnitude = 100, Fill fill = Fill::normal) {
   Case x{.op = "copy", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "x",
                 .shape = shape,
                 .kind = cast_from_f32 ? Kind::fixed : Kind::floating,
-                .scale = 100,
+                .fill = fill,
+                .scale = magnitude,
                 .fixed_dtype = DType::f32,
                 .layout = in_layout},
                {.name = "y", .shape = shape, .role = Role::output, .layout = out_layout}};
@@ -174,9 +176,15 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(copy_case("transpose to contiguous", dtype, {t, 24}, Layout::transposed, Layout::contiguous, false));
   cases.push_back(copy_case("into a strided view", dtype, {9, 10}, Layout::contiguous, Layout::strided, false));
   cases.push_back(copy_case("unaligned to unaligned", dtype, {257}, Layout::offset, Layout::offset, false));
-  if (dtype != DType::f32)
+  if (dtype != DType::f32) {
     cases.push_back(
         copy_case("cast from f32, round to nearest even", dtype, {4096}, Layout::contiguous, Layout::contiguous, true));
+    // Values past the dtype's largest finite number round to +-Inf, not saturate: f16's is 65504,
+    // bf16's about 3.39e38 (f32's own largest, 3.40e38, lies beyond it).
+    const double beyond = dtype == DType::f16 ? 1e5 : 3.4e38;
+    cases.push_back(copy_case("cast from f32 past the largest finite value", dtype, {1024}, Layout::contiguous,
+                              Layout::contiguous, true, beyond, Fill::uniform));
+  }
   {
     Case x{.op = "fill", .name = "one third", .dtype = dtype};
     x.tensors = {{.name = "y", .shape = {5, 6}, .role = Role::output, .layout = Layout::strided}};

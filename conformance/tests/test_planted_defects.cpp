@@ -113,6 +113,33 @@ TEST(PlantedDefects, AHangIsTimedOutAndTheSuiteGoesOn) {
   EXPECT_EQ(count(report, "fill", CaseState::pass), 1u);
 }
 
+// Defects that inputs of ordinary magnitude never showed (issue 27's first classes): each is caught
+// by the case named, in the dtypes given.
+struct EdgeDefect {
+  const char* defect;
+  const char* op;
+  const char* case_name;
+  std::vector<DType> dtypes;
+};
+
+TEST(PlantedDefects, EdgeCasesCatchWhatOrdinaryInputsMiss) {
+  const EdgeDefect defects[] = {
+      {"softmax_without_max", "softmax", "large logits", {DType::f32}},
+      {"saturating_f16", "copy", "cast from f32 past the largest finite value", {DType::f16}},
+      {"eps_outside_sqrt", "rms_norm", "small rows, eps dominates", {DType::f32}},
+      {"eps_outside_sqrt", "layer_norm", "small rows, eps dominates", {DType::f32}},
+      // Every gemm with beta 0: C starts as NaN, which 0 * C propagates.
+      {"gemm_reads_c", "gemm", "A and B stored transposed", {DType::f32}},
+  };
+  for (const EdgeDefect& d : defects) {
+    SCOPED_TRACE(std::string(d.defect) + " on " + d.op);
+    SuiteReport report = run_with_defect(d.defect, {d.op}, d.dtypes);
+    bool caught = false;
+    for (const CaseResult& r : report.cases) caught |= r.name == d.case_name && r.state == CaseState::fail;
+    EXPECT_TRUE(caught) << problems(report, d.op);
+  }
+}
+
 TEST(PlantedDefects, ABlockedFp32GemmRoundsDifferentlyAndStillPasses) {
   SuiteReport report = run_with_defect("blocked_fp32_gemm", {"gemm"}, {DType::f32, DType::f16, DType::bf16});
   EXPECT_TRUE(report.passed()) << problems(report, "gemm");

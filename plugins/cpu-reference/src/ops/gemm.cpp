@@ -85,7 +85,7 @@ void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const
         for (int64_t j = 0; j < n; ++j) {
           const int64_t offset = c_batch + i * c.strides[r - 2] + j * c.strides[r - 1];
           double value = alpha * acc[static_cast<size_t>(j)] + bias_row[static_cast<size_t>(j)];
-          if (beta != 0) value += beta * load_element(c, offset);
+          if (beta != 0 || planted_defect() == Defect::gemm_reads_c) value += beta * load_element(c, offset);
           store_element(c, offset, value);
         }
       }

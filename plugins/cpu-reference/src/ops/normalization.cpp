@@ -45,6 +45,12 @@ void softmax_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& y, do
     if (visible == 0) return;  // a fully masked row stays 0
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < visible; ++j) max = std::max(max, scale * row[j]);
+    if (planted_defect() == Defect::softmax_without_max) {
+      float total = 0;
+      for (int64_t j = 0; j < visible; ++j) total += std::exp(static_cast<float>(scale * row[j]));
+      for (int64_t j = 0; j < visible; ++j) result[j] = std::exp(static_cast<float>(scale * row[j])) / total;
+      return;
+    }
     double sum = 0;
     const int64_t summed = planted_defect() == Defect::softmax_off_by_one ? visible - 1 : visible;
     for (int64_t j = 0; j < summed; ++j) sum += std::exp(scale * row[j] - max);
@@ -84,7 +90,8 @@ void layer_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& we
     double var = 0;
     for (int64_t j = 0; j < shape.cols; ++j) var += (row[j] - mean) * (row[j] - mean);
     var /= static_cast<double>(shape.cols);
-    const double rstd = 1.0 / std::sqrt(var + eps);
+    const double rstd =
+        planted_defect() == Defect::eps_outside_sqrt ? 1.0 / (std::sqrt(var) + eps) : 1.0 / std::sqrt(var + eps);
     for (int64_t j = 0; j < shape.cols; ++j)
       out[static_cast<size_t>(r * shape.cols + j)] =
           (row[j] - mean) * rstd * w[static_cast<size_t>(j)] + b[static_cast<size_t>(j)];
@@ -140,7 +147,8 @@ void rms_norm_kernel(ThreadPool& pool, const TensorRef& x, const TensorRef& weig
     double mean_square = 0;
     for (int64_t j = 0; j < shape.cols; ++j) mean_square += row[j] * row[j];
     mean_square /= static_cast<double>(shape.cols);
-    const double rstd = 1.0 / std::sqrt(mean_square + eps);
+    const double rstd = planted_defect() == Defect::eps_outside_sqrt ? 1.0 / (std::sqrt(mean_square) + eps)
+                                                                     : 1.0 / std::sqrt(mean_square + eps);
     for (int64_t j = 0; j < shape.cols; ++j)
       out[static_cast<size_t>(r * shape.cols + j)] = row[j] * rstd * w[static_cast<size_t>(j)];
     rstds[static_cast<size_t>(r)] = rstd;

@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "common.hpp"
 #include "../plugin_state.hpp"
+#include "common.hpp"
 #include "tensor_ref.hpp"
 
 namespace h2::cpu_reference {

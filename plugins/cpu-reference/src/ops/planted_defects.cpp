@@ -31,6 +31,10 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"crash_on_shape", Defect::crash_on_shape},
       {"hang", Defect::hang},
       {"blocked_fp32_gemm", Defect::blocked_fp32_gemm},
+      {"softmax_without_max", Defect::softmax_without_max},
+      {"saturating_f16", Defect::saturating_f16},
+      {"eps_outside_sqrt", Defect::eps_outside_sqrt},
+      {"gemm_reads_c", Defect::gemm_reads_c},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;

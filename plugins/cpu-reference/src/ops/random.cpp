@@ -4,9 +4,9 @@
 #include <numbers>
 #include <vector>
 
+#include "common.hpp"
 #include "op_support.hpp"
 #include "op_table.hpp"
-#include "common.hpp"
 
 namespace h2::cpu_reference {
 

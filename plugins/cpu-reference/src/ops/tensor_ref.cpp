@@ -4,8 +4,8 @@
 #include <cstring>
 #include <limits>
 
-#include "common.hpp"
 #include "../runtime.hpp"
+#include "common.hpp"
 #include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
@@ -122,6 +122,9 @@ void store_element(const TensorRef& t, int64_t offset, double value) {
     case H2_DTYPE_F16:
     case H2_DTYPE_BF16: {
       uint16_t bits = t.dtype == H2_DTYPE_F16 ? f64_to_f16(value) : f64_to_bf16(value);
+      if (planted_defect() == Defect::saturating_f16 && t.dtype == H2_DTYPE_F16 && (bits & 0x7FFF) == 0x7C00 &&
+          std::isfinite(value))
+        bits = static_cast<uint16_t>((bits & 0x8000) | 0x7BFF);  // +-65504
       if (planted_defect() == Defect::bf16_truncation && t.dtype == H2_DTYPE_BF16) {
         const float f = static_cast<float>(value);
         uint32_t raw;
