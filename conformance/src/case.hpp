@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct TensorSpec {
   int64_t limit = 0;  // indices: [0, limit)
   DType fixed_dtype = DType::f32;
   Layout layout = Layout::contiguous;
+  // indices: every third value is this one instead (an ignore_index, which chance would rarely draw).
+  std::optional<int64_t> every_third;
 };
 
 struct Case {

@@ -63,7 +63,10 @@ HostValues generate(const Case& c, const TensorSpec& spec) {
       case Fill::normal: v[i] = normal(gen) * spec.scale; break;
       case Fill::positive: v[i] = (0.5 + 1.5 * unit(gen)) * spec.scale; break;
       case Fill::uniform: v[i] = (2 * unit(gen) - 1) * spec.scale; break;
-      case Fill::indices: v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit)); break;
+      case Fill::indices:
+        v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit));
+        if (spec.every_third && i % 3 == 0) v[i] = static_cast<double>(*spec.every_third);
+        break;
       case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
       case Fill::zeros:
       case Fill::derived: v[i] = 0; break;

@@ -36,10 +36,22 @@ Case rotary_case(std::string name, DType dtype, Shape shape, ops::RotaryOptions 
   return x;
 }
 
+// Every third row's target is the ignore_index (where one is set: below 0 or within the
+// vocabulary), so ignored rows are there in every case, forward and backward, not by chance.
+std::optional<int64_t> ignored_row_target(const ops::CrossEntropyOptions& options, int64_t vocab) {
+  if (options.ignore_index < vocab) return options.ignore_index;
+  return std::nullopt;
+}
+
 Case cross_entropy_case(std::string name, DType dtype, int64_t rows, int64_t vocab, ops::CrossEntropyOptions options) {
   Case x{.op = "cross_entropy", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "logits", .shape = {rows, vocab}, .scale = 4},
-               {.name = "targets", .shape = {rows}, .kind = Kind::index, .fill = Fill::indices, .limit = vocab},
+               {.name = "targets",
+                .shape = {rows},
+                .kind = Kind::index,
+                .fill = Fill::indices,
+                .limit = vocab,
+                .every_third = ignored_row_target(options, vocab)},
                {.name = "loss", .shape = {rows}, .role = Role::output, .kind = Kind::statistic},
                {.name = "lse", .shape = {rows}, .role = Role::output, .kind = Kind::statistic}};
   x.run = [options](Stream& s, const std::vector<Tensor>& t) {
@@ -53,7 +65,12 @@ Case cross_entropy_backward_case(std::string name, DType dtype, int64_t rows, in
                                  ops::CrossEntropyOptions options) {
   Case x{.op = "cross_entropy_backward", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "logits", .shape = {rows, vocab}, .scale = 4},
-               {.name = "targets", .shape = {rows}, .kind = Kind::index, .fill = Fill::indices, .limit = vocab},
+               {.name = "targets",
+                .shape = {rows},
+                .kind = Kind::index,
+                .fill = Fill::indices,
+                .limit = vocab,
+                .every_third = ignored_row_target(options, vocab)},
                {.name = "lse", .shape = {rows}, .kind = Kind::statistic, .fill = Fill::derived},
                {.name = "dloss", .shape = {rows}, .kind = Kind::statistic},
                {.name = "dlogits", .shape = {rows, vocab}, .role = Role::output}};
@@ -151,10 +168,12 @@ void add_model_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(rotary_case("backward " + shape_name(heads), dtype, heads, {.position_offset = 7}, true));
   cases.push_back(rotary_case("strided input", dtype, {2, 5, 3, 8}, {}, false, Layout::strided));
 
-  cases.push_back(cross_entropy_case("vocabulary " + std::to_string(s.vocab), dtype, t, s.vocab, {}));
+  cases.push_back(
+      cross_entropy_case("vocabulary " + std::to_string(s.vocab) + ", ignored rows", dtype, t, s.vocab, {}));
   cases.push_back(cross_entropy_case("label smoothing 0.1, ignore index 3", dtype, 12, 40,
                                      {.ignore_index = 3, .label_smoothing = 0.1}));
-  cases.push_back(cross_entropy_backward_case("vocabulary " + std::to_string(s.vocab), dtype, t, s.vocab, {}));
+  cases.push_back(
+      cross_entropy_backward_case("vocabulary " + std::to_string(s.vocab) + ", ignored rows", dtype, t, s.vocab, {}));
   cases.push_back(cross_entropy_backward_case("label smoothing 0.1, ignore index 3", dtype, 12, 40,
                                               {.ignore_index = 3, .label_smoothing = 0.1}));
 

@@ -130,6 +130,7 @@ TEST(PlantedDefects, EdgeCasesCatchWhatOrdinaryInputsMiss) {
       {"eps_outside_sqrt", "layer_norm", "small rows, eps dominates", {DType::f32}},
       // Every gemm with beta 0: C starts as NaN, which 0 * C propagates.
       {"gemm_reads_c", "gemm", "A and B stored transposed", {DType::f32}},
+      {"ignored_rows_backward", "cross_entropy_backward", "label smoothing 0.1, ignore index 3", {DType::f32}},
   };
   for (const EdgeDefect& d : defects) {
     SCOPED_TRACE(std::string(d.defect) + " on " + d.op);

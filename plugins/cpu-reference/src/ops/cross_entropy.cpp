@@ -56,8 +56,10 @@ void cross_entropy_backward_kernel(ThreadPool& pool, const TensorRef& logits, co
   pool.parallel_for(rows, 4, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t target = t[static_cast<size_t>(r)];
-      if (target == ignore_index) continue;
-      if (target < 0 || target >= vocab) index_error("target of row " + std::to_string(r) + ":", target, vocab);
+      const bool ignored = target == ignore_index;
+      if (ignored && planted_defect() != Defect::ignored_rows_backward) continue;
+      if (!ignored && (target < 0 || target >= vocab))
+        index_error("target of row " + std::to_string(r) + ":", target, vocab);
       for (int64_t j = 0; j < vocab; ++j) {
         const size_t i = static_cast<size_t>(r * vocab + j);
         const double p = std::exp(x[i] - lse[static_cast<size_t>(r)]);

@@ -35,6 +35,7 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"saturating_f16", Defect::saturating_f16},
       {"eps_outside_sqrt", Defect::eps_outside_sqrt},
       {"gemm_reads_c", Defect::gemm_reads_c},
+      {"ignored_rows_backward", Defect::ignored_rows_backward},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;
