@@ -79,7 +79,7 @@ Case unary_case(std::string name, DType dtype, ops::UnaryOp op, Fill fill) {
 }
 
 Case reduce_case(std::string name, DType dtype, ops::ReduceOp op, Shape x_shape, std::vector<int> dims, bool keepdim,
-                 bool f32_out, bool indices) {
+                 bool f32_out, bool indices, Layout layout = Layout::contiguous) {
   Shape y;
   int64_t count = 1;
   for (int d = 0; d < static_cast<int>(x_shape.size()); ++d) {
@@ -89,7 +89,7 @@ Case reduce_case(std::string name, DType dtype, ops::ReduceOp op, Shape x_shape,
     if (reduced && keepdim) y.push_back(1);
   }
   Case x{.op = "reduce", .name = std::move(name), .dtype = dtype};
-  x.tensors = {{.name = "x", .shape = x_shape},
+  x.tensors = {{.name = "x", .shape = x_shape, .layout = layout},
                {.name = "y", .shape = y, .role = Role::output, .kind = f32_out ? Kind::statistic : Kind::floating}};
   if (indices) x.tensors.push_back({.name = "indices", .shape = y, .role = Role::output, .kind = Kind::index});
   x.run = [op, dims, keepdim, indices](Stream& s, const std::vector<Tensor>& t) {
@@ -172,6 +172,13 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(reduce_case("max with indices", dtype, R::max, {7, 19}, {1}, false, false, true));
   cases.push_back(reduce_case("amax of everything", dtype, R::amax, {6, 9}, {0, 1}, false, false, false));
   cases.push_back(reduce_case("sum over an empty dimension", dtype, R::sum, {4, 0}, {1}, false, false, false));
+  // Views: reductions read through strides like every other operator.
+  cases.push_back(
+      reduce_case("sum of a transposed view", dtype, R::sum, {24, 40}, {1}, false, false, false, Layout::transposed));
+  cases.push_back(reduce_case("max with indices of a strided view", dtype, R::max, {9, 33}, {1}, false, false, true,
+                              Layout::strided));
+  cases.push_back(
+      reduce_case("mean of an unaligned view", dtype, R::mean, {5, 17}, {0}, false, false, false, Layout::offset));
 
   cases.push_back(copy_case("transpose to contiguous", dtype, {t, 24}, Layout::transposed, Layout::contiguous, false));
   cases.push_back(copy_case("into a strided view", dtype, {9, 10}, Layout::contiguous, Layout::strided, false));

@@ -131,6 +131,7 @@ TEST(PlantedDefects, EdgeCasesCatchWhatOrdinaryInputsMiss) {
       // Every gemm with beta 0: C starts as NaN, which 0 * C propagates.
       {"gemm_reads_c", "gemm", "A and B stored transposed", {DType::f32}},
       {"ignored_rows_backward", "cross_entropy_backward", "label smoothing 0.1, ignore index 3", {DType::f32}},
+      {"reduce_ignores_strides", "reduce", "sum of a transposed view", {DType::f32}},
   };
   for (const EdgeDefect& d : defects) {
     SCOPED_TRACE(std::string(d.defect) + " on " + d.op);

@@ -146,13 +146,7 @@ H2_Status op_unary(H2_Stream* stream, const H2_UnaryArgs* args) {
     const uint32_t op = args->op;
     check_op(op >= H2_UNARY_EXP && op <= H2_UNARY_RECIPROCAL, "unary", op);
     TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
-    if (planted_defect() == Defect::ignores_strides) {
-      int64_t stride = 1;
-      for (int d = x.rank - 1; d >= 0; --d) {
-        x.strides[d] = stride;
-        stride *= x.shape[d];
-      }
-    }
+    if (planted_defect() == Defect::ignores_strides) x.assume_contiguous();
     call.enqueue([=] {
       Values values = load(x);
       for (double& v : values) v = apply_unary(op, v);

@@ -36,6 +36,7 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"eps_outside_sqrt", Defect::eps_outside_sqrt},
       {"gemm_reads_c", Defect::gemm_reads_c},
       {"ignored_rows_backward", Defect::ignored_rows_backward},
+      {"reduce_ignores_strides", Defect::reduce_ignores_strides},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include "op_support.hpp"
 #include "op_table.hpp"
+#include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
 
@@ -74,6 +75,7 @@ H2_Status op_reduce(H2_Stream* stream, const H2_ReduceArgs* args) {
       fail(H2_STATUS_INVALID_ARGUMENT, "unknown reduce op " + std::to_string(op));
     TensorRef x = call.tensor(args->x, "x"), y = call.tensor(args->y, "y");
     TensorRef indices = call.tensor(args->indices, "indices");
+    if (planted_defect() == Defect::reduce_ignores_strides) x.assume_contiguous();
     call.enqueue([=] { reduce_kernel(op, x, y, indices, dims_mask); });
   });
 }

@@ -28,6 +28,15 @@ struct TensorRef {
   int64_t size(int dim) const { return shape[dim < 0 ? dim + rank : dim]; }
   // Element offset of the row-major logical index `linear`.
   int64_t offset_of(int64_t linear) const;
+  // Forgets the view's strides, as a plugin that reads every tensor as contiguous would (the test
+  // plugin's planted defects only).
+  void assume_contiguous() {
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+  }
 };
 
 // Checks that the tensor lies in a live allocation of `device` and resolves it. `role` names it in
