@@ -1,5 +1,8 @@
 // Elementwise arithmetic, reductions, copies and casts, factories and indexing; and the behaviour
 // checks that are not numeric comparisons.
+#include <chrono>
+#include <thread>
+
 #include "cases.hpp"
 
 namespace h2::conformance {
@@ -306,6 +309,32 @@ void add_behaviour_checks(CaseList& list) {
                                return host[0] == 7 ? ""
                                                    : "a stream waiting on an event read data written before the event";
                              }});
+  // An event must complete when the work before it has finished, not when it started: recorded
+  // while one long task runs (on a device fast enough to have finished it, the check holds anyway).
+  list.behaviours.push_back(
+      {"streams", "an event completes when its work has finished, not when it started", [](Stream& s) -> std::string {
+         const Device& d = s.device();
+         Stream other = d.create_stream();
+         const size_t bytes = size_t{128} << 20;
+         DeviceBuffer big = d.allocate(bytes), seen = d.allocate(4);
+         for (uint8_t trial = 1; trial <= 3; ++trial) {
+           s.memset(big, trial);
+           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // under way, no longer queued
+           Event done = d.create_event();
+           done.record(s);
+           other.wait(done);
+           other.copy(seen, 0, big, bytes - 4, 4);  // the last bytes the memset writes
+           uint8_t host[4] = {};
+           other.copy_to_host(host, seen, 4);
+           other.synchronize();
+           if (host[0] != trial || host[3] != trial)
+             return "a stream waiting on an event read memory that the work before the event had not finished "
+                    "writing (trial " +
+                    std::to_string(trial) + ")";
+         }
+         s.synchronize();
+         return "";
+       }});
 }
 
 }  // namespace h2::conformance

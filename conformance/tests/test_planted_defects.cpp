@@ -142,6 +142,15 @@ TEST(PlantedDefects, EdgeCasesCatchWhatOrdinaryInputsMiss) {
   }
 }
 
+TEST(PlantedDefects, AnEventThatCompletesWhenItsWorkStartsFails) {
+  SuiteReport report = run_with_defect("early_event", {"streams"}, {DType::f32});
+  bool caught = false;
+  for (const CaseResult& r : report.cases)
+    caught |=
+        r.name == "an event completes when its work has finished, not when it started" && r.state == CaseState::fail;
+  EXPECT_TRUE(caught) << problems(report, "streams");
+}
+
 TEST(PlantedDefects, ABlockedFp32GemmRoundsDifferentlyAndStillPasses) {
   SuiteReport report = run_with_defect("blocked_fp32_gemm", {"gemm"}, {DType::f32, DType::f16, DType::bf16});
   EXPECT_TRUE(report.passed()) << problems(report, "gemm");

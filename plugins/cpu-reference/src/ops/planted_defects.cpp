@@ -37,6 +37,7 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"gemm_reads_c", Defect::gemm_reads_c},
       {"ignored_rows_backward", Defect::ignored_rows_backward},
       {"reduce_ignores_strides", Defect::reduce_ignores_strides},
+      {"early_event", Defect::early_event},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;

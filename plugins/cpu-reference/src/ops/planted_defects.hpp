@@ -26,6 +26,7 @@ enum class Defect {
   gemm_reads_c,            // gemm adds beta * C also when beta is 0 (BLAS does not read C then)
   ignored_rows_backward,   // cross_entropy_backward gives ignore_index rows a gradient (as if no target)
   reduce_ignores_strides,  // reduce reads x as if it were contiguous
+  early_event,             // an event completes once its last task has started, not finished
 };
 
 #ifdef H2_PLANTED_DEFECTS
