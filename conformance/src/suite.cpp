@@ -95,6 +95,13 @@ Loaded load(const SuiteOptions& options) {
   loaded.runtime = std::make_unique<Runtime>(runtime_options);
   const PluginInfo& info = loaded.runtime->plugins().at(0);
   if (!info.loaded()) throw Error(H2_STATUS_INVALID_ARGUMENT, "plugin " + options.plugin + ": " + info.message);
+  // Devices are found by plugin name: a plugin file that calls itself cpu-reference (a fork or
+  // another build of it) would be compared with itself, or stand in for the reference, and pass.
+  if (options.plugin != "cpu-reference" && info.name == "cpu-reference")
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                "plugin " + options.plugin +
+                    " calls itself 'cpu-reference', the name of the reference plugin it is compared with: give it a "
+                    "name of its own (plugin_name in its H2_PluginApi table)");
   const PluginInfo* reference = nullptr;
   for (const PluginInfo& p : loaded.runtime->plugins())
     if (p.name == "cpu-reference" && p.loaded()) reference = &p;

@@ -69,4 +69,21 @@ TEST(H2Conform, BadArgumentsAreUsageErrors) {
   EXPECT_THAT(missing.output, HasSubstr("not installed: no file at /nonexistent/libh2-plugin-x.so"));
 }
 
+// A copy of cpu-reference under another path, still calling itself cpu-reference, used to be compared
+// with itself (devices are found by plugin name) and certified whatever it computed.
+TEST(H2Conform, APluginNamedLikeTheReferenceIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / "h2-conform-same-name-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Result listed = h2("devices --json --plugin cpu-reference");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const std::string original = nlohmann::json::parse(listed.output)["plugins"][0]["path"];
+  const fs::path copy = dir / "libh2-plugin-my-fork.so";
+  fs::copy_file(original, copy);
+  const Result r = h2("conform --quick --ops fill --plugin " + copy.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("plugin " + copy.string() + " calls itself 'cpu-reference', the name of the reference"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
