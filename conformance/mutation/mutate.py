@@ -82,17 +82,49 @@ def inside_string(line, position):
     return line[:position].count('"') % 2 == 1
 
 
+def planted_only(lines):
+    """Line numbers of code that only the test plugin's planted defects reach: the block of an `if`
+    that tests planted_defect() (not its else), and functions named planted_*. Dead in cpu-reference."""
+    dead, depth, pending = set(), 0, False
+    for number, line in enumerate(lines):
+        if depth == 0:
+            if re.match(r"\S.*\bplanted_\w+\(", line) or "planted_defect()" in line:
+                pending = True
+            if not pending:
+                continue
+            dead.add(number)
+            if "{" not in line:
+                pending = pending and not line.rstrip().endswith(";")
+                continue
+            pending = False
+            line = line[line.index("{") + 1:]
+            depth = 1
+        else:
+            dead.add(number)
+        for ch in line:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth == 0:
+                break
+    return dead
+
+
 def enumerate_mutants(files):
     mutants = []
     for rel in files:
         path = os.path.join(ROOT, SOURCES, rel)
         with open(path) as f:
             lines = f.read().split("\n")
+        dead = planted_only(lines)
+        seen = {}  # identical lines of a file get ids of their own: DIGEST, DIGEST.1, ...
         for number, line in enumerate(lines):
             code = code_part(line)
-            if code is None:
+            if code is None or number in dead:
                 continue
             digest = hashlib.sha1(line.strip().encode()).hexdigest()[:8]
+            repeat = seen.get(digest, 0)
+            seen[digest] = repeat + 1
+            if repeat:
+                digest += f".{repeat}"
             for name, pattern, replacement in OPERATORS:
                 for occurrence, match in enumerate(re.finditer(pattern, code)):
                     if inside_string(code, match.start()):
@@ -202,7 +234,10 @@ def main():
     parser.add_argument("--timeout", type=int, default=300, help="seconds h2 conform may take per mutant")
     parser.add_argument("--goal", type=float, default=0.95)
     parser.add_argument("--json", help="write every mutant's result here")
+    parser.add_argument("--survivors", help="write the table of mutants not killed here (Markdown)")
     parser.add_argument("--list", action="store_true", help="only count the mutants")
+    parser.add_argument("--only", nargs="+", metavar="ID",
+                        help="try just the mutants whose id starts with one of these (a survivor, once more)")
     args = parser.parse_args()
 
     files = sorted(os.path.relpath(os.path.join(d, f), os.path.join(ROOT, SOURCES))
@@ -214,6 +249,8 @@ def main():
     drawn = random.Random(args.seed).sample([m for m in mutants if m["file"] != "stream.cpp"],
                                             min(args.count, len(mutants) - len(specials)))
     drawn = sorted(drawn, key=lambda m: (m["file"], m["line"], m["id"])) + specials
+    if args.only:
+        drawn = [m for m in mutants if any(m["id"].startswith(prefix) for prefix in args.only)]
     print(f"{len(mutants)} mutants of {len(files)} operator files and the stream; trying {len(drawn)}", flush=True)
     if args.list:
         return 0
@@ -255,6 +292,16 @@ def main():
     print(f"\n{len(rows)} mutants: {counts['killed']} killed, {counts['survived']} survived, "
           f"{counts['equivalent']} equivalent (equivalent.json), {counts['stillborn']} stillborn")
     print(f"mutation score {score:.1%} of the {judged} non-equivalent mutants killed (goal {args.goal:.0%})")
+    if args.survivors:
+        with open(args.survivors, "w") as f:
+            f.write(f"# Mutants the quick suite did not kill\n\nWritten by `mutate.py --survivors` "
+                    f"({len(rows)} mutants, seed {args.seed}): {counts['killed']} killed, {counts['survived']} "
+                    f"survived, {counts['equivalent']} equivalent, {counts['stillborn']} stillborn; score "
+                    f"{score:.1%}.\n\n| state | where | operator | mutated line |\n|---|---|---|---|\n")
+            for r in rows:
+                if r["state"] in ("survived", "equivalent"):
+                    line = r["mutated"].replace("|", "\\|")
+                    f.write(f"| {r['state']} | {r['file']}:{r['line']} | {r['operator']} | `{line}` |\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"score": score, "counts": counts, "mutants": rows}, f, indent=1)

@@ -65,6 +65,9 @@ HostValues generate(const Case& c, const TensorSpec& spec) {
       case Fill::uniform: v[i] = (2 * unit(gen) - 1) * spec.scale; break;
       case Fill::indices:
         v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit));
+        // Both ends of the range, which chance would rarely draw: a bound checked one off shows.
+        if (i == 1) v[i] = 0;
+        if (i == 2) v[i] = static_cast<double>(spec.limit - 1);
         if (spec.every_third && i % 3 == 0) v[i] = static_cast<double>(*spec.every_third);
         break;
       case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
