@@ -36,22 +36,19 @@ Case rotary_case(std::string name, DType dtype, Shape shape, ops::RotaryOptions 
   return x;
 }
 
-// Every third row's target is the ignore_index (where one is set: below 0 or within the
-// vocabulary), so ignored rows are there in every case, forward and backward, not by chance.
-std::optional<int64_t> ignored_row_target(const ops::CrossEntropyOptions& options, int64_t vocab) {
-  if (options.ignore_index < vocab) return options.ignore_index;
-  return std::nullopt;
+// The targets of `rows` rows of `vocab` logits. Every third one is the ignore_index (where one is set:
+// below 0 or within the vocabulary), so ignored rows are there in every case, forward and backward,
+// not by chance.
+TensorSpec targets_spec(int64_t rows, int64_t vocab, const ops::CrossEntropyOptions& options) {
+  TensorSpec targets{.name = "targets", .shape = {rows}, .kind = Kind::index, .fill = Fill::indices, .limit = vocab};
+  if (options.ignore_index < vocab) targets.every_third = options.ignore_index;
+  return targets;
 }
 
 Case cross_entropy_case(std::string name, DType dtype, int64_t rows, int64_t vocab, ops::CrossEntropyOptions options) {
   Case x{.op = "cross_entropy", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "logits", .shape = {rows, vocab}, .scale = 4},
-               {.name = "targets",
-                .shape = {rows},
-                .kind = Kind::index,
-                .fill = Fill::indices,
-                .limit = vocab,
-                .every_third = ignored_row_target(options, vocab)},
+               targets_spec(rows, vocab, options),
                {.name = "loss", .shape = {rows}, .role = Role::output, .kind = Kind::statistic},
                {.name = "lse", .shape = {rows}, .role = Role::output, .kind = Kind::statistic}};
   x.run = [options](Stream& s, const std::vector<Tensor>& t) {
@@ -65,12 +62,7 @@ Case cross_entropy_backward_case(std::string name, DType dtype, int64_t rows, in
                                  ops::CrossEntropyOptions options) {
   Case x{.op = "cross_entropy_backward", .name = std::move(name), .dtype = dtype};
   x.tensors = {{.name = "logits", .shape = {rows, vocab}, .scale = 4},
-               {.name = "targets",
-                .shape = {rows},
-                .kind = Kind::index,
-                .fill = Fill::indices,
-                .limit = vocab,
-                .every_third = ignored_row_target(options, vocab)},
+               targets_spec(rows, vocab, options),
                {.name = "lse", .shape = {rows}, .kind = Kind::statistic, .fill = Fill::derived},
                {.name = "dloss", .shape = {rows}, .kind = Kind::statistic},
                {.name = "dlogits", .shape = {rows, vocab}, .role = Role::output}};

@@ -1,14 +1,37 @@
 // Hand-made plans for HeteroPP's tests: pipeline classes with chosen layer splits and micro-batch
-// counts on one node group of identical devices, ranks and devices handed out in order.
+// counts on one node group of identical devices, ranks and devices handed out in order; and the
+// cluster description of that node group ("cpu", devices of type "cpu-ref").
 #pragma once
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "h2/heteroauto/plan.hpp"
 
 namespace h2::heteropp::test {
+
+// One node of `devices` cpu-ref devices; `plugin` "" leaves the device type without one.
+inline nlohmann::json cpu_cluster_json(const std::string& plugin, int devices) {
+  nlohmann::json type = {{"name", "cpu-ref"},
+                         {"vendor", "H2"},
+                         {"peak_tflops", {{"f32", 0.03}, {"f16", 0.03}, {"bf16", 0.03}}},
+                         {"memory_gib", 1},
+                         {"runtime_overhead_gib", 0.1}};
+  if (!plugin.empty()) type["plugin"] = plugin;
+  return {{"name", "test"},
+          {"device_types", {type}},
+          {"nic_types", {{{"name", "lo"}, {"type", "ethernet"}, {"bandwidth_gbps", 10}}}},
+          {"nodes",
+           {{{"name", "cpu"},
+             {"device_type", "cpu-ref"},
+             {"count", 1},
+             {"devices_per_node", devices},
+             {"intra_node_bandwidth_gbps", 20},
+             {"nic", "lo"}}}}};
+}
 
 struct ClassSpec {
   std::vector<std::pair<int, int>> stages;  // (first block, blocks) per stage

@@ -41,24 +41,7 @@ class TrainTest : public ::testing::Test {
 
   static void write(const fs::path& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
-  static nlohmann::json cluster_json(const std::string& plugin) {
-    nlohmann::json type = {{"name", "cpu-ref"},
-                           {"vendor", "H2"},
-                           {"peak_tflops", {{"f32", 0.03}, {"f16", 0.03}, {"bf16", 0.03}}},
-                           {"memory_gib", 1},
-                           {"runtime_overhead_gib", 0.1}};
-    if (!plugin.empty()) type["plugin"] = plugin;
-    return {{"name", "test"},
-            {"device_types", {type}},
-            {"nic_types", {{{"name", "lo"}, {"type", "ethernet"}, {"bandwidth_gbps", 10}}}},
-            {"nodes",
-             {{{"name", "cpu"},
-               {"device_type", "cpu-ref"},
-               {"count", 1},
-               {"devices_per_node", 6},
-               {"intra_node_bandwidth_gbps", 20},
-               {"nic", "lo"}}}}};
-  }
+  static nlohmann::json cluster_json(const std::string& plugin) { return test::cpu_cluster_json(plugin, 6); }
 
   static nlohmann::json model_json(const std::string& dtype = "f32") {
     return {{"name", "small"}, {"layers", 5},    {"hidden", 32}, {"ffn", 64},          {"heads", 4},

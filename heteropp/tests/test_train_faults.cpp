@@ -10,15 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
 
 #include "cli_test_support.hpp"
 #include "h2/heteroauto/plan.hpp"
@@ -33,14 +30,8 @@ using h2::test::env_or_fail;
 // Runs a shell command line in a subshell, so that a tool killed by a signal is an exit code (128 +
 // the signal) rather than a crash (run_h2 counts that as a failure); stdout and stderr together.
 h2::test::CliResult run_tool_script(const std::string& line) {
-  const std::string command = "(" + line + ") 2>&1";
   h2::test::CliResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed");
-  std::array<char, 4096> chunk;
-  size_t n;
-  while ((n = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) run.output.append(chunk.data(), n);
-  const int status = ::pclose(pipe);
+  const int status = h2::test::run_shell("(" + line + ")", run.output);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
 }
@@ -92,22 +83,7 @@ class TrainFaultTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("h2-train-fault-test-" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const nlohmann::json cluster = {{"name", "test"},
-                                    {"device_types",
-                                     {{{"name", "cpu-ref"},
-                                       {"vendor", "H2"},
-                                       {"plugin", "cpu-reference"},
-                                       {"peak_tflops", {{"f32", 0.03}}},
-                                       {"memory_gib", 1},
-                                       {"runtime_overhead_gib", 0.1}}}},
-                                    {"nic_types", {{{"name", "lo"}, {"type", "ethernet"}, {"bandwidth_gbps", 10}}}},
-                                    {"nodes",
-                                     {{{"name", "cpu"},
-                                       {"device_type", "cpu-ref"},
-                                       {"count", 1},
-                                       {"devices_per_node", 2},
-                                       {"intra_node_bandwidth_gbps", 20},
-                                       {"nic", "lo"}}}}};
+    const nlohmann::json cluster = test::cpu_cluster_json("cpu-reference", 2);
     const nlohmann::json model = {{"name", "small"},   {"layers", 5},    {"hidden", 32},    {"ffn", 64},
                                   {"heads", 4},        {"kv_heads", 2},  {"seq_len", 16},   {"vocab", 256},
                                   {"global_batch", 4}, {"dtype", "f32"}, {"mlp", "swiglu"}, {"micro_batch_sizes", {2}}};
