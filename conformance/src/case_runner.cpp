@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include "h2/half.hpp"
 #include "tolerance.hpp"
@@ -53,33 +54,55 @@ uint32_t seed_of(const Case& c, const TensorSpec& spec) {
       std::hash<std::string>{}(c.op + "|" + c.name + "|" + spec.name + "|" + std::string(dtype_name(c.dtype))));
 }
 
-HostValues generate(const Case& c, const TensorSpec& spec) {
-  std::mt19937 gen(seed_of(c, spec));
+// Elements drawn from one generator. Full-size inputs hold hundreds of millions of elements, so
+// chunks are drawn on every core; the first chunk's generator is seeded as the whole tensor's once
+// was, so tensors of up to one chunk (every quick case's but a few) keep their values.
+constexpr size_t kChunk = size_t{1} << 16;
+
+// Runs body(k) for k in [0, count) on all cores.
+void for_each_chunk(size_t count, const std::function<void(size_t)>& body) {
+  const size_t threads = std::min<size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::jthread> workers;
+  for (size_t t = 1; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (size_t k = t; k < count; k += threads) body(k);
+    });
+  for (size_t k = 0; k < count; k += threads) body(k);
+}
+
+// The spec's values, as `dtype` holds them (so every run sees identical inputs).
+HostValues generate(const Case& c, const TensorSpec& spec, DType dtype) {
   HostValues v(static_cast<size_t>(shape_numel(spec.shape)));
-  std::normal_distribution<double> normal(0, 1);
-  std::uniform_real_distribution<double> unit(0, 1);
-  for (size_t i = 0; i < v.size(); ++i) {
-    switch (spec.fill) {
-      case Fill::normal: v[i] = normal(gen) * spec.scale; break;
-      case Fill::positive: v[i] = (0.5 + 1.5 * unit(gen)) * spec.scale; break;
-      case Fill::uniform: v[i] = (2 * unit(gen) - 1) * spec.scale; break;
-      case Fill::indices:
-        v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit));
-        // Both ends of the range, which chance would rarely draw: a bound checked one off shows.
-        if (i == 1) v[i] = 0;
-        if (i == 2) v[i] = static_cast<double>(spec.limit - 1);
-        if (spec.every_third && i % 3 == 0) v[i] = static_cast<double>(*spec.every_third);
-        break;
-      case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
-      case Fill::zeros:
-      case Fill::derived: v[i] = 0; break;
-      case Fill::special: {
-        static const double specials[] = {kNaN, INFINITY, -INFINITY, 0.0, -0.0};
-        v[i] = i % 5 == 1 ? specials[(i / 5) % 5] : normal(gen) * spec.scale;
-        break;
+  const uint32_t seed = seed_of(c, spec);
+  for_each_chunk((v.size() + kChunk - 1) / kChunk, [&](size_t k) {
+    std::seed_seq chunk_seed{seed, static_cast<uint32_t>(k)};
+    std::mt19937 gen = k == 0 ? std::mt19937(seed) : std::mt19937(chunk_seed);
+    std::normal_distribution<double> normal(0, 1);
+    std::uniform_real_distribution<double> unit(0, 1);
+    for (size_t i = k * kChunk; i < std::min(v.size(), (k + 1) * kChunk); ++i) {
+      switch (spec.fill) {
+        case Fill::normal: v[i] = normal(gen) * spec.scale; break;
+        case Fill::positive: v[i] = (0.5 + 1.5 * unit(gen)) * spec.scale; break;
+        case Fill::uniform: v[i] = (2 * unit(gen) - 1) * spec.scale; break;
+        case Fill::indices:
+          v[i] = std::floor(unit(gen) * static_cast<double>(spec.limit));
+          // Both ends of the range, which chance would rarely draw: a bound checked one off shows.
+          if (i == 1) v[i] = 0;
+          if (i == 2) v[i] = static_cast<double>(spec.limit - 1);
+          if (spec.every_third && i % 3 == 0) v[i] = static_cast<double>(*spec.every_third);
+          break;
+        case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
+        case Fill::zeros:
+        case Fill::derived: v[i] = 0; break;
+        case Fill::special: {
+          static const double specials[] = {kNaN, INFINITY, -INFINITY, 0.0, -0.0};
+          v[i] = i % 5 == 1 ? specials[(i / 5) % 5] : normal(gen) * spec.scale;
+          break;
+        }
       }
+      v[i] = representable(v[i], dtype);
     }
-  }
+  });
   return v;
 }
 
@@ -157,15 +180,33 @@ struct RunResult {
   std::string problem;              // a behaviour violation seen on the plugin
 };
 
+// Fills the whole of `base` with `value` on the device: one element from the host, then copies that
+// double what is filled, so a large tensor needs neither a host image nor a plugin operator.
+void fill_on_device(Stream& stream, const Tensor& base, double value) {
+  const size_t element = dtype_size(base.dtype());
+  const size_t total = static_cast<size_t>(base.numel()) * element,
+               start = static_cast<size_t>(base.offset()) * element;
+  if (total == 0) return;
+  base.view({base.numel()}).slice(0, 0, 1).copy_from_host(stream, HostValues{value});
+  DeviceBuffer& buffer = *base.buffer();
+  for (size_t filled = element; filled < total; filled *= 2)
+    stream.copy(buffer, start + filled, buffer, start, std::min(filled, total - filled));
+}
+
 // Materialises the case on `device`, runs it and reads back every output. On the plugin, inputs
 // reach their memory through a copy queued behind a slow memset, so an operator that does not wait
 // for earlier work on its stream reads NaN; afterwards inputs and the memory around outputs are
-// checked to be untouched.
+// checked to be untouched. Full-size tensors reach hundreds of millions of elements, so no host
+// image is built where the values themselves (a contiguous input) or a device fill (a contiguous
+// output) will do.
 RunResult execute(const Case& c, const Device& device, Run run, const std::vector<HostValues>& inputs,
                   bool finite_outputs = false) {
   Stream stream = device.create_stream();
   std::vector<Placed> placed;
-  std::vector<HostValues> images;
+  // What each base buffer held before the call, where it must be compared after it: an input's
+  // whole buffer, and an output's buffer around the view (null where there is none).
+  std::vector<HostValues> owned_images(c.tensors.size());
+  std::vector<const HostValues*> images(c.tensors.size(), nullptr);
   std::vector<Tensor> views;
   const bool check = run == Run::plugin;
   std::vector<Tensor> staging;
@@ -173,23 +214,36 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
     const TensorSpec& spec = c.tensors[i];
     const DType dtype = dtype_in(spec, c.dtype, run);
     placed.push_back(place(device, spec, dtype));
+    const Placed& p = placed.back();
     const bool output = spec.role == Role::output;
     // An output's own elements start as NaN, so that an element left unwritten, or read although
     // the contract says it is not (C of a gemm with beta 0), shows; around it, a finite sentinel
     // shows a write outside. `finite_outputs`: the sentinel inside too (see run_case).
     const double unwritten = is_float(dtype) && !finite_outputs ? kNaN : kOutputSentinel;
-    images.push_back(base_image(placed.back(), output ? HostValues(inputs[i].size(), unwritten) : inputs[i],
-                                sentinel_for(dtype, output)));
+    const bool whole = p.positions.empty();  // the view is its whole base, in order
+    if (output && whole) {
+      fill_on_device(stream, p.base, unwritten);
+      staging.emplace_back();
+      views.push_back(p.view);
+      continue;
+    }
+    if (whole) {
+      images[i] = &inputs[i];
+    } else {
+      owned_images[i] =
+          base_image(p, output ? HostValues(inputs[i].size(), unwritten) : inputs[i], sentinel_for(dtype, output));
+      images[i] = &owned_images[i];
+    }
     if (check && !output) {
       // Upload into a staging copy now; the real memory gets NaN and receives the data in stream order.
-      staging.push_back(Tensor::empty(device, placed.back().base.shape(), dtype));
-      staging.back().copy_from_host(stream, images.back());
-      placed.back().base.copy_from_host(stream, HostValues(images.back().size(), sentinel_for(dtype, false)));
+      staging.push_back(Tensor::empty(device, p.base.shape(), dtype));
+      staging.back().copy_from_host(stream, *images[i]);
+      fill_on_device(stream, p.base, sentinel_for(dtype, false));
     } else {
       staging.emplace_back();
-      placed.back().base.copy_from_host(stream, images.back());
+      p.base.copy_from_host(stream, *images[i]);
     }
-    views.push_back(placed.back().view);
+    views.push_back(p.view);
   }
   if (check) {
     DeviceBuffer delay = device.allocate(size_t{32} << 20);
@@ -204,32 +258,40 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
     stream.synchronize();
   }
 
+  const auto same = [](double after, double before) {
+    return after == before || (std::isnan(after) && std::isnan(before));
+  };
   RunResult result;
   result.outputs.resize(c.tensors.size());
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const TensorSpec& spec = c.tensors[i];
-    const HostValues image = placed[i].base.to_host(stream);
-    if (spec.role != Role::input) result.outputs[i] = read_view(placed[i], image);
-    if (!check || !result.problem.empty()) continue;
+    const Placed& p = placed[i];
+    // Only the plugin's inputs are read back: to see that they were left alone.
+    if (spec.role == Role::input && !check) continue;
+    HostValues image = p.base.to_host(stream);
+    const bool checked = check && result.problem.empty();
     if (spec.role == Role::input) {
+      if (!checked) continue;
       for (size_t k = 0; k < image.size(); ++k) {
-        const double before = images[i][k];
-        if (!(image[k] == before || (std::isnan(image[k]) && std::isnan(before)))) {
+        if (!same(image[k], (*images[i])[k])) {
           result.problem = "input " + spec.name + " was modified";
           break;
         }
       }
-    } else {
+      continue;
+    }
+    if (checked && images[i] != nullptr) {
       std::vector<bool> inside(image.size(), false);
-      for (size_t k = 0; k < static_cast<size_t>(placed[i].view.numel()); ++k)
-        inside[static_cast<size_t>(placed[i].position(k))] = true;
+      for (size_t k = 0; k < static_cast<size_t>(p.view.numel()); ++k)
+        inside[static_cast<size_t>(p.position(k))] = true;
       for (size_t k = 0; k < image.size(); ++k) {
-        if (!inside[k] && !(image[k] == images[i][k] || (std::isnan(image[k]) && std::isnan(images[i][k])))) {
+        if (!inside[k] && !same(image[k], (*images[i])[k])) {
           result.problem = "wrote outside output " + spec.name + " (element " + std::to_string(k) + " of its buffer)";
           break;
         }
       }
     }
+    result.outputs[i] = p.positions.empty() ? std::move(image) : read_view(p, image);
   }
   return result;
 }
@@ -239,11 +301,8 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
 std::vector<HostValues> make_inputs(const Case& c, const Device& reference, bool absolute) {
   std::vector<HostValues> inputs;
   for (const TensorSpec& spec : c.tensors) {
-    HostValues v =
-        spec.role == Role::output ? HostValues(static_cast<size_t>(shape_numel(spec.shape)), 0.0) : generate(c, spec);
-    const DType dtype = dtype_in(spec, c.dtype, Run::plugin);
-    for (double& x : v) x = representable(x, dtype);
-    inputs.push_back(std::move(v));
+    inputs.push_back(spec.role == Role::output ? HostValues(static_cast<size_t>(shape_numel(spec.shape)), 0.0)
+                                               : generate(c, spec, dtype_in(spec, c.dtype, Run::plugin)));
   }
   if (c.prepare) {
     Stream stream = reference.create_stream();

@@ -13,15 +13,17 @@ namespace h2::cpu_reference {
 namespace {
 
 // op(X) of batch `batch` as a row-major [rows, cols] fp64 matrix.
-Values pack_matrix(const TensorRef& x, int64_t batch, bool transpose, int64_t rows, int64_t cols) {
+Values pack_matrix(ThreadPool& pool, const TensorRef& x, int64_t batch, bool transpose, int64_t rows, int64_t cols) {
   const int r = x.rank;
   const int64_t batch_offset = r == 3 && x.shape[0] > 1 ? batch * x.strides[0] : 0;
   const int64_t row_stride = transpose ? x.strides[r - 1] : x.strides[r - 2];
   const int64_t col_stride = transpose ? x.strides[r - 2] : x.strides[r - 1];
   Values m(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      m[static_cast<size_t>(i * cols + j)] = load_element(x, batch_offset + i * row_stride + j * col_stride);
+  pool.parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        m[static_cast<size_t>(i * cols + j)] = load_element(x, batch_offset + i * row_stride + j * col_stride);
+  });
   return m;
 }
 
@@ -64,30 +66,51 @@ void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const
   if (bias.present)
     for (int64_t j = 0; j < n; ++j) bias_row[static_cast<size_t>(j)] = load_element(bias, j * bias.strides[0]);
 
+  // C in tiles of kTileRows x kTileCols, one tile per task: a tile's rows share each row segment of B
+  // while it is in cache, and small-m gemms (a few tokens against a wide weight) still use every
+  // thread. Each C element still sums its products in p order from 0, so the result is the same for
+  // any tiling and thread count.
+  constexpr int64_t kTileRows = 8, kTileCols = 256;
+  const int64_t row_tiles = (m + kTileRows - 1) / kTileRows, col_tiles = (n + kTileCols - 1) / kTileCols;
   for (int64_t batch = 0; batch < batches; ++batch) {
-    const Values A = pack_matrix(a, batch, transpose_a, m, k);
-    const Values B = pack_matrix(b, batch, transpose_b, k, n);
+    const Values A = pack_matrix(pool, a, batch, transpose_a, m, k);
+    const Values B = pack_matrix(pool, b, batch, transpose_b, k, n);
     const int64_t c_batch = r == 3 ? batch * c.strides[0] : 0;
-    pool.parallel_for(m, 8, [&](int64_t row_begin, int64_t row_end) {
-      Values acc(static_cast<size_t>(n));
-      for (int64_t i = row_begin; i < row_end; ++i) {
-        // Each C element sums over p in order: the same result whatever the row split.
-        std::fill(acc.begin(), acc.end(), 0.0);
-        if (planted_defect() != Defect::none) {
+    const auto store_row = [&](int64_t i, int64_t j0, const double* acc, int64_t cols) {
+      for (int64_t j = j0; j < j0 + cols; ++j) {
+        const int64_t offset = c_batch + i * c.strides[r - 2] + j * c.strides[r - 1];
+        double value = alpha * acc[j - j0] + bias_row[static_cast<size_t>(j)];
+        if (beta != 0 || planted_defect() == Defect::gemm_reads_c) value += beta * load_element(c, offset);
+        store_element(c, offset, value);
+      }
+    };
+    if (planted_defect() != Defect::none) {
+      pool.parallel_for(m, 8, [&](int64_t row_begin, int64_t row_end) {
+        Values acc(static_cast<size_t>(n));
+        for (int64_t i = row_begin; i < row_end; ++i) {
+          std::fill(acc.begin(), acc.end(), 0.0);
           planted_accumulate(acc, A, B, i, k, n, a.dtype);
-        } else {
-          for (int64_t p = 0; p < k; ++p) {
-            const double aip = A[static_cast<size_t>(i * k + p)];
-            const double* brow = &B[static_cast<size_t>(p * n)];
-            for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += aip * brow[j];
+          store_row(i, 0, acc.data(), n);
+        }
+      });
+      continue;
+    }
+    pool.parallel_for(row_tiles * col_tiles, 1, [&](int64_t tile_begin, int64_t tile_end) {
+      std::vector<double> acc(static_cast<size_t>(kTileRows * kTileCols));
+      for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
+        const int64_t i0 = tile / col_tiles * kTileRows, j0 = tile % col_tiles * kTileCols;
+        const int64_t rows = std::min(kTileRows, m - i0), cols = std::min(kTileCols, n - j0);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t p = 0; p < k; ++p) {
+          const double* brow = &B[static_cast<size_t>(p * n + j0)];
+          for (int64_t row = 0; row < rows; ++row) {
+            const double aip = A[static_cast<size_t>((i0 + row) * k + p)];
+            double* out = &acc[static_cast<size_t>(row * kTileCols)];
+            for (int64_t j = 0; j < cols; ++j) out[j] += aip * brow[j];
           }
         }
-        for (int64_t j = 0; j < n; ++j) {
-          const int64_t offset = c_batch + i * c.strides[r - 2] + j * c.strides[r - 1];
-          double value = alpha * acc[static_cast<size_t>(j)] + bias_row[static_cast<size_t>(j)];
-          if (beta != 0 || planted_defect() == Defect::gemm_reads_c) value += beta * load_element(c, offset);
-          store_element(c, offset, value);
-        }
+        for (int64_t row = 0; row < rows; ++row)
+          store_row(i0 + row, j0, &acc[static_cast<size_t>(row * kTileCols)], cols);
       }
     });
   }
