@@ -43,8 +43,9 @@ enum class Fill {
 enum class Layout {
   contiguous,
   transposed,  // the last two dimensions swapped in memory
-  offset,      // starts one element into its buffer (not 256-byte aligned)
+  offset,      // starts one element into its buffer (not 256-byte aligned), one spare element after it
   strided,     // rows twice as long as the view (the view is the first half of each row)
+  broadcast,   // inputs only: one stored row repeated along the first dimension (stride 0)
 };
 
 struct TensorSpec {

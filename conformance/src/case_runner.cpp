@@ -130,10 +130,17 @@ Placed place(const Device& device, const TensorSpec& spec, DType dtype) {
       p.view = p.base.transpose(-1, -2);
       break;
     }
-    case Layout::offset:
-      p.base = Tensor::empty(device, {shape_numel(shape) + 1}, dtype);
+    case Layout::offset:  // a guard element on each side: a write just before or just past the view shows
+      p.base = Tensor::empty(device, {shape_numel(shape) + 2}, dtype);
       p.view = p.base.slice(0, 1, shape_numel(shape) + 1).view(shape);
       break;
+    case Layout::broadcast: {
+      Shape row = shape;
+      row[0] = 1;
+      p.base = Tensor::empty(device, row, dtype);
+      p.view = p.base.expand(shape);
+      break;
+    }
     case Layout::strided: {
       Shape wide = shape;
       wide.back() = 2 * shape.back() + 1;
@@ -200,7 +207,7 @@ void fill_on_device(Stream& stream, const Tensor& base, double value) {
 // image is built where the values themselves (a contiguous input) or a device fill (a contiguous
 // output) will do.
 RunResult execute(const Case& c, const Device& device, Run run, const std::vector<HostValues>& inputs,
-                  bool finite_outputs = false) {
+                  DeviceBuffer* delay = nullptr, bool finite_outputs = false) {
   Stream stream = device.create_stream();
   std::vector<Placed> placed;
   // What each base buffer held before the call, where it must be compared after it: an input's
@@ -246,8 +253,7 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
     views.push_back(p.view);
   }
   if (check) {
-    DeviceBuffer delay = device.allocate(size_t{32} << 20);
-    stream.memset(delay, 0);
+    stream.memset(*delay, 0);
     for (size_t i = 0; i < placed.size(); ++i)
       if (staging[i].defined())
         stream.copy(*placed[i].base.buffer(), 0, *staging[i].buffer(), 0, staging[i].buffer()->size());
@@ -303,6 +309,12 @@ std::vector<HostValues> make_inputs(const Case& c, const Device& reference, bool
   for (const TensorSpec& spec : c.tensors) {
     inputs.push_back(spec.role == Role::output ? HostValues(static_cast<size_t>(shape_numel(spec.shape)), 0.0)
                                                : generate(c, spec, dtype_in(spec, c.dtype, Run::plugin)));
+    if (spec.layout == Layout::broadcast && !inputs.back().empty()) {
+      // Every row holds the one stored row's values, as the view shows them.
+      HostValues& v = inputs.back();
+      const size_t row = v.size() / static_cast<size_t>(spec.shape[0]);
+      for (size_t i = row; i < v.size(); ++i) v[i] = v[i % row];
+    }
   }
   if (c.prepare) {
     Stream stream = reference.create_stream();
@@ -338,7 +350,7 @@ CaseResult run_case(const Case& c, const Devices& devices) {
 
   RunResult plugin;
   try {
-    plugin = execute(c, devices.plugin, Run::plugin, inputs);
+    plugin = execute(c, devices.plugin, Run::plugin, inputs, devices.delay.get());
   } catch (const Error& e) {
     // A call outside the plugin's declared capability (dtype, strides) is not supported, not failed.
     result.state = e.status() == H2_STATUS_UNSUPPORTED ? CaseState::not_supported : CaseState::fail;
@@ -383,7 +395,7 @@ CaseResult run_case(const Case& c, const Devices& devices) {
       exact_nan |=
           std::any_of(exact.outputs[i].begin(), exact.outputs[i].end(), [](double v) { return std::isnan(v); });
   if (exact_nan && result.state == CaseState::pass) {
-    const RunResult again = execute(c, devices.plugin, Run::plugin, inputs, true);
+    const RunResult again = execute(c, devices.plugin, Run::plugin, inputs, devices.delay.get(), true);
     if (!again.problem.empty()) {
       result.state = CaseState::fail;
       result.message = again.problem + " (outputs filled with a finite value)";

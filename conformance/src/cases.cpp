@@ -22,6 +22,70 @@ std::string shape_name(const Shape& shape) {
   return shape_string(shape);
 }
 
+namespace {
+
+// The case of `op` in `dtype` whose tensors the layout sweep re-lays: no empty or rank-0 tensor, the first one made of
+// at most 64Ki elements per tensor (the smallest, where none is).
+const Case* sweep_representative(const std::vector<Case>& cases, const std::string& op, DType dtype) {
+  const Case* best = nullptr;
+  int64_t best_size = 0;
+  for (const Case& c : cases) {
+    if (c.op != op || c.dtype != dtype) continue;
+    int64_t largest = 0;
+    bool plain = true;
+    for (const TensorSpec& t : c.tensors) {
+      plain &= !t.shape.empty() && shape_numel(t.shape) > 0;
+      largest = std::max(largest, shape_numel(t.shape));
+    }
+    if (!plain) continue;
+    if (largest <= (int64_t{1} << 16)) return &c;
+    if (best == nullptr || largest < best_size) best = &c, best_size = largest;
+  }
+  return best;
+}
+
+// Each operator's representative case again with every tensor in one kind of view: the last two
+// dimensions transposed, rows sliced from wider ones, an unaligned start with guard elements on both
+// sides, and inputs broadcast along their first dimension (stride 0). A plugin whose capability
+// claims no strides reports the strided ones not supported; the unaligned start is contiguous and
+// applies to every plugin.
+void add_layout_sweep(CaseList& list) {
+  struct View {
+    const char* name;
+    Layout layout;
+    bool (*applies)(const TensorSpec&);
+  };
+  static const View views[] = {
+      {"transposed", Layout::transposed, [](const TensorSpec& t) { return t.shape.size() >= 2; }},
+      {"rows sliced from wider rows", Layout::strided, [](const TensorSpec&) { return true; }},
+      {"unaligned, guarded both sides", Layout::offset, [](const TensorSpec&) { return true; }},
+      {"inputs broadcast along dim 0", Layout::broadcast,
+       [](const TensorSpec& t) { return t.role == Role::input && t.fill != Fill::derived && t.shape[0] > 1; }},
+  };
+  std::vector<std::pair<std::string, DType>> seen;
+  std::vector<Case> added;
+  for (const Case& c : list.cases) {
+    const std::pair<std::string, DType> key{c.op, c.dtype};
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    const Case* representative = sweep_representative(list.cases, c.op, c.dtype);
+    if (representative == nullptr) continue;
+    for (const View& view : views) {
+      Case variant = *representative;
+      bool changed = false;
+      for (TensorSpec& t : variant.tensors)
+        if (view.applies(t)) t.layout = view.layout, changed = true;
+      if (!changed) continue;
+      variant.name += ", every tensor " + std::string(view.name);
+      if (view.layout == Layout::broadcast) variant.name = representative->name + ", " + view.name;
+      added.push_back(std::move(variant));
+    }
+  }
+  for (Case& c : added) list.cases.push_back(std::move(c));
+}
+
+}  // namespace
+
 CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
   const Sizes s = sizes_for(mode);
   CaseList list;
@@ -33,6 +97,7 @@ CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
     add_training_cases(list, s, dtype);
     add_tensor_cases(list, s, dtype);
   }
+  add_layout_sweep(list);
   add_behaviour_checks(list);
   // Group by operator in the suite's order, keeping each operator's cases in the order they were made.
   const std::vector<std::string> order = operator_names();

@@ -107,8 +107,9 @@ Loaded load(const SuiteOptions& options) {
     if (p.name == "cpu-reference" && p.loaded()) reference = &p;
   if (reference == nullptr)
     throw Error(H2_STATUS_INVALID_ARGUMENT, "the cpu-reference plugin, which defines the right answers, is not usable");
-  loaded.devices =
-      Devices{loaded.runtime->device(info.name, options.device), loaded.runtime->device("cpu-reference", 0)};
+  const Device plugin = loaded.runtime->device(info.name, options.device);
+  loaded.devices = Devices{plugin, loaded.runtime->device("cpu-reference", 0),
+                           std::make_shared<DeviceBuffer>(plugin.allocate(kDelayBytes))};
   return loaded;
 }
 
