@@ -29,12 +29,14 @@ enum class Kind {
 
 // How input values are generated (seeded per case and tensor).
 enum class Fill {
-  normal,    // N(0, 1) * scale
-  positive,  // uniform [0.5, 2) * scale
-  uniform,   // uniform [-1, 1) * scale
-  indices,   // integers in [0, limit)
-  mask,      // 0 or 1, about half each
-  special,   // normal values with NaN, +Inf, -Inf and 0 mixed in
+  normal,      // N(0, 1) * scale
+  positive,    // uniform [0.5, 2) * scale
+  uniform,     // uniform [-1, 1) * scale
+  indices,     // integers in [0, limit)
+  mask,        // 0 or 1, about half each
+  special,     // normal values with NaN, +Inf, -Inf and 0 mixed in
+  cast_edges,  // every other value one a float-to-integer cast must get right: NaN, +-Inf, +-2^63,
+               // +-2^31, fractions either side of zero, values beyond int64; normal * scale between
   zeros,
   derived,  // computed by the case's `prepare` from the other inputs (e.g. a forward's outputs)
 };

@@ -94,6 +94,14 @@ HostValues generate(const Case& c, const TensorSpec& spec, DType dtype) {
         case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
         case Fill::zeros:
         case Fill::derived: v[i] = 0; break;
+        case Fill::cast_edges: {
+          static const double edges[] = {kNaN,    INFINITY, -INFINITY, 0x1p63,       -0x1p63, 0x1p31,
+                                         -0x1p31, 0.75,     -0.75,     -1.9999,      1e19,    -1e19,
+                                         2.5e9,   -2.5e9,   0x1p24,    0x1p62 * 1.5, -0.0,    65504};
+          constexpr size_t kEdges = sizeof edges / sizeof edges[0];
+          v[i] = i % 2 == 0 ? edges[(i / 2) % kEdges] : normal(gen) * spec.scale;
+          break;
+        }
         case Fill::special: {
           static const double specials[] = {kNaN, INFINITY, -INFINITY, 0.0, -0.0};
           v[i] = i % 5 == 1 ? specials[(i / 5) % 5] : normal(gen) * spec.scale;

@@ -56,6 +56,13 @@ void add_linear_cases(CaseList& list, const Sizes& s, DType dtype) {
                             Layout::strided));
   cases.push_back(gemm_case("A and B stored transposed", dtype, {12, 20}, {20, 7}, {12, 7}, {}, false,
                             Layout::transposed, Layout::transposed));
+  // A batch of 3 into an unaligned C with a guard after it, A shared by every batch: a device that
+  // runs past the last batch writes into the guard.
+  {
+    Case batched = gemm_case("batched, A shared, C unaligned", dtype, {1, 5, 6}, {3, 6, 4}, {3, 5, 4}, {}, false);
+    batched.tensors[2].layout = Layout::offset;
+    cases.push_back(batched);
+  }
   // Edge shapes.
   cases.push_back(gemm_case("empty m", dtype, {0, 8}, {8, 5}, {0, 5}, {}, false));
   cases.push_back(gemm_case("empty k gives the bias", dtype, {3, 0}, {0, 5}, {3, 5}, {}, true));

@@ -159,6 +159,7 @@ void add_model_cases(CaseList& list, const Sizes& s, DType dtype) {
                               {.base = 500000, .position_offset = 100, .interleaved = true}, false));
   cases.push_back(rotary_case("backward " + shape_name(heads), dtype, heads, {.position_offset = 7}, true));
   cases.push_back(rotary_case("strided input", dtype, {2, 5, 3, 8}, {}, false, Layout::strided));
+  cases.push_back(rotary_case("empty head dimension", dtype, {2, 5, 3, 0}, {}, false));
 
   cases.push_back(
       cross_entropy_case("vocabulary " + std::to_string(s.vocab) + ", ignored rows", dtype, t, s.vocab, {}));

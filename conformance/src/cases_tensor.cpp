@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include <tuple>
+
 #include "cases.hpp"
 
 namespace h2::conformance {
@@ -134,10 +136,14 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(binary_case("maximum with NaN", dtype, B::maximum, {64}, {64}, {64}, Fill::special));
   cases.push_back(binary_case("minimum broadcast both", dtype, B::minimum, {4, 1, 3}, {1, 5, 3}, {4, 5, 3}));
   cases.push_back(binary_case("empty", dtype, B::add, {0, 3}, {3}, {0, 3}));
+  // Long enough that a device splits it into several pieces (several threads, blocks or tiles).
+  cases.push_back(binary_case("mul of 600,000 elements", dtype, B::mul, {600'000}, {600'000}, {600'000}));
   cases.push_back(scalar_case("x * 0.125", dtype, B::mul, 0.125, false));
   cases.push_back(scalar_case("1 - x", dtype, B::sub, 1.0, true));
   cases.push_back(scalar_case("2 / x", dtype, B::div, 2.0, true));
   cases.push_back(scalar_case("x ^ 1.5", dtype, B::pow, 1.5, false));
+  cases.push_back(scalar_case("relu: maximum(x, 0)", dtype, B::maximum, 0.0, false));
+  cases.push_back(scalar_case("clamp: minimum(0.5, x)", dtype, B::minimum, 0.5, true));
   using U = ops::UnaryOp;
   cases.push_back(unary_case("exp", dtype, U::exp, Fill::normal));
   cases.push_back(unary_case("log", dtype, U::log, Fill::positive));
@@ -175,6 +181,7 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(reduce_case("max with indices", dtype, R::max, {7, 19}, {1}, false, false, true));
   cases.push_back(reduce_case("amax of everything", dtype, R::amax, {6, 9}, {0, 1}, false, false, false));
   cases.push_back(reduce_case("sum over an empty dimension", dtype, R::sum, {4, 0}, {1}, false, false, false));
+  cases.push_back(reduce_case("mean over a size-1 dimension", dtype, R::mean, {5, 1}, {1}, false, false, false));
   // Views: reductions read through strides like every other operator.
   cases.push_back(
       reduce_case("sum of a transposed view", dtype, R::sum, {24, 40}, {1}, false, false, false, Layout::transposed));
@@ -186,6 +193,25 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(copy_case("transpose to contiguous", dtype, {t, 24}, Layout::transposed, Layout::contiguous, false));
   cases.push_back(copy_case("into a strided view", dtype, {9, 10}, Layout::contiguous, Layout::strided, false));
   cases.push_back(copy_case("unaligned to unaligned", dtype, {257}, Layout::offset, Layout::offset, false));
+  // Integers: copied as integers (int64 beyond 2^53 too), and casts from floats, which truncate
+  // toward zero, saturate at the integer's range and map NaN to 0.
+  for (const auto& [name, kind, layout] : {std::tuple{"int64 into an unaligned view", Kind::index, Layout::offset},
+                                           std::tuple{"int64 to int32, strided", Kind::index32, Layout::strided}}) {
+    Case x{.op = "copy", .name = name, .dtype = dtype};
+    x.tensors = {{.name = "x", .shape = {6, 7}, .kind = Kind::index, .fill = Fill::indices, .limit = int64_t{1} << 60},
+                 {.name = "y", .shape = {6, 7}, .role = Role::output, .kind = kind, .layout = layout}};
+    if (kind == Kind::index32) x.tensors[0].limit = 1 << 30;
+    x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::copy(st, v[0], v[1]); };
+    cases.push_back(x);
+  }
+  for (const auto& [name, kind] : {std::pair{"to int64: truncate, saturate, NaN to 0", Kind::index},
+                                   std::pair{"to int32: truncate, saturate, NaN to 0", Kind::index32}}) {
+    Case x{.op = "copy", .name = name, .dtype = dtype};
+    x.tensors = {{.name = "x", .shape = {96}, .fill = Fill::cast_edges, .scale = 1000},
+                 {.name = "y", .shape = {96}, .role = Role::output, .kind = kind, .layout = Layout::offset}};
+    x.run = [](Stream& st, const std::vector<Tensor>& v) { ops::copy(st, v[0], v[1]); };
+    cases.push_back(x);
+  }
   if (dtype != DType::f32) {
     cases.push_back(
         copy_case("cast from f32, round to nearest even", dtype, {4096}, Layout::contiguous, Layout::contiguous, true));
@@ -225,6 +251,14 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
     sa.run = [](Stream& st, const std::vector<Tensor>& v) { ops::scatter_add(st, v[0], 0, v[1], v[2]); };
     sa.n = 13;
     cases.push_back(sa);
+    Case along_1 = sa;
+    along_1.name = "collisions along dimension 1";
+    along_1.tensors = {{.name = "y", .shape = {4, 5}, .role = Role::inout},
+                       {.name = "indices", .shape = {4, 9}, .kind = Kind::index, .fill = Fill::indices, .limit = 5},
+                       {.name = "src", .shape = {4, 9}}};
+    along_1.run = [](Stream& st, const std::vector<Tensor>& v) { ops::scatter_add(st, v[0], 1, v[1], v[2]); };
+    along_1.n = 10;
+    cases.push_back(along_1);
   }
 }
 

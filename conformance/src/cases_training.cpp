@@ -127,6 +127,12 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
     };
     inf.variant = "inf";
     cases.push_back(inf);
+    Case p3 = x;
+    p3.name = "p = 3 norm";
+    p3.run = [n = layer.size()](Stream& st, const std::vector<Tensor>& t) {
+      ops::grad_norm(st, std::vector<Tensor>(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n)), t[n], 3.0);
+    };
+    cases.push_back(p3);
   }
   {
     Case x{.op = "clip_by_norm", .name = "max norm 1 over two tensors", .dtype = dtype};

@@ -54,6 +54,7 @@ Json to_json(const CaseResult& r) {
                        {"needed_atol", number(e.needed_atol)},
                        {"needed_rtol", number(e.needed_rtol)},
                        {"reference_max_abs_error", number(e.reference_max_abs_error)},
+                       {"rounding_bias", number(e.rounding_bias)},
                        {"first_mismatch", e.first_mismatch}});
   return {{"op", r.op},           {"case", r.name},       {"dtype", r.dtype},  {"state", state_name(r.state)},
           {"message", r.message}, {"seconds", r.seconds}, {"outputs", outputs}};
@@ -78,6 +79,7 @@ CaseResult case_result_from_json(const Json& j) {
     e.needed_atol = number_from(o.at("needed_atol"));
     e.needed_rtol = number_from(o.at("needed_rtol"));
     e.reference_max_abs_error = number_from(o.at("reference_max_abs_error"));
+    e.rounding_bias = number_from(o.value("rounding_bias", Json(0.0)));
     e.first_mismatch = o.at("first_mismatch").get<std::string>();
     r.outputs.push_back(e);
   }

@@ -2,16 +2,25 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace h2::conformance {
 
 namespace {
 
 constexpr double kFp32Accumulation = 0x1p-24;
+// The final rounding may be off by this many ulps of the output (faithful rounding; see tolerance.hpp).
+constexpr double kRoundingUlps = 1;
+// The rounding-bias check: over at least kBiasMinimumSample distinct exact values whose bound is at
+// least kRoundingDominates times everything but the final rounding, the mean signed error away from
+// zero, in half-ulps, must stay within kBiasLimit.
+constexpr double kRoundingDominates = 4, kBiasLimit = 0.5;
+constexpr size_t kBiasMinimumSample = 64, kBiasSampleLimit = size_t{1} << 16;
 
 double smallest_normal(DType dtype) {
   switch (dtype) {
@@ -179,6 +188,8 @@ Comparison compare_output(const std::string& name, DType dtype, const Shape& sha
 
   size_t mismatches = 0;
   double dot = 0, norm_plugin = 0, norm_exact = 0;
+  // Signed error away from zero per distinct exact value, where the final rounding dominates the bound.
+  std::unordered_map<double, double> rounding_errors;
   for (size_t i = 0; i < count; ++i) {
     const double got = plugin[i], want = target[i];
     double bound = 0;
@@ -189,9 +200,12 @@ Comparison compare_output(const std::string& name, DType dtype, const Shape& sha
       // Non-finite: NaN for NaN, the same infinity; or an overflow the reference rounds the same way.
       ok = same_value(got, want) || same_value(got, reference_same_dtype[i]);
     } else {
-      bound = u_out * std::fabs(want) +
-              (1 + u_out) * (model.c + static_cast<double>(model.n)) * kFp32Accumulation * m[i] + floor_out;
+      const double rounding = kRoundingUlps * 2 * u_out * std::fabs(want);
+      const double rest = (1 + 2 * u_out) * (model.c + static_cast<double>(model.n)) * kFp32Accumulation * m[i];
+      bound = rounding + rest + floor_out;
       const double error = std::fabs(got - want);
+      if (want != 0 && rounding >= kRoundingDominates * (rest + floor_out) && rounding_errors.size() < kBiasSampleLimit)
+        rounding_errors.emplace(want, std::copysign(1.0, want) * (got - want) / (u_out * std::fabs(want)));
       ok = error <= bound;
       e.max_abs_error = std::max(e.max_abs_error, error);
       if (want != 0) e.max_rel_error = std::max(e.max_rel_error, error / std::fabs(want));
@@ -210,7 +224,22 @@ Comparison compare_output(const std::string& name, DType dtype, const Shape& sha
       if (bit_exact || !std::isfinite(got)) e.worst_ratio = std::numeric_limits<double>::infinity();
     }
   }
-  e.mismatch_fraction = static_cast<double>(mismatches) / static_cast<double>(count);
+  if (rounding_errors.size() >= kBiasMinimumSample) {
+    double sum = 0;
+    for (const auto& [want, error] : rounding_errors) sum += error;
+    e.rounding_bias = sum / static_cast<double>(rounding_errors.size());
+    if (std::fabs(e.rounding_bias) > kBiasLimit) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "rounds %s: mean error %+.2f half-ulps over %zu distinct values (round to nearest gives about "
+                    "0; allowed +-%.1f)",
+                    e.rounding_bias < 0 ? "toward zero" : "away from zero", e.rounding_bias, rounding_errors.size(),
+                    kBiasLimit);
+      if (mismatches == 0) e.first_mismatch = text;
+      ++mismatches;
+    }
+  }
+  e.mismatch_fraction = static_cast<double>(std::min(mismatches, count)) / static_cast<double>(count);
   e.cosine_similarity = norm_plugin > 0 && norm_exact > 0 ? dot / std::sqrt(norm_plugin * norm_exact)
                                                           : (norm_plugin == norm_exact ? 1.0 : 0.0);
   e.needed_atol = e.max_abs_error;

@@ -9,6 +9,7 @@
 
 #include "cases.hpp"
 #include "h2/conformance.hpp"
+#include "h2/half.hpp"
 #include "tolerance.hpp"
 #include "waivers.hpp"
 
@@ -27,12 +28,64 @@ fs::path temp_dir(const std::string& name) {
 
 // ---- Tolerance policy ----
 
-TEST(Tolerance, HalfAnUlpOfFinalRoundingPassesAFullUlpFails) {
+TEST(Tolerance, OneUlpOfFinalRoundingPassesTwoFail) {
   const double exact = 1 + 0x1p-9;  // between two bf16 values, a quarter ulp above 1
   const ErrorModel elementwise{.magnitude = Magnitude::exact, .c = 0, .n = 0};
   EXPECT_TRUE(compare_output("y", DType::bf16, {1}, elementwise, {1.0}, {exact}, {1.0}, {}).pass);
+  const double far_neighbour = 1 + 0x1p-7;  // the other bf16 neighbour: faithful, not correct, rounding
+  EXPECT_TRUE(compare_output("y", DType::bf16, {1}, elementwise, {far_neighbour}, {exact}, {1.0}, {}).pass);
   const double two_ulps_off = 1 + 0x1p-6;
   EXPECT_FALSE(compare_output("y", DType::bf16, {1}, elementwise, {two_ulps_off}, {exact}, {1.0}, {}).pass);
+}
+
+// Every value rounded toward zero stays within one ulp, so only the rounding-bias check sees it.
+TEST(Tolerance, RoundingTowardZeroIsCaughtByItsBias) {
+  const ErrorModel elementwise{.magnitude = Magnitude::exact, .c = 0, .n = 0};
+  HostValues exact, nearest, truncated;
+  for (int i = 0; i < 500; ++i) {
+    const double x = (i % 2 ? -1 : 1) * (1 + 0.001953 * i + 1e-6);  // distinct, between bf16 values
+    exact.push_back(x);
+    nearest.push_back(bf16_to_f32(f32_to_bf16(static_cast<float>(x))));
+    truncated.push_back(std::trunc(x * 128) / 128);  // toward zero on bf16's grid in [1, 2)
+  }
+  const Comparison right = compare_output("y", DType::bf16, {500}, elementwise, nearest, exact, nearest, {});
+  EXPECT_TRUE(right.pass) << right.error.first_mismatch;
+  EXPECT_LT(std::fabs(right.error.rounding_bias), 0.2);
+  const Comparison wrong = compare_output("y", DType::bf16, {500}, elementwise, truncated, exact, nearest, {});
+  EXPECT_FALSE(wrong.pass);
+  EXPECT_LT(wrong.error.rounding_bias, -0.5);
+  EXPECT_THAT(wrong.error.first_mismatch, HasSubstr("rounds toward zero"));
+  EXPECT_LE(wrong.error.worst_ratio, 1) << "each value alone is within its bound";
+}
+
+// A sum of n positive terms into an f32 output: accumulating in a 16-bit type (one bf16 or f16 ulp
+// lost or gained per step, the usual vendor shortcut) fails; fp32 accumulation in any order passes,
+// and the reference's own single rounding sits at half the bound at most.
+TEST(Tolerance, OneUlpPerStepOfA16BitAccumulatorShows) {
+  const int64_t n = 256;
+  const ErrorModel sum{.magnitude = Magnitude::abs_inputs, .c = 2, .n = n};
+  double exact = 0;
+  float fp32 = 0, fp32_reversed = 0;
+  uint16_t bf16_sum = f32_to_bf16(0.0f), f16_sum = f32_to_f16(0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const float term = 1.0f + static_cast<float>(i % 7) * 0x1p-5f;
+    const float reversed = 1.0f + static_cast<float>((n - 1 - i) % 7) * 0x1p-5f;
+    exact += term;
+    fp32 += term;
+    fp32_reversed += reversed;
+    bf16_sum = f32_to_bf16(bf16_to_f32(bf16_sum) + term);
+    f16_sum = f32_to_f16(f16_to_f32(f16_sum) + term);
+  }
+  const auto judge = [&](double got) {
+    return compare_output("y", DType::f32, {1}, sum, {got}, {exact}, {exact}, {exact});
+  };
+  EXPECT_FALSE(judge(bf16_to_f32(bf16_sum)).pass);
+  EXPECT_FALSE(judge(f16_to_f32(f16_sum)).pass);
+  EXPECT_TRUE(judge(fp32).pass);
+  EXPECT_TRUE(judge(fp32_reversed).pass);
+  const Comparison reference = judge(static_cast<float>(exact));
+  EXPECT_TRUE(reference.pass);
+  EXPECT_LE(reference.error.worst_ratio, 0.5);
 }
 
 TEST(Tolerance, ReductionLengthWidensTheBound) {

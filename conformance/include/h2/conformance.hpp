@@ -19,7 +19,8 @@
 namespace h2::conformance {
 
 // Bumped whenever cases or tolerances change; certificates name it.
-inline constexpr const char* kSuiteVersion = "1.1";  // 1.1: the host-inline stream check (ABI 1.2)
+inline constexpr const char* kSuiteVersion =
+    "1.2";  // 1.2: one-ulp bound with a rounding-bias check, views swept for every operator, integer casts
 
 enum class Mode { quick, full };
 
@@ -50,7 +51,11 @@ struct OutputError {
   double needed_atol = 0;  // the tolerance that would have passed, DIOPI style
   double needed_rtol = 0;
   double reference_max_abs_error = 0;  // the reference's own error in the same dtype
-  std::string first_mismatch;          // "element 12: 0.5 vs exact 0.25 (bound 1e-3)"
+  // Mean error away from zero, in units of the final rounding's half ulp, over the distinct exact
+  // values whose bound the final rounding dominates (0 where too few): round to nearest gives about
+  // 0, truncation about -1. Fails beyond +-0.5 (see tolerance.hpp).
+  double rounding_bias = 0;
+  std::string first_mismatch;  // "element 12: 0.5 vs exact 0.25 (bound 1e-3)"
 };
 
 struct CaseResult {
