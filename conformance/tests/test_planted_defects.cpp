@@ -151,10 +151,24 @@ TEST(PlantedDefects, AnEventThatCompletesWhenItsWorkStartsFails) {
   EXPECT_TRUE(caught) << problems(report, "streams");
 }
 
+// Correct but different: fp32 sums in another order than the reference's fp64 ones. Each must pass,
+// and must really compute differently (an error beyond the reference's own single rounding somewhere).
+void expect_passes_computing_differently(const std::string& defect, const std::string& op) {
+  SuiteReport report = run_with_defect(defect, {op}, {DType::f32, DType::f16, DType::bf16});
+  EXPECT_TRUE(report.passed()) << problems(report, op);
+  EXPECT_EQ(count(report, op, CaseState::fail), 0u);
+  bool different = false;
+  for (const CaseResult& r : report.cases)
+    for (const OutputError& e : r.outputs) different |= e.max_abs_error > e.reference_max_abs_error;
+  EXPECT_TRUE(different) << defect << " computed what the reference computes";
+}
+
 TEST(PlantedDefects, ABlockedFp32GemmRoundsDifferentlyAndStillPasses) {
-  SuiteReport report = run_with_defect("blocked_fp32_gemm", {"gemm"}, {DType::f32, DType::f16, DType::bf16});
-  EXPECT_TRUE(report.passed()) << problems(report, "gemm");
-  EXPECT_EQ(count(report, "gemm", CaseState::fail), 0u);
+  expect_passes_computing_differently("blocked_fp32_gemm", "gemm");
+}
+
+TEST(PlantedDefects, AReversedFp32ReductionRoundsDifferentlyAndStillPasses) {
+  expect_passes_computing_differently("reversed_fp32_reduce", "reduce");
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"ignored_rows_backward", Defect::ignored_rows_backward},
       {"reduce_ignores_strides", Defect::reduce_ignores_strides},
       {"early_event", Defect::early_event},
+      {"reversed_fp32_reduce", Defect::reversed_fp32_reduce},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;

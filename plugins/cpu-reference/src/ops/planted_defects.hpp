@@ -27,6 +27,7 @@ enum class Defect {
   ignored_rows_backward,   // cross_entropy_backward gives ignore_index rows a gradient (as if no target)
   reduce_ignores_strides,  // reduce reads x as if it were contiguous
   early_event,             // an event completes once its last task has started, not finished
+  reversed_fp32_reduce,    // not a defect: sum and mean accumulate in fp32, last element first
 };
 
 #ifdef H2_PLANTED_DEFECTS

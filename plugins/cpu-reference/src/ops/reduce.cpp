@@ -12,6 +12,13 @@ namespace h2::cpu_reference {
 
 namespace {
 
+// The test plugin's fp32 sum in reverse order (see planted_defects.hpp); the real reference never calls this.
+void planted_reversed_fp32_sums(Values& acc, const Values& in, const std::vector<size_t>& out_of) {
+  std::vector<float> sums(acc.size(), 0.0f);
+  for (size_t e = in.size(); e-- > 0;) sums[out_of[e]] += static_cast<float>(in[e]);
+  for (size_t o = 0; o < acc.size(); ++o) acc[o] = sums[o];
+}
+
 void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const TensorRef& indices, uint32_t dims_mask) {
   const Values in = load(x);
   // For each element of x, the row-major index of its output element (reduced dimensions dropped),
@@ -26,6 +33,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
   std::vector<bool> nan(static_cast<size_t>(out_count), false);
 
   int64_t index[H2_MAX_RANK] = {};
+  std::vector<size_t> out_of;  // the test plugin's: each element's output
   for (size_t e = 0; e < in.size(); ++e) {
     int64_t out = 0, along = 0;
     for (int d = 0; d < x.rank; ++d) {
@@ -36,6 +44,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
       }
     }
     const size_t o = static_cast<size_t>(out);
+    if (planted_defect() == Defect::reversed_fp32_reduce) out_of.push_back(o);
     const double v = op == H2_REDUCE_AMAX ? std::fabs(in[e]) : in[e];
     if (is_max) {
       if (std::isnan(v)) {
@@ -54,6 +63,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
       index[d] = 0;
     }
   }
+  if (planted_defect() == Defect::reversed_fp32_reduce && !is_max) planted_reversed_fp32_sums(acc, in, out_of);
   for (size_t o = 0; o < acc.size(); ++o) {
     if (op == H2_REDUCE_MEAN)
       acc[o] = count[o] == 0 ? std::numeric_limits<double>::quiet_NaN() : acc[o] / static_cast<double>(count[o]);
