@@ -18,6 +18,8 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kOutputSentinel = -4608;  // exact in every dtype: marks memory an operator must not write
 constexpr int64_t kIndexSentinel = -1;
+// Around integer outputs: no zero byte, so a stray byte written past an element shows.
+constexpr double kIntegerOutputSentinel = -1234567;
 
 enum class Run { plugin, reference_same_dtype, exact };
 
@@ -174,7 +176,7 @@ Placed place(const Device& device, const TensorSpec& spec, DType dtype) {
 double sentinel_for(DType dtype, bool output) {
   if (is_float(dtype)) return output ? kOutputSentinel : kNaN;
   if (dtype == DType::boolean || dtype == DType::u8) return 0;
-  return output ? kOutputSentinel : static_cast<double>(kIndexSentinel);
+  return output ? kIntegerOutputSentinel : static_cast<double>(kIndexSentinel);
 }
 
 // The whole base buffer with `values` at the view's positions and the sentinel elsewhere.

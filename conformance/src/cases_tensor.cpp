@@ -136,6 +136,9 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(binary_case("maximum with NaN", dtype, B::maximum, {64}, {64}, {64}, Fill::special));
   cases.push_back(binary_case("minimum broadcast both", dtype, B::minimum, {4, 1, 3}, {1, 5, 3}, {4, 5, 3}));
   cases.push_back(binary_case("empty", dtype, B::add, {0, 3}, {3}, {0, 3}));
+  // The largest rank the ABI allows, broadcasting in every other dimension.
+  cases.push_back(binary_case("rank 8", dtype, B::add, {2, 1, 3, 1, 2, 1, 2, 3}, {1, 2, 1, 2, 1, 3, 2, 1},
+                              {2, 2, 3, 2, 2, 3, 2, 3}));
   // Long enough that a device splits it into several pieces (several threads, blocks or tiles).
   cases.push_back(binary_case("mul of 600,000 elements", dtype, B::mul, {600'000}, {600'000}, {600'000}));
   cases.push_back(scalar_case("x * 0.125", dtype, B::mul, 0.125, false));
@@ -193,6 +196,9 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(copy_case("transpose to contiguous", dtype, {t, 24}, Layout::transposed, Layout::contiguous, false));
   cases.push_back(copy_case("into a strided view", dtype, {9, 10}, Layout::contiguous, Layout::strided, false));
   cases.push_back(copy_case("unaligned to unaligned", dtype, {257}, Layout::offset, Layout::offset, false));
+  cases.push_back(copy_case("one element", dtype, {1}, Layout::contiguous, Layout::contiguous, false));
+  cases.push_back(
+      copy_case("rank 8, transposed", dtype, {2, 1, 3, 2, 1, 2, 3, 2}, Layout::transposed, Layout::contiguous, false));
   // Integers: copied as integers (int64 beyond 2^53 too), and casts from floats, which truncate
   // toward zero, saturate at the integer's range and map NaN to 0.
   for (const auto& [name, kind, layout] : {std::tuple{"int64 into an unaligned view", Kind::index, Layout::offset},
@@ -367,6 +373,30 @@ void add_behaviour_checks(CaseList& list) {
                     std::to_string(trial) + ")";
          }
          s.synchronize();
+         return "";
+       }});
+  // The same for a stream's own query: ready only once its last task has finished.
+  list.behaviours.push_back(
+      {"streams", "a stream is ready when its work has finished, not when it started", [](Stream& s) -> std::string {
+         const Device& d = s.device();
+         Stream other = d.create_stream();
+         const size_t bytes = size_t{128} << 20;
+         DeviceBuffer big = d.allocate(bytes), seen = d.allocate(4);
+         for (uint8_t trial = 1; trial <= 3; ++trial) {
+           s.memset(big, trial);
+           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // under way, no longer queued
+           const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+           while (!s.ready()) {
+             if (std::chrono::steady_clock::now() > give_up) return "a 128 MiB memset was not ready after 30 s";
+             std::this_thread::yield();
+           }
+           other.copy(seen, 0, big, bytes - 4, 4);  // no wait: the query said the memset is done
+           uint8_t host[4] = {};
+           other.copy_to_host(host, seen, 4);
+           other.synchronize();
+           if (host[0] != trial || host[3] != trial)
+             return "a stream reported ready while its memset was still writing (trial " + std::to_string(trial) + ")";
+         }
          return "";
        }});
 }
