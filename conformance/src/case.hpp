@@ -29,14 +29,16 @@ enum class Kind {
 
 // How input values are generated (seeded per case and tensor).
 enum class Fill {
-  normal,      // N(0, 1) * scale
-  positive,    // uniform [0.5, 2) * scale
-  uniform,     // uniform [-1, 1) * scale
-  indices,     // integers in [0, limit)
-  mask,        // 0 or 1, about half each
-  special,     // normal values with NaN, +Inf, -Inf and 0 mixed in
-  cast_edges,  // every other value one a float-to-integer cast must get right: NaN, +-Inf, +-2^63,
-               // +-2^31, fractions either side of zero, values beyond int64; normal * scale between
+  normal,          // N(0, 1) * scale
+  positive,        // uniform [0.5, 2) * scale
+  uniform,         // uniform [-1, 1) * scale
+  indices,         // integers in [0, limit)
+  mask,            // 0 or 1, about half each
+  special,         // normal values with NaN, +Inf, -Inf and 0 mixed in
+  sparse_special,  // normal values with a NaN, +Inf or -Inf at every 211th element
+  subnormal,       // values in (0, 1) * scale, spread over ten binades: scale is the dtype's smallest normal
+  cast_edges,      // every other value one a float-to-integer cast must get right: NaN, +-Inf, +-2^63,
+                   // +-2^31, fractions either side of zero, values beyond int64; normal * scale between
   zeros,
   derived,  // computed by the case's `prepare` from the other inputs (e.g. a forward's outputs)
 };

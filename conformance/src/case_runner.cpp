@@ -96,6 +96,14 @@ HostValues generate(const Case& c, const TensorSpec& spec, DType dtype) {
         case Fill::mask: v[i] = unit(gen) < 0.5 ? 1 : 0; break;
         case Fill::zeros:
         case Fill::derived: v[i] = 0; break;
+        case Fill::sparse_special: {
+          static const double specials[] = {kNaN, INFINITY, -INFINITY};
+          v[i] = i % 211 == 17 ? specials[(i / 211) % 3] : normal(gen) * spec.scale;
+          break;
+        }
+        case Fill::subnormal:
+          v[i] = std::ldexp(0.5 + 0.5 * unit(gen), -static_cast<int>(10 * unit(gen))) * spec.scale;
+          break;
         case Fill::cast_edges: {
           static const double edges[] = {kNaN,    INFINITY, -INFINITY, 0x1p63,       -0x1p63, 0x1p31,
                                          -0x1p31, 0.75,     -0.75,     -1.9999,      1e19,    -1e19,

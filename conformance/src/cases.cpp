@@ -84,6 +84,36 @@ void add_layout_sweep(CaseList& list) {
   for (Case& c : added) list.cases.push_back(std::move(c));
 }
 
+// Each listed operator's representative case again with a NaN, +Inf or -Inf at every 211th element
+// of its float inputs: IEEE arithmetic decides where they propagate, the same in fp64 and in fp32 in
+// any order for these operators, and the comparison wants NaN for NaN and the same infinity.
+void add_special_values_sweep(CaseList& list) {
+  static const char* const ops[] = {
+      "gemm",      "softmax", "layer_norm",  "rms_norm", "swiglu",        "rotary",       "reduce", "embedding",
+      "attention", "where",   "masked_fill", "copy",     "binary_scalar", "index_select", "gather", "scatter_add"};
+  std::vector<Case> added;
+  std::vector<std::pair<std::string, DType>> seen;
+  for (const Case& c : list.cases) {
+    const std::pair<std::string, DType> key{c.op, c.dtype};
+    if (std::find(std::begin(ops), std::end(ops), c.op) == std::end(ops) ||
+        std::find(seen.begin(), seen.end(), key) != seen.end())
+      continue;
+    seen.push_back(key);
+    const Case* representative = sweep_representative(list.cases, c.op, c.dtype);
+    if (representative == nullptr) continue;
+    Case variant = *representative;
+    bool changed = false;
+    for (TensorSpec& t : variant.tensors) {
+      const bool plain = t.fill == Fill::normal || t.fill == Fill::uniform || t.fill == Fill::positive;
+      if (t.role != Role::output && t.kind == Kind::floating && plain) t.fill = Fill::sparse_special, changed = true;
+    }
+    if (!changed) continue;
+    variant.name += ", NaN and infinities in every input";
+    added.push_back(std::move(variant));
+  }
+  for (Case& c : added) list.cases.push_back(std::move(c));
+}
+
 }  // namespace
 
 CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
@@ -98,6 +128,7 @@ CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
     add_tensor_cases(list, s, dtype);
   }
   add_layout_sweep(list);
+  add_special_values_sweep(list);
   add_behaviour_checks(list);
   // Group by operator in the suite's order, keeping each operator's cases in the order they were made.
   const std::vector<std::string> order = operator_names();

@@ -133,6 +133,25 @@ void add_normalization_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(layer_norm_case("strided rows", dtype, {9, 48}, true, Layout::strided));
   cases.push_back(layer_norm_case("batched " + shape_name({s.batch, s.seq, h}), dtype, {s.batch, s.seq, h}, true));
   cases.push_back(layer_norm_backward_case("hidden " + shape_name({t, h}), dtype, {t, h}));
+  {
+    // Without weight (and so without dweight and dbias): the weight is 1.
+    Case x{.op = "layer_norm_backward", .name = "without weight", .dtype = dtype};
+    const Shape shape{6, 40};
+    x.tensors = {{.name = "x", .shape = shape, .scale = 2},
+                 {.name = "mean", .shape = rows(shape), .kind = Kind::statistic, .fill = Fill::derived},
+                 {.name = "rstd", .shape = rows(shape), .kind = Kind::statistic, .fill = Fill::derived},
+                 {.name = "dy", .shape = shape},
+                 {.name = "dx", .shape = shape, .role = Role::output}};
+    x.prepare = [shape](Stream& st, const std::vector<Tensor>& v) {
+      Tensor y = Tensor::empty(v[0].device(), shape, v[0].dtype());
+      ops::layer_norm(st, v[0], Tensor(), Tensor(), y, v[1], v[2], 1e-5);
+    };
+    x.run = [](Stream& st, const std::vector<Tensor>& v) {
+      ops::layer_norm_backward(st, v[0], Tensor(), v[1], v[2], v[3], v[4], Tensor(), Tensor());
+    };
+    x.n = shape.back();
+    cases.push_back(x);
+  }
   cases.push_back(rms_norm_case("hidden " + shape_name({t, h}), dtype, {t, h}));
   cases.push_back(rms_norm_case("unaligned start", dtype, {7, 40}, Layout::offset));
   // Rows whose mean square (1e-6) is as small as eps: eps must go inside the square root.

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "cases.hpp"
+#include "tolerance.hpp"
 
 namespace h2::conformance {
 
@@ -155,6 +156,11 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(unary_case("neg with NaN and infinities", dtype, U::neg, Fill::special));
   cases.push_back(unary_case("reciprocal", dtype, U::reciprocal, Fill::positive));
   {
+    Case sub = unary_case("neg keeps subnormals", dtype, U::neg, Fill::subnormal);
+    sub.tensors[0].scale = smallest_normal(dtype);
+    cases.push_back(sub);
+  }
+  {
     Case x{.op = "where", .name = "broadcast condition", .dtype = dtype};
     x.tensors = {{.name = "cond", .shape = {1, 11}, .kind = Kind::mask, .fill = Fill::mask},
                  {.name = "a", .shape = {6, 11}},
@@ -185,6 +191,14 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(reduce_case("amax of everything", dtype, R::amax, {6, 9}, {0, 1}, false, false, false));
   cases.push_back(reduce_case("sum over an empty dimension", dtype, R::sum, {4, 0}, {1}, false, false, false));
   cases.push_back(reduce_case("mean over a size-1 dimension", dtype, R::mean, {5, 1}, {1}, false, false, false));
+  cases.push_back(reduce_case("sum over the middle of three", dtype, R::sum, {3, 4, 5}, {1}, false, false, false));
+  // Subnormal inputs count: flushed to zero, 4096 of them sum to 0 instead of a normal number.
+  {
+    Case sub = reduce_case("sum of 4096 subnormals", dtype, R::sum, {3, 4096}, {1}, false, false, false);
+    sub.tensors[0].fill = Fill::subnormal;
+    sub.tensors[0].scale = smallest_normal(dtype);
+    cases.push_back(sub);
+  }
   // Views: reductions read through strides like every other operator.
   cases.push_back(
       reduce_case("sum of a transposed view", dtype, R::sum, {24, 40}, {1}, false, false, false, Layout::transposed));
@@ -226,6 +240,9 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
     const double beyond = dtype == DType::f16 ? 1e5 : 3.4e38;
     cases.push_back(copy_case("cast from f32 past the largest finite value", dtype, {1024}, Layout::contiguous,
                               Layout::contiguous, true, beyond, Fill::uniform));
+    // Into the dtype's subnormal range: rounded to the nearest subnormal, not flushed to zero.
+    cases.push_back(copy_case("cast from f32 into the subnormal range", dtype, {1024}, Layout::contiguous,
+                              Layout::contiguous, true, smallest_normal(dtype), Fill::subnormal));
   }
   {
     Case x{.op = "fill", .name = "one third", .dtype = dtype};
@@ -236,6 +253,11 @@ void add_tensor_cases(CaseList& list, const Sizes& s, DType dtype) {
     a.tensors = {{.name = "y", .shape = {40}, .role = Role::output}};
     a.run = [](Stream& st, const std::vector<Tensor>& v) { ops::arange(st, v[0], -3, 0.5); };
     cases.push_back(a);
+    // start + i * step with neither exact in a float: computed in fp64 and rounded once.
+    Case inexact{.op = "arange", .name = "0.1 by 0.3", .dtype = dtype};
+    inexact.tensors = {{.name = "y", .shape = {300}, .role = Role::output}};
+    inexact.run = [](Stream& st, const std::vector<Tensor>& v) { ops::arange(st, v[0], 0.1, 0.3); };
+    cases.push_back(inexact);
   }
   {
     Case x{.op = "index_select", .name = "rows of " + shape_name({s.vocab, 8}), .dtype = dtype};

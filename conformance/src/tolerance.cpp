@@ -22,16 +22,6 @@ constexpr double kRoundingUlps = 1;
 constexpr double kRoundingDominates = 4, kBiasLimit = 0.5;
 constexpr size_t kBiasMinimumSample = 64, kBiasSampleLimit = size_t{1} << 16;
 
-double smallest_normal(DType dtype) {
-  switch (dtype) {
-    case DType::f16: return 0x1p-14;
-    case DType::f32:
-    case DType::bf16: return 0x1p-126;
-    case DType::f64: return 0x1p-1022;
-    default: return 0;
-  }
-}
-
 bool same_value(double a, double b) {
   return a == b || (std::isnan(a) && std::isnan(b));
 }
@@ -160,6 +150,16 @@ ErrorModel error_model(const Case& c, const std::string& output) {
     if (matches(m.op, c.op) && matches(m.variant, c.variant) && matches(m.output, output))
       return {m.magnitude, m.c, c.n_for(output), m.bit_exact};
   throw std::logic_error("no error model for " + c.op + " " + c.variant + " output " + output);
+}
+
+double smallest_normal(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return 0x1p-14;
+    case DType::f32:
+    case DType::bf16: return 0x1p-126;
+    case DType::f64: return 0x1p-1022;
+    default: return 0;
+  }
 }
 
 double unit_roundoff(DType dtype) {

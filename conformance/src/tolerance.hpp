@@ -90,4 +90,7 @@ Comparison compare_output(const std::string& name, DType dtype, const Shape& sha
 // Unit roundoff of a dtype (0 for integer dtypes, which must match exactly).
 double unit_roundoff(DType dtype);
 
+// The smallest normal number of a float dtype (0 for integer dtypes).
+double smallest_normal(DType dtype);
+
 }  // namespace h2::conformance

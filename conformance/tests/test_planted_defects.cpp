@@ -132,6 +132,13 @@ TEST(PlantedDefects, EdgeCasesCatchWhatOrdinaryInputsMiss) {
       {"gemm_reads_c", "gemm", "A and B stored transposed", {DType::f32}},
       {"ignored_rows_backward", "cross_entropy_backward", "label smoothing 0.1, ignore index 3", {DType::f32}},
       {"reduce_ignores_strides", "reduce", "sum of a transposed view", {DType::f32}},
+      {"flushes_subnormals", "copy", "cast from f32 into the subnormal range", {DType::f16}},
+      {"flushes_subnormals", "reduce", "sum of 4096 subnormals", {DType::f16}},
+      {"flushes_subnormals", "unary", "neg keeps subnormals", {DType::bf16}},
+      {"reduce_skips_nan",
+       "reduce",
+       "sum over rows to f32 (bias gradient) [32, 128], NaN and infinities in every input",
+       {DType::f32}},
   };
   for (const EdgeDefect& d : defects) {
     SCOPED_TRACE(std::string(d.defect) + " on " + d.op);

@@ -39,6 +39,8 @@ std::optional<Defect> defect_from_name(const std::string& name) {
       {"reduce_ignores_strides", Defect::reduce_ignores_strides},
       {"early_event", Defect::early_event},
       {"reversed_fp32_reduce", Defect::reversed_fp32_reduce},
+      {"flushes_subnormals", Defect::flushes_subnormals},
+      {"reduce_skips_nan", Defect::reduce_skips_nan},
   };
   auto it = names.find(name);
   if (it == names.end()) return std::nullopt;

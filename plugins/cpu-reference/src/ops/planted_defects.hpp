@@ -28,6 +28,8 @@ enum class Defect {
   reduce_ignores_strides,  // reduce reads x as if it were contiguous
   early_event,             // an event completes once its last task has started, not finished
   reversed_fp32_reduce,    // not a defect: sum and mean accumulate in fp32, last element first
+  flushes_subnormals,      // subnormal floats read as 0, and 16-bit stores flush subnormal results to 0
+  reduce_skips_nan,        // reduce sum and mean skip NaN (nansum), as if NaN were missing data
 };
 
 #ifdef H2_PLANTED_DEFECTS

@@ -54,7 +54,7 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
         acc[o] = v;
         argmax[o] = along;
       }
-    } else {
+    } else if (!(planted_defect() == Defect::reduce_skips_nan && std::isnan(v))) {
       acc[o] += v;
     }
     ++count[o];

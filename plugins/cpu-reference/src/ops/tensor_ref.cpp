@@ -72,12 +72,15 @@ double load_element(const TensorRef& t, int64_t offset) {
     case H2_DTYPE_F32: {
       float v;
       std::memcpy(&v, p, 4);
+      if (planted_defect() == Defect::flushes_subnormals && std::fpclassify(v) == FP_SUBNORMAL) return 0.0;
       return v;
     }
     case H2_DTYPE_F16:
     case H2_DTYPE_BF16: {
       uint16_t bits;
       std::memcpy(&bits, p, 2);
+      if (planted_defect() == Defect::flushes_subnormals && (bits & (t.dtype == H2_DTYPE_F16 ? 0x7C00 : 0x7F80)) == 0)
+        return 0.0;
       return t.dtype == H2_DTYPE_F16 ? f16_to_f64(bits) : bf16_to_f64(bits);
     }
     case H2_DTYPE_I32: {
@@ -125,6 +128,9 @@ void store_element(const TensorRef& t, int64_t offset, double value) {
       if (planted_defect() == Defect::saturating_f16 && t.dtype == H2_DTYPE_F16 && (bits & 0x7FFF) == 0x7C00 &&
           std::isfinite(value))
         bits = static_cast<uint16_t>((bits & 0x8000) | 0x7BFF);  // +-65504
+      if (planted_defect() == Defect::flushes_subnormals && (bits & 0x7FFF) != 0 &&
+          (bits & (t.dtype == H2_DTYPE_F16 ? 0x7C00 : 0x7F80)) == 0)
+        bits &= 0x8000;  // exponent bits all zero: a subnormal, flushed to a signed zero
       if (planted_defect() == Defect::bf16_truncation && t.dtype == H2_DTYPE_BF16) {
         const float f = static_cast<float>(value);
         uint32_t raw;
