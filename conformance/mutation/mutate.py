@@ -8,8 +8,9 @@ an event completed early...). It is compiled with the build's own command for th
 the build's other objects into a renamed plugin (libh2-plugin-mutant-N.so), and certified by
 `h2 conform --quick`: a mutant the suite refuses is killed; one it certifies survived. A mutant that
 does not compile is stillborn and not counted. Survivors that compute the same thing as the original
-(an equivalent mutant) are listed with the reason in equivalent.json, reviewed by hand; every other
-survivor is a gap in the suite.
+(an equivalent mutant), or whose only effect is undefined behaviour in the plugin's private memory
+that changes no output (an invisible one), are listed with the reason in equivalent.json, reviewed by
+hand, and left out of the score; every other survivor is a gap in the suite.
 
     python3 conformance/mutation/mutate.py --build build --count 200 [--jobs 2] [--json out.json]
 
@@ -255,7 +256,7 @@ def main():
     if args.list:
         return 0
     with open(os.path.join(HERE, "equivalent.json")) as f:
-        equivalent = {e["id"]: e["reason"] for e in json.load(f)["equivalent"]}
+        equivalent = {e["id"]: (e["kind"], e["reason"]) for e in json.load(f)["equivalent"]}
 
     builder = Builder(args.build)
     renamed = tempfile.TemporaryDirectory(prefix="h2-mutants-")
@@ -273,10 +274,10 @@ def main():
                   f"{time.time() - started:.0f} s so far)", flush=True)
 
     rows = []
-    counts = {"killed": 0, "survived": 0, "stillborn": 0, "equivalent": 0}
+    counts = {"killed": 0, "survived": 0, "stillborn": 0, "equivalent": 0, "invisible": 0}
     for m, (state, detail, seconds) in zip(drawn, results):
         if state == "survived" and m["id"] in equivalent:
-            state, detail = "equivalent", equivalent[m["id"]]
+            state, detail = equivalent[m["id"]]
         counts[state] += 1
         rows.append({"id": m["id"], "file": m["file"], "line": m["line"], "operator": m["operator"],
                      "original": m["original"], "mutated": m["mutated"], "state": state, "detail": detail,
@@ -287,21 +288,24 @@ def main():
     print("\nNot killed:")
     print(f"  {'state':10s} {'where':32s} {'operator':18s} mutated line")
     for r in rows:
-        if r["state"] in ("survived", "equivalent"):
+        if r["state"] in ("survived", "equivalent", "invisible"):
             print(f"  {r['state']:10s} {r['file'] + ':' + str(r['line']):32s} {r['operator']:18s} {r['mutated'][:90]}")
     print(f"\n{len(rows)} mutants: {counts['killed']} killed, {counts['survived']} survived, "
-          f"{counts['equivalent']} equivalent (equivalent.json), {counts['stillborn']} stillborn")
+          f"{counts['equivalent']} equivalent and {counts['invisible']} invisible (equivalent.json), "
+          f"{counts['stillborn']} stillborn")
     print(f"mutation score {score:.1%} of the {judged} non-equivalent mutants killed (goal {args.goal:.0%})")
     if args.survivors:
         with open(args.survivors, "w") as f:
             f.write(f"# Mutants the quick suite did not kill\n\nWritten by `mutate.py --survivors` "
                     f"({len(rows)} mutants, seed {args.seed}): {counts['killed']} killed, {counts['survived']} "
-                    f"survived, {counts['equivalent']} equivalent, {counts['stillborn']} stillborn; score "
-                    f"{score:.1%}.\n\n| state | where | operator | mutated line |\n|---|---|---|---|\n")
+                    f"survived, {counts['equivalent']} equivalent, {counts['invisible']} invisible, "
+                    f"{counts['stillborn']} stillborn; score "
+                    f"{score:.1%}.\n\n| state | where | operator | mutated line | why (equivalent.json) |\n|---|---|---|---|---|\n")
             for r in rows:
-                if r["state"] in ("survived", "equivalent"):
+                if r["state"] in ("survived", "equivalent", "invisible"):
                     line = r["mutated"].replace("|", "\\|")
-                    f.write(f"| {r['state']} | {r['file']}:{r['line']} | {r['operator']} | `{line}` |\n")
+                    why = r["detail"].replace("|", "\\|") if r["state"] != "survived" else ""
+                    f.write(f"| {r['state']} | {r['file']}:{r['line']} | {r['operator']} | `{line}` | {why} |\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"score": score, "counts": counts, "mutants": rows}, f, indent=1)

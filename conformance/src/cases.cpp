@@ -88,9 +88,10 @@ void add_layout_sweep(CaseList& list) {
 // of its float inputs: IEEE arithmetic decides where they propagate, the same in fp64 and in fp32 in
 // any order for these operators, and the comparison wants NaN for NaN and the same infinity.
 void add_special_values_sweep(CaseList& list) {
-  static const char* const ops[] = {
-      "gemm",      "softmax", "layer_norm",  "rms_norm", "swiglu",        "rotary",       "reduce", "embedding",
-      "attention", "where",   "masked_fill", "copy",     "binary_scalar", "index_select", "gather", "scatter_add"};
+  static const char* const ops[] = {"gemm",   "softmax",     "layer_norm", "rms_norm",      "swiglu",
+                                    "rotary", "reduce",      "embedding",  "attention",     "attention_backward",
+                                    "where",  "masked_fill", "copy",       "binary_scalar", "index_select",
+                                    "gather", "scatter_add"};
   std::vector<Case> added;
   std::vector<std::pair<std::string, DType>> seen;
   for (const Case& c : list.cases) {

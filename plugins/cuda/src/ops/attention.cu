@@ -67,6 +67,22 @@ __device__ bool visible(const Shape& g, int64_t i, int64_t j, bool causal) {
   return i < g.seq_q && j < g.seq_k && (!causal || j <= i + (g.seq_k - g.seq_q));
 }
 
+// How many keys of the tile starting at k0 query i sees: the first ones, up to kTile. Sums over a
+// tile stop there, so a key the query does not see (the future, or past seq_k) is not read at all:
+// a probability of 0 times a NaN or an infinity in that key's row would be NaN.
+__device__ int visible_keys(const Shape& g, int64_t i, int64_t k0, bool causal) {
+  if (i >= g.seq_q) return 0;
+  const int64_t end = causal ? min(g.seq_k, i + (g.seq_k - g.seq_q) + 1) : g.seq_k;
+  return static_cast<int>(max(int64_t{0}, min(int64_t{kTile}, end - k0)));
+}
+
+// The queries of the tile starting at q0 that see key j: [first, last) within the tile.
+__device__ void visible_queries(const Shape& g, int64_t j, int64_t q0, bool causal, int& first, int& last) {
+  const int64_t begin = j >= g.seq_k ? g.seq_q : causal ? max(int64_t{0}, j - (g.seq_k - g.seq_q)) : 0;
+  first = static_cast<int>(min(int64_t{kTile}, max(int64_t{0}, begin - q0)));
+  last = static_cast<int>(max(int64_t{first}, min(int64_t{kTile}, g.seq_q - q0)));
+}
+
 template <int kChunks>
 __global__ void __launch_bounds__(kAttentionThreads)
     attention_forward_kernel(View q, View k, View v, View o, View lse, Shape g, float scale, bool causal) {
@@ -113,12 +129,13 @@ __global__ void __launch_bounds__(kAttentionThreads)
     l = l * correction + row_sum(sum);
     m = m_new;
     __syncwarp();  // a row's probabilities come from its own four lanes
+    const int seen = visible_keys(g, i, k0, causal);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int d = part + kParts * c;
       if (d < dim) {
         float pv = 0;
-        for (int j = 0; j < kTile; ++j) pv += ps[row * (kTile + 1) + j] * vs[j * pitch + d];
+        for (int j = 0; j < seen; ++j) pv += ps[row * (kTile + 1) + j] * vs[j * pitch + d];
         acc[c] = acc[c] * correction + pv;
       }
     }
@@ -180,12 +197,14 @@ __global__ void __launch_bounds__(kAttentionThreads)
         dss[qi * (kTile + 1) + row] = ds;
       }
       __syncwarp();  // a key's column comes from its own four lanes
+      int first, last;
+      visible_queries(g, j, q0, causal, first, last);
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const int d = part + kParts * c;
         if (d < dim) {
           float sv = 0, sk = 0;
-          for (int qi = 0; qi < kTile; ++qi) {
+          for (int qi = first; qi < last; ++qi) {
             sv += ps[qi * (kTile + 1) + row] * dos[qi * pitch + d];
             sk += dss[qi * (kTile + 1) + row] * qs[qi * pitch + d];
           }
@@ -248,12 +267,13 @@ __global__ void __launch_bounds__(kAttentionThreads)
       dss[row * (kTile + 1) + kj] = ds;
     }
     __syncwarp();
+    const int seen = visible_keys(g, i, k0, causal);
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       const int d = part + kParts * c;
       if (d < dim) {
         float sum = 0;
-        for (int kj = 0; kj < kTile; ++kj) sum += dss[row * (kTile + 1) + kj] * ks[kj * pitch + d];
+        for (int kj = 0; kj < seen; ++kj) sum += dss[row * (kTile + 1) + kj] * ks[kj * pitch + d];
         dq_acc[c] += scale * sum;
       }
     }
