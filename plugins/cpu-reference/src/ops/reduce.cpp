@@ -54,8 +54,9 @@ void reduce_kernel(uint32_t op, const TensorRef& x, const TensorRef& y, const Te
         acc[o] = v;
         argmax[o] = along;
       }
-    } else if (!(planted_defect() == Defect::reduce_skips_nan && std::isnan(v))) {
-      acc[o] += v;
+    } else {
+      const double term = planted_defect() == Defect::reduce_skips_nan && std::isnan(v) ? 0.0 : v;
+      acc[o] += term;
     }
     ++count[o];
     for (int d = x.rank - 1; d >= 0; --d) {  // advance the row-major index

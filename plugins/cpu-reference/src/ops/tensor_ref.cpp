@@ -128,9 +128,10 @@ void store_element(const TensorRef& t, int64_t offset, double value) {
       if (planted_defect() == Defect::saturating_f16 && t.dtype == H2_DTYPE_F16 && (bits & 0x7FFF) == 0x7C00 &&
           std::isfinite(value))
         bits = static_cast<uint16_t>((bits & 0x8000) | 0x7BFF);  // +-65504
+      // Exponent bits all zero and a nonzero fraction: a subnormal, flushed to a signed zero.
       if (planted_defect() == Defect::flushes_subnormals && (bits & 0x7FFF) != 0 &&
           (bits & (t.dtype == H2_DTYPE_F16 ? 0x7C00 : 0x7F80)) == 0)
-        bits &= 0x8000;  // exponent bits all zero: a subnormal, flushed to a signed zero
+        bits &= 0x8000;
       if (planted_defect() == Defect::bf16_truncation && t.dtype == H2_DTYPE_BF16) {
         const float f = static_cast<float>(value);
         uint32_t raw;
