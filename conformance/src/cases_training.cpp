@@ -96,6 +96,22 @@ void add_training_cases(CaseList& list, const Sizes& s, DType dtype) {
   cases.push_back(dropout_case("p 0.5, 64-bit seed and offset", dtype, {1023}, 0.5,
                                {.seed = 0xfedcba9876543210ull, .offset = 0x100000003ull}));
   cases.push_back(dropout_case("p 0 keeps everything", dtype, {37}, 0.0, {.seed = 5}));
+  {
+    // p exactly the first element's draw: that element sits on the threshold, which it must pass
+    // (kept when draw >= p). The device's own uniform stream gives p, so a device whose uniform
+    // is right and whose comparison is one off drops it.
+    Case at{.op = "dropout", .name = "p equal to the first draw", .dtype = dtype};
+    at.tensors = {{.name = "x", .shape = {64}},
+                  {.name = "y", .shape = {64}, .role = Role::output},
+                  {.name = "mask", .shape = {64}, .role = Role::output, .kind = Kind::mask}};
+    at.run = [](Stream& st, const std::vector<Tensor>& t) {
+      const ops::Philox rng{.seed = 77, .offset = 8};
+      Tensor draw = Tensor::empty(st.device(), {1}, DType::f32);
+      ops::uniform(st, draw, 0, 1, rng);
+      ops::dropout(st, t[0], t[1], draw.to_host(st)[0], rng, t[2]);
+    };
+    cases.push_back(at);
+  }
   cases.push_back(uniform_case("[-0.1, 0.1) " + shape_name(act), dtype, act, -0.1, 0.1, {.seed = 99, .offset = 7}));
   cases.push_back(uniform_case("[0, 1) odd length", dtype, {1001}, 0.0, 1.0, {.seed = 3, .offset = 12345}));
   cases.push_back(normal_case("std 0.02 " + shape_name(act), dtype, act, 0.0, 0.02, {.seed = 11}));
