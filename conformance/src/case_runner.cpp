@@ -282,9 +282,6 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
     stream.synchronize();
   }
 
-  const auto same = [](double after, double before) {
-    return after == before || (std::isnan(after) && std::isnan(before));
-  };
   RunResult result;
   result.outputs.resize(c.tensors.size());
   for (size_t i = 0; i < c.tensors.size(); ++i) {
@@ -297,7 +294,7 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
     if (spec.role == Role::input) {
       if (!checked) continue;
       for (size_t k = 0; k < image.size(); ++k) {
-        if (!same(image[k], (*images[i])[k])) {
+        if (!same_value(image[k], (*images[i])[k])) {
           result.problem = "input " + spec.name + " was modified";
           break;
         }
@@ -309,7 +306,7 @@ RunResult execute(const Case& c, const Device& device, Run run, const std::vecto
       for (size_t k = 0; k < static_cast<size_t>(p.view.numel()); ++k)
         inside[static_cast<size_t>(p.position(k))] = true;
       for (size_t k = 0; k < image.size(); ++k) {
-        if (!inside[k] && !same(image[k], (*images[i])[k])) {
+        if (!inside[k] && !same_value(image[k], (*images[i])[k])) {
           result.problem = "wrote outside output " + spec.name + " (element " + std::to_string(k) + " of its buffer)";
           break;
         }

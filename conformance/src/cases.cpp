@@ -24,13 +24,18 @@ std::string shape_name(const Shape& shape) {
 
 namespace {
 
-// The case of `op` in `dtype` whose tensors the sweeps re-lay: no empty or rank-0 tensor, the first
-// one made of at most 64Ki elements per tensor, else the smallest if it has at most 1Mi per tensor.
-const Case* sweep_representative(const std::vector<Case>& cases, const std::string& op, DType dtype) {
-  const Case* best = nullptr;
-  int64_t best_size = 0;
+// Each operator's case in each dtype that the sweeps vary: no empty or rank-0 tensor, the first one
+// made of at most 64Ki elements per tensor, else the smallest if it has at most 1Mi per tensor
+// (--full's smallest case of some operators is a whole LLaMA-7B table, 131M elements: varying that
+// would cost more than the rest of the suite, and --quick covers it). Copies: the sweeps append to
+// the list they come from.
+std::vector<Case> sweep_representatives(const std::vector<Case>& cases) {
+  struct Pick {
+    const Case* c;
+    int64_t largest;
+  };
+  std::vector<Pick> picks;  // one per (op, dtype), in the order first met
   for (const Case& c : cases) {
-    if (c.op != op || c.dtype != dtype) continue;
     int64_t largest = 0;
     bool plain = true;
     for (const TensorSpec& t : c.tensors) {
@@ -38,73 +43,62 @@ const Case* sweep_representative(const std::vector<Case>& cases, const std::stri
       largest = std::max(largest, shape_numel(t.shape));
     }
     if (!plain) continue;
-    if (largest <= (int64_t{1} << 16)) return &c;
-    if (best == nullptr || largest < best_size) best = &c, best_size = largest;
+    auto same = [&](const Pick& p) { return p.c->op == c.op && p.c->dtype == c.dtype; };
+    auto pick = std::find_if(picks.begin(), picks.end(), same);
+    if (pick == picks.end()) {
+      picks.push_back({&c, largest});
+    } else if (pick->largest > (int64_t{1} << 16) && largest < pick->largest) {
+      *pick = {&c, largest};
+    }
   }
-  // --full's smallest case of some operators is a whole LLaMA-7B table (131M elements): re-laying
-  // that in every view would cost more than the rest of the suite, and --quick covers the views.
-  return best_size <= (int64_t{1} << 20) ? best : nullptr;
+  std::vector<Case> representatives;
+  for (const Pick& p : picks)
+    if (p.largest <= (int64_t{1} << 20)) representatives.push_back(*p.c);
+  return representatives;
 }
 
-// Each operator's representative case again with every tensor in one kind of view: the last two
-// dimensions transposed, rows sliced from wider ones, an unaligned start with guard elements on both
-// sides, and inputs broadcast along their first dimension (stride 0). A plugin whose capability
-// claims no strides reports the strided ones not supported; the unaligned start is contiguous and
-// applies to every plugin.
-void add_layout_sweep(CaseList& list) {
+// Each representative again with every tensor in one kind of view: the last two dimensions
+// transposed, rows sliced from wider ones, an unaligned start with guard elements on both sides, and
+// inputs broadcast along their first dimension (stride 0). A plugin whose capability claims no
+// strides reports the strided ones not supported; the unaligned start is contiguous and applies to
+// every plugin.
+void add_layout_sweep(const std::vector<Case>& representatives, CaseList& list) {
   struct View {
     const char* name;
     Layout layout;
     bool (*applies)(const TensorSpec&);
   };
   static const View views[] = {
-      {"transposed", Layout::transposed, [](const TensorSpec& t) { return t.shape.size() >= 2; }},
-      {"rows sliced from wider rows", Layout::strided, [](const TensorSpec&) { return true; }},
-      {"unaligned, guarded both sides", Layout::offset, [](const TensorSpec&) { return true; }},
+      {"every tensor transposed", Layout::transposed, [](const TensorSpec& t) { return t.shape.size() >= 2; }},
+      {"every tensor rows sliced from wider rows", Layout::strided, [](const TensorSpec&) { return true; }},
+      {"every tensor unaligned, guarded both sides", Layout::offset, [](const TensorSpec&) { return true; }},
       {"inputs broadcast along dim 0", Layout::broadcast,
        [](const TensorSpec& t) { return t.role == Role::input && t.fill != Fill::derived && t.shape[0] > 1; }},
   };
-  std::vector<std::pair<std::string, DType>> seen;
-  std::vector<Case> added;
-  for (const Case& c : list.cases) {
-    const std::pair<std::string, DType> key{c.op, c.dtype};
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
-    const Case* representative = sweep_representative(list.cases, c.op, c.dtype);
-    if (representative == nullptr) continue;
+  for (const Case& representative : representatives) {
     for (const View& view : views) {
-      Case variant = *representative;
+      Case variant = representative;
       bool changed = false;
       for (TensorSpec& t : variant.tensors)
         if (view.applies(t)) t.layout = view.layout, changed = true;
       if (!changed) continue;
-      variant.name += ", every tensor " + std::string(view.name);
-      if (view.layout == Layout::broadcast) variant.name = representative->name + ", " + view.name;
-      added.push_back(std::move(variant));
+      variant.name += ", " + std::string(view.name);
+      list.cases.push_back(std::move(variant));
     }
   }
-  for (Case& c : added) list.cases.push_back(std::move(c));
 }
 
-// Each listed operator's representative case again with a NaN, +Inf or -Inf at every 211th element
-// of its float inputs: IEEE arithmetic decides where they propagate, the same in fp64 and in fp32 in
+// The listed operators' representatives again with a NaN, +Inf or -Inf at every 211th element of
+// their float inputs: IEEE arithmetic decides where they propagate, the same in fp64 and in fp32 in
 // any order for these operators, and the comparison wants NaN for NaN and the same infinity.
-void add_special_values_sweep(CaseList& list) {
+void add_special_values_sweep(const std::vector<Case>& representatives, CaseList& list) {
   static const char* const ops[] = {"gemm",   "softmax",     "layer_norm", "rms_norm",      "swiglu",
                                     "rotary", "reduce",      "embedding",  "attention",     "attention_backward",
                                     "where",  "masked_fill", "copy",       "binary_scalar", "index_select",
                                     "gather", "scatter_add"};
-  std::vector<Case> added;
-  std::vector<std::pair<std::string, DType>> seen;
-  for (const Case& c : list.cases) {
-    const std::pair<std::string, DType> key{c.op, c.dtype};
-    if (std::find(std::begin(ops), std::end(ops), c.op) == std::end(ops) ||
-        std::find(seen.begin(), seen.end(), key) != seen.end())
-      continue;
-    seen.push_back(key);
-    const Case* representative = sweep_representative(list.cases, c.op, c.dtype);
-    if (representative == nullptr) continue;
-    Case variant = *representative;
+  for (const Case& representative : representatives) {
+    if (std::find(std::begin(ops), std::end(ops), representative.op) == std::end(ops)) continue;
+    Case variant = representative;
     bool changed = false;
     for (TensorSpec& t : variant.tensors) {
       const bool plain = t.fill == Fill::normal || t.fill == Fill::uniform || t.fill == Fill::positive;
@@ -112,9 +106,8 @@ void add_special_values_sweep(CaseList& list) {
     }
     if (!changed) continue;
     variant.name += ", NaN and infinities in every input";
-    added.push_back(std::move(variant));
+    list.cases.push_back(std::move(variant));
   }
-  for (Case& c : added) list.cases.push_back(std::move(c));
 }
 
 }  // namespace
@@ -130,8 +123,9 @@ CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
     add_training_cases(list, s, dtype);
     add_tensor_cases(list, s, dtype);
   }
-  add_layout_sweep(list);
-  add_special_values_sweep(list);
+  const std::vector<Case> representatives = sweep_representatives(list.cases);
+  add_layout_sweep(representatives, list);
+  add_special_values_sweep(representatives, list);
   add_behaviour_checks(list);
   // Group by operator in the suite's order, keeping each operator's cases in the order they were made.
   const std::vector<std::string> order = operator_names();

@@ -1,6 +1,7 @@
 // Elementwise arithmetic, reductions, copies and casts, factories and indexing; and the behaviour
 // checks that are not numeric comparisons.
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include <tuple>
@@ -119,6 +120,30 @@ Case copy_case(std::string name, DType dtype, Shape shape, Layout in_layout, Lay
                {.name = "y", .shape = shape, .role = Role::output, .layout = out_layout}};
   x.run = [](Stream& s, const std::vector<Tensor>& t) { ops::copy(s, t[0], t[1]); };
   return x;
+}
+
+// Whether `other` sees the whole of a long memset on `s` once `order` says it is done: an event
+// recorded behind it and waited on, or `s` reporting ready. The memset runs for a while, so
+// "done" meaning "started" rather than "finished" shows as its last bytes not yet written (on a
+// device fast enough to have finished it, the check holds anyway). Three trials, each a new value.
+std::string read_after_long_memset(Stream& s, const std::function<std::string(Stream& busy, Stream& other)>& order,
+                                   const std::string& failure) {
+  const Device& d = s.device();
+  Stream other = d.create_stream();
+  const size_t bytes = size_t{128} << 20;
+  DeviceBuffer big = d.allocate(bytes), seen = d.allocate(4);
+  for (uint8_t trial = 1; trial <= 3; ++trial) {
+    s.memset(big, trial);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // under way, no longer queued
+    if (std::string problem = order(s, other); !problem.empty()) return problem;
+    other.copy(seen, 0, big, bytes - 4, 4);  // the last bytes the memset writes
+    uint8_t host[4] = {};
+    other.copy_to_host(host, seen, 4);
+    other.synchronize();
+    if (host[0] != trial || host[3] != trial) return failure + " (trial " + std::to_string(trial) + ")";
+  }
+  s.synchronize();
+  return "";
 }
 
 }  // namespace
@@ -371,55 +396,31 @@ void add_behaviour_checks(CaseList& list) {
                                return host[0] == 7 ? ""
                                                    : "a stream waiting on an event read data written before the event";
                              }});
-  // An event must complete when the work before it has finished, not when it started: recorded
-  // while one long task runs (on a device fast enough to have finished it, the check holds anyway).
   list.behaviours.push_back(
       {"streams", "an event completes when its work has finished, not when it started", [](Stream& s) -> std::string {
-         const Device& d = s.device();
-         Stream other = d.create_stream();
-         const size_t bytes = size_t{128} << 20;
-         DeviceBuffer big = d.allocate(bytes), seen = d.allocate(4);
-         for (uint8_t trial = 1; trial <= 3; ++trial) {
-           s.memset(big, trial);
-           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // under way, no longer queued
-           Event done = d.create_event();
-           done.record(s);
-           other.wait(done);
-           other.copy(seen, 0, big, bytes - 4, 4);  // the last bytes the memset writes
-           uint8_t host[4] = {};
-           other.copy_to_host(host, seen, 4);
-           other.synchronize();
-           if (host[0] != trial || host[3] != trial)
-             return "a stream waiting on an event read memory that the work before the event had not finished "
-                    "writing (trial " +
-                    std::to_string(trial) + ")";
-         }
-         s.synchronize();
-         return "";
+         return read_after_long_memset(
+             s,
+             [](Stream& busy, Stream& other) -> std::string {
+               Event done = busy.device().create_event();
+               done.record(busy);
+               other.wait(done);
+               return "";
+             },
+             "a stream waiting on an event read memory that the work before the event had not finished writing");
        }});
-  // The same for a stream's own query: ready only once its last task has finished.
   list.behaviours.push_back(
       {"streams", "a stream is ready when its work has finished, not when it started", [](Stream& s) -> std::string {
-         const Device& d = s.device();
-         Stream other = d.create_stream();
-         const size_t bytes = size_t{128} << 20;
-         DeviceBuffer big = d.allocate(bytes), seen = d.allocate(4);
-         for (uint8_t trial = 1; trial <= 3; ++trial) {
-           s.memset(big, trial);
-           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // under way, no longer queued
-           const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-           while (!s.ready()) {
-             if (std::chrono::steady_clock::now() > give_up) return "a 128 MiB memset was not ready after 30 s";
-             std::this_thread::yield();
-           }
-           other.copy(seen, 0, big, bytes - 4, 4);  // no wait: the query said the memset is done
-           uint8_t host[4] = {};
-           other.copy_to_host(host, seen, 4);
-           other.synchronize();
-           if (host[0] != trial || host[3] != trial)
-             return "a stream reported ready while its memset was still writing (trial " + std::to_string(trial) + ")";
-         }
-         return "";
+         return read_after_long_memset(
+             s,
+             [](Stream& busy, Stream&) -> std::string {
+               const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+               while (!busy.ready()) {
+                 if (std::chrono::steady_clock::now() > give_up) return "a 128 MiB memset was not ready after 30 s";
+                 std::this_thread::yield();
+               }
+               return "";  // no wait on `other`: the query said the memset is done
+             },
+             "a stream reported ready while its memset was still writing");
        }});
 }
 

@@ -90,6 +90,9 @@ Comparison compare_output(const std::string& name, DType dtype, const Shape& sha
 // Unit roundoff of a dtype (0 for integer dtypes, which must match exactly).
 double unit_roundoff(DType dtype);
 
+// Equal, or both NaN: an element left as it was, or a non-finite result matched.
+bool same_value(double a, double b);
+
 // The smallest normal number of a float dtype (0 for integer dtypes).
 double smallest_normal(DType dtype);
 
