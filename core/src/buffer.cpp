@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "h2/log.hpp"
+#include "h2/stream.hpp"
 #include "plugin_handle.hpp"
 
 namespace h2 {
@@ -57,6 +58,10 @@ void free_device_memory(const Device& device, void* data) {
                 "mem_free(device " + std::to_string(device.index()) + ")");
 }
 
+void give_back_to_cache(const Device& device, void* data) {
+  device.plugin()->allocator(device.index()).free(data);
+}
+
 void close_imported_memory(const Device& device, void* data) {
   const auto& plugin = device.plugin();
   plugin->check(plugin->api().mem_close(device.index(), data),
@@ -75,6 +80,22 @@ DeviceBuffer::DeviceBuffer(Device device, void* data, size_t bytes)
 
 DeviceBuffer DeviceBuffer::imported(Device device, void* data, size_t bytes) {
   return DeviceBuffer(std::move(device), data, bytes, close_imported_memory);
+}
+
+DeviceBuffer DeviceBuffer::stream_ordered(Device device, void* data, size_t bytes) {
+  return DeviceBuffer(std::move(device), data, bytes, give_back_to_cache);
+}
+
+bool DeviceBuffer::is_stream_ordered() const {
+  return free_fn() == give_back_to_cache;
+}
+
+void DeviceBuffer::record_stream(Stream& stream) const {
+  if (!*this || !is_stream_ordered()) return;
+  if (!(stream.device() == device()))
+    throw Error(H2_STATUS_INVALID_ARGUMENT, "record_stream: the buffer is on " + device().label() +
+                                                " but the stream is on " + stream.device().label());
+  device().plugin()->allocator(device().index()).record_stream(data(), stream.handle());
 }
 
 PinnedHostBuffer::PinnedHostBuffer(Device device, void* data, size_t bytes)

@@ -65,6 +65,14 @@ DeviceBuffer Device::allocate(size_t bytes) const {
   return DeviceBuffer(*this, data, bytes);
 }
 
+DeviceBuffer Device::allocate(size_t bytes, Stream& stream) const {
+  if (!(stream.device() == *this))
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                label() + ": cannot allocate memory for a stream of another device (" + stream.device().label() + ")");
+  void* data = plugin_->allocator(index_).allocate(bytes, stream.handle());
+  return DeviceBuffer::stream_ordered(*this, data, bytes);
+}
+
 PinnedHostBuffer Device::allocate_pinned_host(size_t bytes) const {
   if (bytes == 0) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot allocate 0 bytes");
   void* data = nullptr;

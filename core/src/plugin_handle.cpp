@@ -1,6 +1,7 @@
 #include "plugin_handle.hpp"
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "h2/log.hpp"
@@ -50,7 +51,19 @@ const H2_OpCapability& PluginHandle::capability(int device, H2_Op op) const {
   return capabilities_[static_cast<size_t>(device)][index];
 }
 
+void PluginHandle::make_allocators(int device_count) {
+  const char* choice = std::getenv("H2_ALLOCATOR");
+  const std::string mode = choice != nullptr ? choice : "";
+  if (!mode.empty() && mode != "caching" && mode != "plugin")
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                "H2_ALLOCATOR='" + mode + "' is not an allocator: use 'caching' (the default) or 'plugin'");
+  allocators_.clear();
+  for (int device = 0; device < device_count; ++device)
+    allocators_.push_back(std::make_unique<CachingAllocator>(*this, device, mode != "plugin"));
+}
+
 PluginHandle::~PluginHandle() {
+  allocators_.clear();  // cached segments go back through mem_free while the plugin still runs
   if (!initialized_) return;
   H2_Status status = api_.shutdown();
   if (status != H2_STATUS_OK) log(LogLevel::warning, name_, std::string("shutdown failed: ") + api_.last_error());

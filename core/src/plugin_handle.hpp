@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "caching_allocator.hpp"
 #include "h2/error.hpp"
 #include "h2/plugin_abi.h"
 
@@ -48,6 +49,12 @@ class PluginHandle {
     return slot;
   }
 
+  // Makes each device's caching allocator, caching unless H2_ALLOCATOR=plugin (throws h2::Error for
+  // another value).
+  void make_allocators(int device_count);
+  // The caching allocator of `device` (a device index the plugin reported).
+  CachingAllocator& allocator(int device) const { return *allocators_[static_cast<size_t>(device)]; }
+
   // Marks the plugin as initialized, so the destructor calls shutdown.
   void set_initialized() { initialized_ = true; }
 
@@ -62,6 +69,8 @@ class PluginHandle {
   bool initialized_ = false;
   // capabilities_[device][op]; index 0 unused.
   std::vector<std::array<H2_OpCapability, H2_OP_COUNT_1_1 + 1>> capabilities_;
+  // Declared last, so they give their cached memory back before anything else of the plugin goes.
+  std::vector<std::unique_ptr<CachingAllocator>> allocators_;
 };
 
 // The logger callback passed to every plugin at initialize; `user_data` is the PluginHandle.

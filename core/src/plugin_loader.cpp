@@ -181,6 +181,8 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   if (sharing_slots != 0 && sharing_slots != 3)
     return failure(info, PluginState::invalid_table,
                    "mem_export, mem_import and mem_close must all be set or all be NULL");
+  if ((api.mem_alloc_async == nullptr) != (api.mem_free_async == nullptr))
+    return failure(info, PluginState::invalid_table, "mem_alloc_async and mem_free_async must both be set or both be NULL");
   if (api.op_table != nullptr && table->abi_minor == 0)
     return failure(info, PluginState::invalid_table, "op_table must be NULL in ABI 1.0");
   // The same rule for the operator table: read what its struct_size covers, the rest is NULL.
@@ -230,6 +232,11 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
       return failure(info, PluginState::init_failed,
                      "device_properties(" + std::to_string(i) + ") failed: " + plugin_message(api));
     loaded.devices.push_back(to_device_properties(props));
+  }
+  try {
+    handle->make_allocators(count);
+  } catch (const Error& e) {
+    return failure(info, PluginState::init_failed, e.what());
   }
   if (api.op_table != nullptr) {
     try {

@@ -1,5 +1,6 @@
 #include "h2/stream.hpp"
 
+#include <type_traits>
 #include <utility>
 
 #include "h2/error.hpp"
@@ -49,6 +50,12 @@ template <typename Native>
 OwnedHandle<Native>::~OwnedHandle() {
   if (native_ == nullptr) return;
   const auto& plugin = device_.plugin();
+  if constexpr (std::is_same_v<Native, H2_Stream>) {
+    // Drained first, so that what the allocator cached for this stream is free for any stream: no
+    // work of this stream can still use it, and none can be enqueued on it any more.
+    plugin->api().stream_synchronize(native_);  // a sticky error is the stream owner's to have seen
+    plugin->allocator(device_.index()).stream_retired(native_);
+  }
   if (destroy(plugin->api(), native_) != H2_STATUS_OK)
     log(LogLevel::error, plugin->name(), std::string(destroy_name(native_)) + " failed: " + plugin->api().last_error());
 }

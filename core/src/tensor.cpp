@@ -115,14 +115,33 @@ Tensor::Tensor(std::shared_ptr<DeviceBuffer> storage, int64_t offset, DType dtyp
             std::to_string(shape_.size()));
 }
 
-Tensor Tensor::empty(const Device& device, Shape shape, DType dtype) {
+namespace {
+// Bytes of a new contiguous tensor (at least one element: allocators take no empty requests).
+size_t checked_bytes(const Shape& shape, DType dtype) {
   for (int64_t size : shape)
     if (size < 0) invalid("tensor shape " + shape_string(shape) + " has a negative size");
   if (shape.size() > H2_MAX_RANK) invalid("tensor shape " + shape_string(shape) + " has more than 8 dimensions");
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(shape_numel(shape), 1)) * dtype_size(dtype);
+  return static_cast<size_t>(std::max<int64_t>(shape_numel(shape), 1)) * dtype_size(dtype);
+}
+}  // namespace
+
+Tensor Tensor::empty(Stream& stream, Shape shape, DType dtype) {
+  const size_t bytes = checked_bytes(shape, dtype);
+  auto storage = std::make_shared<DeviceBuffer>(stream.device().allocate(bytes, stream));
+  Shape strides = contiguous_strides(shape);
+  return Tensor(std::move(storage), 0, dtype, std::move(shape), std::move(strides));
+}
+
+Tensor Tensor::empty(const Device& device, Shape shape, DType dtype) {
+  const size_t bytes = checked_bytes(shape, dtype);
   auto storage = std::make_shared<DeviceBuffer>(device.allocate(bytes));
   Shape strides = contiguous_strides(shape);
   return Tensor(std::move(storage), 0, dtype, std::move(shape), std::move(strides));
+}
+
+void Tensor::record_stream(Stream& stream) const {
+  if (!storage_) invalid("record_stream: the tensor is undefined");
+  storage_->record_stream(stream);
 }
 
 Tensor Tensor::from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, DType dtype) {
@@ -139,7 +158,7 @@ Tensor Tensor::from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, D
 }
 
 Tensor Tensor::from_host(Stream& stream, std::span<const double> values, Shape shape, DType dtype) {
-  Tensor tensor = empty(stream.device(), std::move(shape), dtype);
+  Tensor tensor = empty(stream, std::move(shape), dtype);
   tensor.copy_from_host(stream, values);
   return tensor;
 }
@@ -184,7 +203,7 @@ std::vector<double> Tensor::to_host(Stream& stream) const {
   if (!storage_) invalid("to_host: the tensor is undefined");
   Tensor dense = *this;
   if (!is_contiguous()) {
-    dense = empty(device(), shape_, dtype_);
+    dense = empty(stream, shape_, dtype_);
     ops::copy(stream, *this, dense);
   }
   const size_t element = dtype_size(dtype_);

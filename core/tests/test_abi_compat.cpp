@@ -51,7 +51,7 @@ TEST(AbiCompat, ThisCoresHistoryEndsAtItsOwnVersion) {
   const AbiHistory& history = h2::detail::core_abi_history();
   EXPECT_EQ(history.major, H2_ABI_MAJOR);
   EXPECT_EQ(history.table_size_by_minor.size(), H2_ABI_MINOR + 1u);
-  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, mem_close));
+  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, mem_free_async));
   EXPECT_EQ(check_abi(H2_ABI_MAJOR, H2_ABI_MINOR, sizeof(H2_PluginApi), history).verdict, AbiVerdict::compatible);
 }
 

@@ -162,6 +162,85 @@ TEST(Memory, DeviceMemoryPassedAsHostMemoryIsRejected) {
       testing::ThrowsMessage<Error>(HasSubstr("source is device memory but the copy kind says it is host memory")));
 }
 
+// A training loop's temporaries: after the first iteration every tensor comes from the cache, and
+// the values are right although each iteration reuses the memory the last one freed.
+TEST(CachingAllocator, TemporariesOfAStreamCostNoPluginCallsAfterTheFirstIteration) {
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  uint64_t after_first = 0;
+  for (int iteration = 0; iteration < 5; ++iteration) {
+    Tensor a = Tensor::empty(stream, {256, 64}, DType::f32);
+    Tensor b = Tensor::empty(stream, {256, 64}, DType::f32);
+    ops::fill(stream, a, iteration);
+    ops::fill(stream, b, 2.0);
+    Tensor sum = Tensor::empty(stream, {256, 64}, DType::f32);
+    ops::add(stream, a, b, sum);
+    EXPECT_EQ(sum.to_host(stream).back(), iteration + 2.0);
+    if (iteration == 0) after_first = memory_stats(device).plugin_allocations;
+  }
+  const MemoryStats stats = memory_stats(device);
+  EXPECT_TRUE(stats.caching);
+  EXPECT_EQ(stats.plugin_allocations, after_first);
+  EXPECT_EQ(stats.allocations, 15u);
+  EXPECT_EQ(stats.cache_hits, stats.allocations - stats.plugin_allocations);
+  EXPECT_EQ(stats.allocated_bytes, 0u);
+  empty_cache(device);
+  EXPECT_EQ(memory_stats(device).reserved_bytes, 0u);
+}
+
+TEST(CachingAllocator, UnderH2AllocatorPluginEveryTensorIsAStreamOrderedPluginAllocation) {
+  test::ScopedEnv off("H2_ALLOCATOR", "plugin");
+  test::ScopedEnv memory("H2_CPU_REFERENCE_MEMORY", "8MiB");
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  {
+    Tensor a = Tensor::empty(stream, {1000}, DType::f32);
+    ops::fill(stream, a, 1.0);
+    // The plugin sees exactly the tensor's bytes, not a segment.
+    EXPECT_EQ(device.memory_info().free_bytes, (8u << 20) - 4096u);
+  }
+  stream.synchronize();  // mem_free_async returns the memory when the stream reaches it
+  EXPECT_EQ(device.memory_info().free_bytes, 8u << 20);
+  const MemoryStats stats = memory_stats(device);
+  EXPECT_FALSE(stats.caching);
+  EXPECT_EQ(stats.plugin_allocations, 1u);
+  EXPECT_EQ(stats.plugin_frees, 1u);
+}
+
+TEST(CachingAllocator, RunningOutOfMemoryNamesTheDeviceTheRequestAndTheCache) {
+  test::ScopedEnv memory("H2_CPU_REFERENCE_MEMORY", "24MiB");
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  Tensor held = Tensor::empty(stream, {3 << 20}, DType::u8);
+  Stream other = device.create_stream();
+  EXPECT_THAT([&] { Tensor::empty(other, {8 << 20}, DType::u8); },
+              testing::ThrowsMessage<Error>(testing::AllOf(
+                  HasSubstr("cpu-reference:0: out of memory: 8.00 MiB for a buffer do not fit"),
+                  HasSubstr("buffers hold 3.00 MiB, the cache holds 17.00 MiB"),
+                  HasSubstr("the device has 4.00 MiB free of 24.00 MiB"))));
+}
+
+// cpu-reference's mem_free_async: work enqueued after the free on the freed memory is refused, as
+// strict mode refuses host access, instead of reading memory that may already be someone else's.
+TEST(CachingAllocator, CpuReferenceRefusesWorkOnMemoryFreedInStreamOrder) {
+  Runtime runtime(test::cpu_reference_only());
+  Device device = runtime.device("cpu-reference", 0);
+  Stream stream = device.create_stream();
+  const H2_PluginApi& api = device.plugin_api();
+  void* ptr = nullptr;
+  ASSERT_EQ(api.mem_alloc_async(0, 4096, stream.handle(), &ptr), H2_STATUS_OK);
+  ASSERT_EQ(api.memset_async(stream.native(), ptr, 1, 4096), H2_STATUS_OK);
+  ASSERT_EQ(api.mem_free_async(0, ptr, stream.handle()), H2_STATUS_OK);
+  EXPECT_EQ(api.memset_async(stream.native(), ptr, 2, 4096), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(api.last_error(), HasSubstr("already freed with mem_free_async (a use after free)"));
+  EXPECT_EQ(api.mem_free(0, ptr), H2_STATUS_INVALID_ARGUMENT);  // and it cannot be freed twice
+  stream.synchronize();
+  EXPECT_EQ(device.memory_info().free_bytes, device.memory_info().total_bytes);
+}
+
 TEST(StrictMode, DevicePointersAreNotHostAccessible) {
   test::ScopedEnv strict("H2_CPU_REFERENCE_STRICT", "1");
   Runtime runtime(test::cpu_reference_only());
@@ -186,6 +265,26 @@ TEST(StrictModeDeathTest, HostDereferenceOfDeviceMemoryStopsWithAClearMessage) {
         DeviceBuffer buffer = runtime.device("cpu-reference", 0).allocate(64);
         volatile uint8_t* bytes = static_cast<volatile uint8_t*>(buffer.data());
         bytes[3] = 1;  // the bug strict mode exists to catch
+      },
+      "strict mode\\): host code dereferenced device memory of device 0");
+}
+
+// A tensor's memory cached after its free is still device memory: reading it from the host (a use
+// after free of a stale pointer) stops as any host access does.
+TEST(StrictModeDeathTest, HostReadOfAFreedCachedTensorStopsWithAClearMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  test::ScopedEnv strict("H2_CPU_REFERENCE_STRICT", "1");
+  EXPECT_DEATH(
+      {
+        Runtime runtime(test::cpu_reference_only());
+        Stream stream = runtime.device("cpu-reference", 0).create_stream();
+        void* stale = nullptr;
+        {
+          Tensor tensor = Tensor::empty(stream, {16}, DType::f32);
+          stale = tensor.data();
+        }
+        volatile float value = *static_cast<volatile float*>(stale);
+        (void)value;
       },
       "strict mode\\): host code dereferenced device memory of device 0");
 }

@@ -167,8 +167,9 @@ TEST(PluginLoading, NewerMinorIsAnAbiMismatch) {
 TEST(PluginLoading, TooSmallTableIsRejected) {
   PluginInfo info = load_one(fake_plugin("small-table").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
-  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_3) +
-                                      " bytes ABI 1.3 requires"));
+  // The fake plugin speaks this core's minor, whose table is the whole H2_PluginApi.
+  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(sizeof(H2_PluginApi)) +
+                                      " bytes ABI 1." + std::to_string(H2_ABI_MINOR) + " requires"));
 }
 
 TEST(PluginLoading, NullRequiredSlotIsRejected) {
@@ -194,6 +195,40 @@ TEST(PluginLoading, MissingVendorRuntimeIsItsOwnState) {
   EXPECT_EQ(info.state, PluginState::runtime_missing);
   EXPECT_TRUE(info.unavailable());
   EXPECT_THAT(info.message, HasSubstr("vendor runtime missing: cannot load libh2-absent-vendor-runtime.so.1"));
+}
+
+TEST(PluginLoading, StreamOrderedAllocationSlotsComeTogether) {
+  PluginInfo info = load_one(fake_plugin("partial-async").string());
+  EXPECT_EQ(info.state, PluginState::invalid_table);
+  EXPECT_THAT(info.message, HasSubstr("mem_alloc_async and mem_free_async must both be set or both be NULL"));
+}
+
+// A plugin built against ABI 1.3 has no stream-ordered slots: the caching allocator carves its
+// buffers from mem_alloc segments and reuses them all the same.
+TEST(PluginLoading, APluginWithoutStreamOrderedSlotsServesStreamOrderedBuffers) {
+  RuntimeOptions options;
+  options.plugins = {fake_plugin("minor-3").string()};
+  Runtime runtime(options);
+  ASSERT_TRUE(runtime.plugins().at(0).loaded()) << runtime.plugins()[0].message;
+  EXPECT_EQ(runtime.plugins()[0].abi_minor, 3u);
+  Device device = runtime.devices().at(0);
+  EXPECT_EQ(device.plugin_api().mem_alloc_async, nullptr);
+  Stream stream = device.create_stream();
+  void* first = nullptr;
+  {
+    DeviceBuffer buffer = device.allocate(64, stream);
+    first = buffer.data();
+    stream.memset(buffer, 7);
+    uint8_t host[64] = {};
+    stream.copy_to_host(host, buffer, sizeof host);
+    stream.synchronize();
+    EXPECT_EQ(host[63], 7);
+  }
+  DeviceBuffer again = device.allocate(64, stream);
+  EXPECT_EQ(again.data(), first);
+  const MemoryStats stats = memory_stats(device);
+  EXPECT_EQ(stats.plugin_allocations, 1u);
+  EXPECT_EQ(stats.cache_hits, 1u);
 }
 
 TEST(PluginLoading, PluginBuiltAgainstTheOldestMinorStillLoads) {
@@ -311,8 +346,10 @@ TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState)
   EXPECT_EQ(states["runtime-missing"], PluginState::runtime_missing);
   EXPECT_EQ(states["no-entry"], PluginState::no_entry_point);
   EXPECT_EQ(states["ops-partial"], PluginState::loaded);
-  // Only loaded plugins contribute devices: fake, old-minor and ops-partial, two each.
-  EXPECT_EQ(runtime.devices().size(), 6u);
+  EXPECT_EQ(states["minor-3"], PluginState::loaded);
+  EXPECT_EQ(states["partial-async"], PluginState::invalid_table);
+  // Only loaded plugins contribute devices: fake, old-minor, minor-3 and ops-partial, two each.
+  EXPECT_EQ(runtime.devices().size(), 8u);
 }
 
 TEST(PluginLoading, TwoRuntimesShareOneInitializedPlugin) {

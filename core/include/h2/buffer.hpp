@@ -1,6 +1,8 @@
 // RAII owners of device memory and pinned host memory. Move-only; the memory is freed when the
-// owner is destroyed. Freeing device memory waits for work already queued (see mem_free in
-// plugin_abi.h), so a buffer can be dropped right after enqueuing work on it.
+// owner is destroyed, so a buffer can be dropped right after enqueuing work on it. Memory made for a
+// stream (Device::allocate(bytes, stream)) goes back to the device's caching allocator without
+// waiting, for reuse in that stream's order; other device memory is freed with mem_free, which waits
+// for the work already queued (see plugin_abi.h).
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,8 @@
 #include "h2/device.hpp"
 
 namespace h2 {
+
+class Stream;
 
 namespace detail {
 
@@ -34,6 +38,9 @@ class Allocation {
   // Frees now and throws on failure (the destructor logs failures instead).
   void reset();
 
+ protected:
+  FreeFn free_fn() const { return free_fn_; }
+
  private:
   std::optional<Device> device_;
   void* data_ = nullptr;
@@ -50,6 +57,14 @@ class DeviceBuffer : public detail::Allocation {
   DeviceBuffer(Device device, void* data, size_t bytes);
   // Memory another process exported, from mem_import: given back with mem_close, not mem_free.
   static DeviceBuffer imported(Device device, void* data, size_t bytes);
+  // Memory the device's caching allocator handed out for work on a stream.
+  static DeviceBuffer stream_ordered(Device device, void* data, size_t bytes);
+
+  bool is_stream_ordered() const;
+  // Work on `stream`, another stream than the one the memory was made for, uses it: freeing it then
+  // waits (on the device, not the host) for the work enqueued on `stream` until the free, as torch's
+  // Tensor.record_stream. A no-op for memory that is not stream-ordered, whose free waits anyway.
+  void record_stream(Stream& stream) const;
 
  private:
   DeviceBuffer(Device device, void* data, size_t bytes, FreeFn free_fn)

@@ -82,8 +82,13 @@ class Device {
   // The operator's capability, or nullopt when the plugin does not provide it.
   std::optional<OpCapability> op_capability(H2_Op op) const;
 
-  // Allocates device memory; throws h2::Error (H2_STATUS_OUT_OF_MEMORY names what is free).
+  // Allocates device memory from the plugin; throws h2::Error (H2_STATUS_OUT_OF_MEMORY names what is
+  // free). Freeing it waits for the work queued on every stream: for long-lived buffers.
   DeviceBuffer allocate(size_t bytes) const;
+  // Memory for work on `stream` (a stream of this device) from the device's caching allocator
+  // (h2/memory.hpp): freeing it never waits. Work on another stream that uses it must be declared
+  // with DeviceBuffer::record_stream.
+  DeviceBuffer allocate(size_t bytes, Stream& stream) const;
   // Pinned host memory from this device's plugin, for fast copies and NIC registration.
   PinnedHostBuffer allocate_pinned_host(size_t bytes) const;
   // A new stream. `options` are hints (H2_StreamFlags); a plugin without stream_create_with_flags

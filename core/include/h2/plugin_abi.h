@@ -18,6 +18,7 @@
  *   1.1  the operator table (section 8)
  *   1.2  stream_create_with_flags and H2_StreamFlags (an inline stream for host-computing devices)
  *   1.3  mem_export, mem_import, mem_close and H2_MemHandle (device memory shared between processes)
+ *   1.4  mem_alloc_async and mem_free_async (memory ordered by a stream, as cudaMallocAsync)
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -68,7 +69,7 @@ extern "C" {
  * each minor's size stays fixed forever even after later minors append.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 3
+#define H2_ABI_MINOR 4
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 
@@ -790,8 +791,9 @@ typedef struct H2_PluginApi {
    * request and what is free) when it does not fit. Non-blocking. */
   H2_Status (*mem_alloc)(int32_t device, size_t bytes, void** ptr);
 
-  /* Frees `ptr` from mem_alloc on `device`. Blocks until all work enqueued so far that may use the
-   * memory has completed (as cudaFree does), so queued work never touches freed memory. */
+  /* Frees `ptr` from mem_alloc (or mem_alloc_async) on `device`. Blocks until all work enqueued so
+   * far that may use the memory has completed (as cudaFree does), so queued work never touches freed
+   * memory. mem_free_async (ABI 1.4) frees without blocking. */
   H2_Status (*mem_free)(int32_t device, void* ptr);
 
   /* [optional] Writes the device's currently free and total allocatable bytes. Non-blocking. */
@@ -914,12 +916,40 @@ typedef struct H2_PluginApi {
    * use it has completed, as mem_free does; the pointer is invalid afterwards. The exporting
    * process's allocation is not affected. */
   H2_Status (*mem_close)(int32_t device, void* ptr);
+
+  /* ---- Since ABI 1.4: memory ordered by a stream ----
+   * mem_free blocks the host until every queued use of the memory has completed; freeing a
+   * temporary that way stalls the host (and, on CUDA, the whole device) once per temporary. These two
+   * slots give memory the semantics of cudaMallocAsync and cudaFreeAsync instead: an allocation and a
+   * free are operations *on a stream*, ordered with the stream's other work, so neither waits for
+   * the device. The core's caching allocator uses them for the segments it carves tensors from, and
+   * when caching is off (H2_ALLOCATOR=plugin) for every tensor; a plugin without them still works,
+   * through mem_alloc and the blocking mem_free. The two slots are [optional] together: both set or
+   * both NULL. */
+
+  /* [optional] Allocates `bytes` (> 0) on `device` for work ordered on `stream` (a stream of
+   * `device`) and writes the device pointer to `*ptr`, aligned to at least 256 bytes. The memory may
+   * be used by work enqueued on `stream` after this call, and by work on other streams once they are
+   * ordered after this call (an event recorded on `stream` after it). The contents are unspecified.
+   * The memory is owned by the caller until passed to mem_free_async (or mem_free). Returns
+   * H2_STATUS_OUT_OF_MEMORY, with a message naming the device, the request and what is free, when it
+   * does not fit. Non-blocking: it never waits for work on any stream. */
+  H2_Status (*mem_alloc_async)(int32_t device, size_t bytes, H2_Stream* stream, void** ptr);
+
+  /* [optional] Frees `ptr` (from mem_alloc_async or mem_alloc on `device`) in `stream`'s order: the
+   * memory stays valid for work enqueued on `stream` before this call and may be reused for work
+   * ordered after it. Work on *other* streams that uses the memory must be ordered before this call
+   * by the caller (record an event on those streams and stream_wait_event it on `stream` first), as
+   * with cudaFreeAsync. `ptr` is invalid for the caller after the call: enqueuing new work on it is
+   * a bug the plugin may report. Non-blocking. */
+  H2_Status (*mem_free_async)(int32_t device, void* ptr, H2_Stream* stream);
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
 #define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
 #define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
 #define H2_PLUGIN_API_SIZE_1_3 H2_STRUCT_SIZE(H2_PluginApi, mem_close)
+#define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, mem_free_async)
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -952,6 +982,7 @@ H2_STATIC_ASSERT(H2_PLUGIN_API_IDENTITY_SIZE == 32, "H2_PluginApi identity prefi
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 272, "H2_PluginApi 1.4 layout changed");
 H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");

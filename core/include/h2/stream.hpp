@@ -43,7 +43,7 @@ extern template class OwnedHandle<H2_Event>;
 
 }  // namespace detail
 
-// Destroying a Stream waits for its pending work.
+// Destroying a Stream waits for its pending work; then the memory cached for it may serve any stream.
 class Stream : public detail::OwnedHandle<H2_Stream> {
  public:
   Stream(Device device, H2_Stream* native) : OwnedHandle(std::move(device), native) {}
@@ -56,6 +56,8 @@ class Stream : public detail::OwnedHandle<H2_Stream> {
     enqueued_.fetch_add(1, std::memory_order_acq_rel);
     return native_;
   }
+  // The same handle, not counted as work: for the caching allocator, which orders memory by it.
+  H2_Stream* handle() const { return native_; }
 
   // Sets `bytes` bytes (default: to the end) starting at `offset` of `dst` to `value`.
   void memset(DeviceBuffer& dst, uint8_t value, size_t offset = 0, size_t bytes = kToEnd);

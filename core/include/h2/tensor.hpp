@@ -31,7 +31,12 @@ class Tensor {
  public:
   Tensor() = default;  // undefined: stands for an absent optional tensor
 
-  // A new contiguous tensor; the contents are unspecified.
+  // A new contiguous tensor for work on `stream`; the contents are unspecified. Its memory comes from
+  // the device's caching allocator and goes back to it, without waiting, when the last view dies;
+  // work on another stream that uses it must be declared with record_stream. For every temporary.
+  static Tensor empty(Stream& stream, Shape shape, DType dtype);
+  // The same with memory straight from the plugin, whose free waits for all queued work: for
+  // long-lived tensors (parameters, optimizer state) that any stream may use.
   static Tensor empty(const Device& device, Shape shape, DType dtype);
   // A contiguous tensor over the start of existing device memory, which must hold it (for buffers a
   // library reuses between calls, such as DiComm's scratch).
@@ -68,6 +73,10 @@ class Tensor {
   Tensor unsqueeze(int dim) const;
   Tensor squeeze(int dim) const;            // dim must have size 1
   Tensor expand(const Shape& shape) const;  // size-1 dims repeat (stride 0); new leading dims allowed
+
+  // Work on `stream` (not the one the tensor was made for) uses this tensor's memory: freeing it
+  // waits for that work. See DeviceBuffer::record_stream.
+  void record_stream(Stream& stream) const;
 
   // The ABI descriptor of this view (data NULL when undefined).
   H2_Tensor descriptor() const;

@@ -128,6 +128,14 @@ static H2_Status mem_free(int32_t device, void* ptr) {
   return H2_STATUS_OK;
 }
 
+#ifdef FAKE_PARTIAL_ASYNC
+/* Allocates in stream order but has no matching free: the loader must refuse the half pair. */
+static H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
+  (void)stream;
+  return mem_alloc(device, bytes, ptr);
+}
+#endif
+
 #ifdef FAKE_PARTIAL_SHARING
 /* Exports but cannot import or close: the loader must refuse half of the sharing slots. */
 static H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
@@ -248,6 +256,9 @@ static const H2_PluginApi api = {
 #endif
 #ifdef FAKE_PARTIAL_SHARING
     .mem_export = mem_export,
+#endif
+#ifdef FAKE_PARTIAL_ASYNC
+    .mem_alloc_async = mem_alloc_async,
 #endif
 };
 

@@ -129,7 +129,16 @@ void* DeviceMemory::allocate(size_t bytes) {
   fail(H2_STATUS_OUT_OF_MEMORY, message);
 }
 
-void DeviceMemory::release(void* ptr) {
+void DeviceMemory::retire(void* ptr) {
+  std::lock_guard lock(mutex_);
+  auto it = in_arena(ptr) ? live_.find(offset_of(ptr)) : live_.end();
+  if (it == live_.end() || it->second.retired)
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "pointer is not the start of a live allocation on device " + std::to_string(device_) + " (already freed?)");
+  it->second.retired = true;
+}
+
+void DeviceMemory::release(void* ptr, bool retired_ok) {
   if (imports_.holds(ptr))
     fail(H2_STATUS_INVALID_ARGUMENT, "pointer is memory imported from another process: mem_close closes it");
   std::lock_guard lock(mutex_);
@@ -137,7 +146,7 @@ void DeviceMemory::release(void* ptr) {
     fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device_));
   size_t offset = offset_of(ptr);
   auto it = live_.find(offset);
-  if (it == live_.end())
+  if (it == live_.end() || (it->second.retired && !retired_ok))
     fail(H2_STATUS_INVALID_ARGUMENT,
          "pointer is not the start of a live allocation on device " + std::to_string(device_) + " (already freed?)");
   size_t size = it->second.reserved;
@@ -185,7 +194,7 @@ DeviceMemory::LiveMap::const_iterator DeviceMemory::allocation_at(size_t offset)
   auto it = live_.upper_bound(offset);
   if (it == live_.begin()) return live_.end();
   --it;
-  return offset < it->first + it->second.requested ? it : live_.end();
+  return offset < it->first + it->second.requested && !it->second.retired ? it : live_.end();
 }
 
 SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const {
@@ -227,6 +236,9 @@ void* DeviceMemory::resolve(const void* ptr, size_t bytes, const char* role) con
     fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " " + where() + " is not inside a live allocation");
   --it;
   const size_t end = it->first + it->second.requested;
+  if (it->second.retired && offset < end)
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         std::string(role) + " " + where() + " is memory already freed with mem_free_async (a use after free)");
   if (offset >= end && bytes > 0)
     fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " " + where() + " is not inside a live allocation");
   if (offset + bytes > end)

@@ -32,8 +32,12 @@ class DeviceMemory {
 
   // Returns a device pointer; throws PluginError(OUT_OF_MEMORY) naming the device and what is free.
   void* allocate(size_t bytes);
-  // Throws PluginError(INVALID_ARGUMENT) unless `ptr` is the start of a live allocation.
-  void release(void* ptr);
+  // Throws PluginError(INVALID_ARGUMENT) unless `ptr` is the start of a live allocation (one that
+  // retire() marked counts only when `retired_ok`: mem_free_async's own release).
+  void release(void* ptr, bool retired_ok = false);
+  // mem_free_async's first half: the allocation stays reserved until its stream reaches the free,
+  // but from now on resolve() refuses it, so work enqueued after the free on it is caught.
+  void retire(void* ptr);
 
   // Translates [ptr, ptr + bytes) to the shadow view. Throws PluginError(INVALID_ARGUMENT), naming
   // `role` ("destination", "source"), unless the range lies inside one live allocation or one
@@ -59,6 +63,7 @@ class DeviceMemory {
   struct Allocation {
     size_t requested;  // what the caller asked for: accesses are checked against this
     size_t reserved;   // rounded up to kAlignment: what the allocator holds
+    bool retired = false;  // freed by mem_free_async, waiting for its stream to reach the free
   };
   using LiveMap = std::map<size_t, Allocation>;
 

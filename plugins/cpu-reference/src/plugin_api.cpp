@@ -70,6 +70,29 @@ H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
   });
 }
 
+H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
+  return guarded("mem_alloc_async", [&] {
+    require(ptr, "ptr");
+    if (runtime().stream(stream)->device() != device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to another device than " + std::to_string(device));
+    // The arena hands out memory no queued work uses, so it is ready for the stream at once.
+    *ptr = runtime().memory(device).allocate(bytes);
+  });
+}
+
+H2_Status mem_free_async(int32_t device, void* ptr, H2_Stream* stream) {
+  return guarded("mem_free_async", [&] {
+    require(ptr, "ptr");
+    auto target = runtime().stream(stream);
+    if (target->device() != device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to another device than " + std::to_string(device));
+    DeviceMemory& memory = runtime().memory(device);
+    memory.retire(ptr);
+    // An ordering task: it runs after a sticky error too, or the memory would never come back.
+    target->enqueue_ordering([&memory, ptr] { memory.release(ptr, true); });
+  });
+}
+
 H2_Status mem_free(int32_t device, void* ptr) {
   return guarded("mem_free", [&] {
     require(ptr, "ptr");
@@ -313,6 +336,8 @@ const H2_PluginApi kApi = {
     .mem_export = mem_export,
     .mem_import = mem_import,
     .mem_close = mem_close,
+    .mem_alloc_async = mem_alloc_async,
+    .mem_free_async = mem_free_async,
 };
 
 }  // namespace

@@ -60,6 +60,20 @@ H2_Status mem_free(int32_t device, void* ptr) {
   });
 }
 
+H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
+  return guarded("mem_alloc_async", [&] {
+    require(ptr, "ptr");
+    *ptr = runtime().allocate_async(device, bytes, *runtime().stream(stream));
+  });
+}
+
+H2_Status mem_free_async(int32_t device, void* ptr, H2_Stream* stream) {
+  return guarded("mem_free_async", [&] {
+    require(ptr, "ptr");
+    runtime().release_async(device, ptr, *runtime().stream(stream));
+  });
+}
+
 H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
   return guarded("mem_info", [&] {
     require(free_bytes, "free_bytes");
@@ -272,6 +286,8 @@ const H2_PluginApi kApi = {
     .event_synchronize = event_synchronize,
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
+    .mem_alloc_async = mem_alloc_async,
+    .mem_free_async = mem_free_async,
 };
 
 }  // namespace

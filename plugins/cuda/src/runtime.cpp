@@ -172,11 +172,7 @@ void* Runtime::allocate(int device, size_t bytes) {
   const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pools_[static_cast<size_t>(device)], s);
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    uint64_t free_bytes = 0, total = 0;
-    memory_info(device, free_bytes, total);
-    fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " out of memory: requested " +
-                                      std::to_string(bytes) + " bytes, " + std::to_string(free_bytes) + " free of " +
-                                      std::to_string(total));
+    out_of_memory(device, bytes);
   }
   H2_CUDA_CHECK(status);
   H2_CUDA_CHECK(cudaStreamSynchronize(s));  // the memory is usable on any stream from here on
@@ -192,11 +188,55 @@ void Runtime::release(int device, void* ptr) {
     cudaGetLastError();
     fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device));
   }
-  // As cudaFree: work already queued may still use the memory.
-  H2_CUDA_CHECK(cudaDeviceSynchronize());
+  // The ABI's mem_free waits for the work already queued that may use the memory: order the free
+  // after what every stream of the device has queued so far (events, not cudaDeviceSynchronize,
+  // which would also wait for work other threads enqueue meanwhile), then wait for the free.
   cudaStream_t s = allocation_streams_[static_cast<size_t>(device)];
+  for (const std::shared_ptr<Stream>& other : streams_.snapshot()) {
+    if (other->device != device) continue;
+    cudaEvent_t queued;
+    H2_CUDA_CHECK(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(queued, other->stream);
+    const cudaError_t waited = recorded == cudaSuccess ? cudaStreamWaitEvent(s, queued, 0) : recorded;
+    cudaEventDestroy(queued);  // legal while the wait is pending: the wait holds what it captured
+    H2_CUDA_CHECK(waited);
+  }
   H2_CUDA_CHECK(cudaFreeAsync(ptr, s));
   H2_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void* Runtime::allocate_async(int device, size_t bytes, Stream& stream) {
+  check_device(device);
+  if (stream.device != device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) + ", not " +
+                                         std::to_string(device));
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+  use_device(device);
+  void* ptr = nullptr;
+  const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pools_[static_cast<size_t>(device)], stream.stream);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    out_of_memory(device, bytes);
+  }
+  H2_CUDA_CHECK(status);
+  return ptr;
+}
+
+void Runtime::release_async(int device, void* ptr, Stream& stream) {
+  check_device(device);
+  if (stream.device != device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) + ", not " +
+                                         std::to_string(device));
+  use_device(device);
+  H2_CUDA_CHECK(cudaFreeAsync(ptr, stream.stream));
+}
+
+void Runtime::out_of_memory(int device, size_t bytes) {
+  uint64_t free_bytes = 0, total = 0;
+  memory_info(device, free_bytes, total);
+  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " out of memory: requested " +
+                                    std::to_string(bytes) + " bytes, " + std::to_string(free_bytes) + " free of " +
+                                    std::to_string(total));
 }
 
 H2_Stream* Runtime::create_stream(int device) {

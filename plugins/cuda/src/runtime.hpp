@@ -56,6 +56,9 @@ class Runtime {
 
   void* allocate(int device, size_t bytes);
   void release(int device, void* ptr);
+  // mem_alloc_async and mem_free_async: cudaMallocFromPoolAsync and cudaFreeAsync on `stream`.
+  void* allocate_async(int device, size_t bytes, Stream& stream);
+  void release_async(int device, void* ptr, Stream& stream);
 
   H2_Stream* create_stream(int device);
   void destroy_stream(H2_Stream* handle);
@@ -72,6 +75,7 @@ class Runtime {
 
  private:
   void read_device_error(Stream& stream);
+  [[noreturn]] void out_of_memory(int device, size_t bytes);
 
   H2_LogFn log_fn_;
   void* log_user_data_;
