@@ -90,7 +90,7 @@ bool DeviceBuffer::is_stream_ordered() const {
   return free_fn() == give_back_to_cache;
 }
 
-void DeviceBuffer::record_stream(Stream& stream) const {
+void DeviceBuffer::record_stream(const Stream& stream) const {
   if (!*this || !is_stream_ordered()) return;
   if (!(stream.device() == device()))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "record_stream: the buffer is on " + device().label() +

@@ -65,7 +65,7 @@ DeviceBuffer Device::allocate(size_t bytes) const {
   return DeviceBuffer(*this, data, bytes);
 }
 
-DeviceBuffer Device::allocate(size_t bytes, Stream& stream) const {
+DeviceBuffer Device::allocate(size_t bytes, const Stream& stream) const {
   if (!(stream.device() == *this))
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 label() + ": cannot allocate memory for a stream of another device (" + stream.device().label() + ")");

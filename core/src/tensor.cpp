@@ -125,7 +125,7 @@ size_t checked_bytes(const Shape& shape, DType dtype) {
 }
 }  // namespace
 
-Tensor Tensor::empty(Stream& stream, Shape shape, DType dtype) {
+Tensor Tensor::empty(const Stream& stream, Shape shape, DType dtype) {
   const size_t bytes = checked_bytes(shape, dtype);
   auto storage = std::make_shared<DeviceBuffer>(stream.device().allocate(bytes, stream));
   Shape strides = contiguous_strides(shape);
@@ -139,7 +139,7 @@ Tensor Tensor::empty(const Device& device, Shape shape, DType dtype) {
   return Tensor(std::move(storage), 0, dtype, std::move(shape), std::move(strides));
 }
 
-void Tensor::record_stream(Stream& stream) const {
+void Tensor::record_stream(const Stream& stream) const {
   if (!storage_) invalid("record_stream: the tensor is undefined");
   storage_->record_stream(stream);
 }

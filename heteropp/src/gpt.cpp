@@ -168,7 +168,7 @@ Parameter& GptStage::add_parameter(const std::string& name, int layer, Shape sha
 }
 
 Tensor GptStage::empty(Shape shape, DType dtype) const {
-  return Tensor::empty(device_, std::move(shape), dtype);
+  return Tensor::empty(stream_, std::move(shape), dtype);
 }
 
 // The norms, the embedding and the head are whole on every rank of a tensor-parallel group and are

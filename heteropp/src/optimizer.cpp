@@ -5,8 +5,8 @@ namespace h2::heteropp {
 AdamW::AdamW(GptStage& model, Stream& stream, const AdamWSettings& settings)
     : model_(model), stream_(stream), settings_(settings) {
   for (const Parameter& p : model_.parameters()) {
-    exp_avg_.push_back(Tensor::empty(p.master.device(), p.master.shape(), DType::f32));
-    exp_avg_sq_.push_back(Tensor::empty(p.master.device(), p.master.shape(), DType::f32));
+    exp_avg_.push_back(Tensor::empty(stream_, p.master.shape(), DType::f32));
+    exp_avg_sq_.push_back(Tensor::empty(stream_, p.master.shape(), DType::f32));
     ops::fill(stream_, exp_avg_.back(), 0);
     ops::fill(stream_, exp_avg_sq_.back(), 0);
   }

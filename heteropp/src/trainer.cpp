@@ -16,6 +16,8 @@
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/schedule.hpp"
 #include "h2/heteropp/timeline.hpp"
+#include "h2/memory.hpp"
+#include "pass_timer.hpp"
 
 namespace h2::heteropp {
 
@@ -61,7 +63,19 @@ uint32_t gradient_tag(int micro_batch) {
 }
 
 // What every rank contributes to a step's report, exchanged with one allgather.
-enum Stat { kBusy, kMemoryUsed, kMemoryTotal, kLossSum, kSquaredNorm, kFoundInf, kStepSeconds, kStats };
+enum Stat {
+  kBusy,
+  kMemoryUsed,
+  kMemoryTotal,
+  kPeakAllocated,
+  kPeakReserved,
+  kPluginAllocations,
+  kLossSum,
+  kSquaredNorm,
+  kFoundInf,
+  kStepSeconds,
+  kStats
+};
 
 // The architecture fields of a model description; a checkpoint of another architecture is refused.
 constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "kv_heads",
@@ -140,9 +154,9 @@ class RankTrainer {
       corpus_ = std::make_unique<ByteCorpus>(
           ByteCorpus::from_files(state_.data_files, static_cast<size_t>(plan.model.seq_len) + 1));
     if (!resume_from_.empty()) load_checkpoint();
-    found_inf_ = Tensor::empty(device_, {1}, DType::f32);
-    norm_ = Tensor::empty(device_, {1}, DType::f32);
-    loss_sum_ = Tensor::empty(device_, {1}, DType::f32);
+    found_inf_ = Tensor::empty(stream_, {1}, DType::f32);
+    norm_ = Tensor::empty(stream_, {1}, DType::f32);
+    loss_sum_ = Tensor::empty(stream_, {1}, DType::f32);
     create_gradient_groups();
   }
 
@@ -180,12 +194,16 @@ class RankTrainer {
     const Clock::time_point start = Clock::now();
     busy_s_ = 0;
     memory_used_ = 0;
+    reset_peak_memory_stats(device_);
+    plugin_allocations_ = memory_stats(device_).plugin_allocations;
+    passes_.begin_step(stream_);
     model_->zero_grads();
     ops::fill(stream_, loss_sum_, 0);
 
     const double global_tokens =
         static_cast<double>(placement_.global_micro_batches) * placement_.micro_batch_size * plan_.model.seq_len;
     run_pipeline(state_.loss_scale / global_tokens);
+    busy_s_ += passes_.finish_step(timeline_);
     sync_gradients();
 
     // Under loss scaling, unscale and look for overflow; then this rank's share of the global norm:
@@ -252,6 +270,9 @@ class RankTrainer {
       rank.bubble = s[kStepSeconds] > 0 ? std::max(0.0, 1 - s[kBusy] / s[kStepSeconds]) : 0;
       rank.memory_used = s[kMemoryUsed];
       rank.memory_total = s[kMemoryTotal];
+      rank.peak_allocated = s[kPeakAllocated];
+      rank.peak_reserved = s[kPeakReserved];
+      rank.plugin_allocations = s[kPluginAllocations];
       report.ranks.push_back(rank);
     }
     report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
@@ -273,17 +294,17 @@ class RankTrainer {
         if (role_.first() || role_.last())
           load_batch(j, role_.first() ? &input : nullptr, role_.last() ? &targets : nullptr);
         if (!role_.first()) input = receive(j, role_.prev_rank, activation_tag(j), "recv activations");
-        const Clock::time_point start = Clock::now();
+        passes_.start(stream_);
         Tensor output = model_->forward(j, input, targets);
         if (role_.last()) ops::add(stream_, loss_sum_, sum_of(output), loss_sum_);
-        compute_done("forward", j, start);
+        compute_done("forward", j);
         for (int peer : role_.send_next) sends.push_back(send(output, peer, activation_tag(j), "send activations", j));
       } else {
         Tensor grad_output;
         if (!role_.last()) grad_output = receive(j, role_.next_rank, gradient_tag(j), "recv gradients");
-        const Clock::time_point start = Clock::now();
+        passes_.start(stream_);
         Tensor grad_input = model_->backward(j, grad_output, loss_weight);
-        compute_done("backward", j, start);
+        compute_done("backward", j);
         for (int peer : role_.send_prev) sends.push_back(send(grad_input, peer, gradient_tag(j), "send gradients", j));
       }
     }
@@ -373,13 +394,13 @@ class RankTrainer {
   }
 
   Tensor sum_of(const Tensor& losses) {
-    Tensor sum = Tensor::empty(device_, {1}, DType::f32);
+    Tensor sum = Tensor::empty(stream_, {1}, DType::f32);
     ops::reduce(stream_, ops::ReduceOp::sum, losses, {0}, sum, true);
     return sum;
   }
 
   Tensor message_tensor() const {
-    return Tensor::empty(device_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden},
+    return Tensor::empty(stream_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden},
                          model_->config().dtype);
   }
 
@@ -408,12 +429,10 @@ class RankTrainer {
     return request;
   }
 
-  void compute_done(const char* what, int j, Clock::time_point start) {
+  // The pass is enqueued, not finished: PassTimer reads its time at the end of the pipeline.
+  void compute_done(const char* what, int j) {
     memory_used_ = std::max(memory_used_, used_memory());
-    stream_.synchronize();
-    const Clock::time_point end = Clock::now();
-    busy_s_ += seconds(start, end);
-    timeline_.add(std::string(what) + " " + std::to_string(j), "compute", start, end, {{"micro_batch", j}});
+    passes_.stop(stream_, std::string(what) + " " + std::to_string(j), j);
   }
 
   double used_memory() const {
@@ -425,9 +444,13 @@ class RankTrainer {
     mine[kBusy] = busy_s_;
     mine[kMemoryUsed] = memory_used_;
     mine[kMemoryTotal] = static_cast<double>(device_.memory_info().total_bytes);
+    const MemoryStats memory = memory_stats(device_);
+    mine[kPeakAllocated] = static_cast<double>(memory.peak_allocated_bytes);
+    mine[kPeakReserved] = static_cast<double>(memory.peak_reserved_bytes);
+    mine[kPluginAllocations] = static_cast<double>(memory.plugin_allocations - plugin_allocations_);
     mine[kStepSeconds] = seconds(step_start, Clock::now());
     const Tensor in = Tensor::from_host(stream_, mine, {kStats}, DType::f64);
-    const Tensor out = Tensor::empty(device_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
+    const Tensor out = Tensor::empty(stream_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
     const Clock::time_point start = Clock::now();
     world_.allgather(stream_, in, out);
     std::vector<double> all = out.to_host(stream_);
@@ -492,7 +515,7 @@ class RankTrainer {
       const std::vector<LayerTensor> state = layer_state(layer);
       std::vector<NamedTensor> whole;
       for (const LayerTensor& t : state)
-        whole.push_back({t.local.name, t.cut() ? Tensor::empty(device_, t.whole_shape, DType::f32) : t.local.tensor});
+        whole.push_back({t.local.name, t.cut() ? Tensor::empty(stream_, t.whole_shape, DType::f32) : t.local.tensor});
       read_layer(stream_, resume_from_, resumed_, layer, placement_.model_layers, whole);
       for (size_t i = 0; i < state.size(); ++i)
         if (state[i].cut())
@@ -506,9 +529,9 @@ class RankTrainer {
   Tensor gather_whole(const LayerTensor& t) {
     const Tensor& local = t.local.tensor;
     const int64_t n = local.numel();
-    const Tensor gathered = Tensor::empty(device_, {n * role_.tp}, DType::f32);
+    const Tensor gathered = Tensor::empty(stream_, {n * role_.tp}, DType::f32);
     tp_comm_.allgather(stream_, local.view({n}), gathered);
-    const Tensor whole = Tensor::empty(device_, t.whole_shape, DType::f32);
+    const Tensor whole = Tensor::empty(stream_, t.whole_shape, DType::f32);
     for (int r = 0; r < role_.tp; ++r)
       copy_shard(stream_, whole, gathered.slice(0, r * n, (r + 1) * n).view(local.shape()), t.sharding, role_.tp, r,
                  false);
@@ -581,7 +604,10 @@ class RankTrainer {
                        {"busy_s", r.ranks[i].busy_s},
                        {"bubble", r.ranks[i].bubble},
                        {"memory_used_bytes", r.ranks[i].memory_used},
-                       {"memory_total_bytes", r.ranks[i].memory_total}});
+                       {"memory_total_bytes", r.ranks[i].memory_total},
+                       {"peak_allocated_bytes", r.ranks[i].peak_allocated},
+                       {"peak_reserved_bytes", r.ranks[i].peak_reserved},
+                       {"plugin_allocations", r.ranks[i].plugin_allocations}});
     }
     return {{"step", r.step},
             {"loss", r.loss},
@@ -599,6 +625,7 @@ class RankTrainer {
   const dicomm::Communicator& world_;
   Device device_;
   Stream stream_;
+  PassTimer passes_{device_};
   Placement placement_;
   StageRole role_;
   Timeline timeline_;
@@ -614,6 +641,7 @@ class RankTrainer {
   std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
   Tensor found_inf_, norm_, loss_sum_;
   double busy_s_ = 0, memory_used_ = 0;
+  uint64_t plugin_allocations_ = 0;  // the allocator's count at the start of the step
 };
 
 }  // namespace

@@ -132,17 +132,21 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
   const double error = predicted > 0 ? (predicted - measured) / measured : 0;
   const double tokens = static_cast<double>(plan.micro_batch_count()) * plan.micro_batch_size * plan.model.seq_len;
 
-  Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "memory used", "of"});
+  Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "peak allocated", "peak reserved",
+               "memory used", "of"});
   nlohmann::json ranks = nlohmann::json::array();
   for (size_t r = 0; r < placement.roles.size(); ++r) {
     const heteropp::StageRole& role = placement.roles[r];
-    double busy = 0, bubble = 0, used = 0, total = 0;
+    double busy = 0, bubble = 0, used = 0, total = 0, peak_allocated = 0, peak_reserved = 0, plugin_allocations = 0;
     for (size_t i = skip; i < result.steps.size(); ++i) {
       const heteropp::RankStepStats& s = result.steps[i].ranks[r];
       busy += 1 - s.bubble;
       bubble += s.bubble;
       used = std::max(used, s.memory_used);
       total = s.memory_total;
+      peak_allocated = std::max(peak_allocated, s.peak_allocated);
+      peak_reserved = std::max(peak_reserved, s.peak_reserved);
+      plugin_allocations += s.plugin_allocations;
     }
     const double n = static_cast<double>(result.steps.size() - skip);
     table.add_row(
@@ -150,6 +154,7 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
          "p" + std::to_string(role.pipeline) + " r" + std::to_string(role.replica) + " s" + std::to_string(role.stage) +
              (role.tp > 1 ? " t" + std::to_string(role.tp_rank) + "/" + std::to_string(role.tp) : ""),
          role.device_type, blocks(role), std::to_string(role.micro_batches), percent(busy / n), percent(bubble / n),
+         format_bytes(static_cast<uint64_t>(peak_allocated)), format_bytes(static_cast<uint64_t>(peak_reserved)),
          format_bytes(static_cast<uint64_t>(used)), format_bytes(static_cast<uint64_t>(total))});
     ranks.push_back({{"rank", r},
                      {"pipeline", role.pipeline},
@@ -164,7 +169,11 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                      {"busy", busy / n},
                      {"bubble", bubble / n},
                      {"memory_used_bytes", used},
-                     {"memory_total_bytes", total}});
+                     {"memory_total_bytes", total},
+                     {"peak_allocated_bytes", peak_allocated},
+                     {"peak_reserved_bytes", peak_reserved},
+                     // Summed over the steps after the first: 0 when the cache served every tensor.
+                     {"plugin_allocations_after_first_step", plugin_allocations}});
   }
   const heteropp::StepReport& first = result.steps.front();
   const heteropp::StepReport& last = result.steps.back();

@@ -64,7 +64,7 @@ class DeviceBuffer : public detail::Allocation {
   // Work on `stream`, another stream than the one the memory was made for, uses it: freeing it then
   // waits (on the device, not the host) for the work enqueued on `stream` until the free, as torch's
   // Tensor.record_stream. A no-op for memory that is not stream-ordered, whose free waits anyway.
-  void record_stream(Stream& stream) const;
+  void record_stream(const Stream& stream) const;
 
  private:
   DeviceBuffer(Device device, void* data, size_t bytes, FreeFn free_fn)

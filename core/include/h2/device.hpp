@@ -88,7 +88,7 @@ class Device {
   // Memory for work on `stream` (a stream of this device) from the device's caching allocator
   // (h2/memory.hpp): freeing it never waits. Work on another stream that uses it must be declared
   // with DeviceBuffer::record_stream.
-  DeviceBuffer allocate(size_t bytes, Stream& stream) const;
+  DeviceBuffer allocate(size_t bytes, const Stream& stream) const;
   // Pinned host memory from this device's plugin, for fast copies and NIC registration.
   PinnedHostBuffer allocate_pinned_host(size_t bytes) const;
   // A new stream. `options` are hints (H2_StreamFlags); a plugin without stream_create_with_flags

@@ -34,7 +34,7 @@ class Tensor {
   // A new contiguous tensor for work on `stream`; the contents are unspecified. Its memory comes from
   // the device's caching allocator and goes back to it, without waiting, when the last view dies;
   // work on another stream that uses it must be declared with record_stream. For every temporary.
-  static Tensor empty(Stream& stream, Shape shape, DType dtype);
+  static Tensor empty(const Stream& stream, Shape shape, DType dtype);
   // The same with memory straight from the plugin, whose free waits for all queued work: for
   // long-lived tensors (parameters, optimizer state) that any stream may use.
   static Tensor empty(const Device& device, Shape shape, DType dtype);
@@ -76,7 +76,7 @@ class Tensor {
 
   // Work on `stream` (not the one the tensor was made for) uses this tensor's memory: freeing it
   // waits for that work. See DeviceBuffer::record_stream.
-  void record_stream(Stream& stream) const;
+  void record_stream(const Stream& stream) const;
 
   // The ABI descriptor of this view (data NULL when undefined).
   H2_Tensor descriptor() const;

@@ -51,6 +51,9 @@ struct RankStepStats {
   double bubble = 0;       // 1 - busy / step time
   double memory_used = 0;  // bytes, the most seen during the step
   double memory_total = 0;
+  double peak_allocated = 0;      // bytes held by tensors at the step's peak (h2::memory_stats)
+  double peak_reserved = 0;       // bytes the caching allocator held from the plugin at its peak
+  double plugin_allocations = 0;  // plugin allocations during the step: 0 once the cache is warm
 };
 
 struct StepReport {
