@@ -28,7 +28,8 @@ Allocation::Allocation(Allocation&& other) noexcept
     : device_(std::move(other.device_)),
       data_(std::exchange(other.data_, nullptr)),
       bytes_(std::exchange(other.bytes_, 0)),
-      free_fn_(other.free_fn_) {}
+      free_fn_(other.free_fn_),
+      token_(std::exchange(other.token_, nullptr)) {}
 
 Allocation& Allocation::operator=(Allocation&& other) noexcept {
   if (this != &other) {
@@ -37,6 +38,7 @@ Allocation& Allocation::operator=(Allocation&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
     free_fn_ = other.free_fn_;
+    token_ = std::exchange(other.token_, nullptr);
   }
   return *this;
 }
@@ -45,30 +47,30 @@ void Allocation::reset() {
   if (data_ == nullptr) return;
   void* data = std::exchange(data_, nullptr);
   bytes_ = 0;
-  free_fn_(*device_, data);
+  free_fn_(*device_, data, std::exchange(token_, nullptr));
 }
 
 }  // namespace detail
 
 namespace {
 
-void free_device_memory(const Device& device, void* data) {
+void free_device_memory(const Device& device, void* data, void*) {
   const auto& plugin = device.plugin();
   plugin->check(plugin->api().mem_free(device.index(), data),
                 "mem_free(device " + std::to_string(device.index()) + ")");
 }
 
-void give_back_to_cache(const Device& device, void* data) {
-  device.plugin()->allocator(device.index()).free(data);
+void give_back_to_cache(const Device& device, void* data, void* token) {
+  device.plugin()->allocator(device.index()).free(data, token);
 }
 
-void close_imported_memory(const Device& device, void* data) {
+void close_imported_memory(const Device& device, void* data, void*) {
   const auto& plugin = device.plugin();
   plugin->check(plugin->api().mem_close(device.index(), data),
                 "mem_close(device " + std::to_string(device.index()) + ")");
 }
 
-void free_pinned_host_memory(const Device& device, void* data) {
+void free_pinned_host_memory(const Device& device, void* data, void*) {
   const auto& plugin = device.plugin();
   plugin->check(plugin->api().host_free(data), "host_free");
 }
@@ -82,8 +84,8 @@ DeviceBuffer DeviceBuffer::imported(Device device, void* data, size_t bytes) {
   return DeviceBuffer(std::move(device), data, bytes, close_imported_memory);
 }
 
-DeviceBuffer DeviceBuffer::stream_ordered(Device device, void* data, size_t bytes) {
-  return DeviceBuffer(std::move(device), data, bytes, give_back_to_cache);
+DeviceBuffer DeviceBuffer::stream_ordered(Device device, void* data, size_t bytes, void* token) {
+  return DeviceBuffer(std::move(device), data, bytes, give_back_to_cache, token);
 }
 
 bool DeviceBuffer::is_stream_ordered() const {
@@ -95,7 +97,7 @@ void DeviceBuffer::record_stream(const Stream& stream) const {
   if (!(stream.device() == device()))
     throw Error(H2_STATUS_INVALID_ARGUMENT, "record_stream: the buffer is on " + device().label() +
                                                 " but the stream is on " + stream.device().label());
-  device().plugin()->allocator(device().index()).record_stream(data(), stream.handle());
+  device().plugin()->allocator(device().index()).record_stream(data(), token(), stream.handle());
 }
 
 PinnedHostBuffer::PinnedHostBuffer(Device device, void* data, size_t bytes)

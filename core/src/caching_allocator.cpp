@@ -69,11 +69,12 @@ CachingAllocator::~CachingAllocator() {
   } catch (const std::exception& e) {
     log(LogLevel::error, plugin_.name(), std::string("giving the memory cache back: ") + e.what());
   }
-  if (!allocated_.empty())
+  if (live_blocks_ != 0)
     log(LogLevel::error, plugin_.name(),
-        std::to_string(allocated_.size()) + " buffers of device " + std::to_string(device_) +
+        std::to_string(live_blocks_) + " buffers of device " + std::to_string(device_) +
             " outlived its allocator; their memory is left to the plugin's shutdown");
   for (H2_Event* event : spare_events_) plugin_.api().event_destroy(event);
+  for (Block* block : spare_blocks_) delete block;
 }
 
 std::string CachingAllocator::label() const {
@@ -94,7 +95,7 @@ CachingAllocator::Pool& CachingAllocator::pool_of(const Segment& segment) {
   return segment.small ? small_pool_ : large_pool_;
 }
 
-void* CachingAllocator::allocate(size_t bytes, H2_Stream* stream) {
+CachingAllocator::Allocated CachingAllocator::allocate(size_t bytes, H2_Stream* stream) {
   if (bytes == 0) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot allocate 0 bytes");
   if (stream == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": a stream-ordered allocation needs a stream");
   if (bytes > SIZE_MAX - kLargeSegmentRound)
@@ -111,18 +112,39 @@ void* CachingAllocator::allocate(size_t bytes, H2_Stream* stream) {
   if (caching_) block = split(block, rounded);
   block->state = Block::State::allocated;
   block->requested = bytes;
-  allocated_.emplace(block->ptr, block);
+  ++live_blocks_;
   ++stats_.allocations;
   stats_.allocated_bytes += block->size;
   stats_.requested_bytes += bytes;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
-  return block->ptr;
+  return {block->ptr, block};
+}
+
+CachingAllocator::Block* CachingAllocator::new_block(Segment* segment, char* ptr, size_t size) {
+  if (spare_blocks_.empty()) return new Block{segment, ptr, size};
+  Block* block = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  *block = Block{segment, ptr, size};
+  return block;
+}
+
+void CachingAllocator::recycle(Block* block) {
+  block->uses.clear();
+  spare_blocks_.push_back(block);
+}
+
+CachingAllocator::Block* CachingAllocator::checked(void* ptr, void* token, const char* call) const {
+  auto* block = static_cast<Block*>(token);
+  if (block == nullptr || block->ptr != ptr || block->state != Block::State::allocated)
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                label() + ": " + call + " of memory the caching allocator did not hand out (or already took back)");
+  return block;
 }
 
 CachingAllocator::Block* CachingAllocator::find_cached(size_t rounded, H2_Stream* stream) {
   Pool& pool = rounded <= kSmallRequest ? small_pool_ : large_pool_;
   Segment key_segment{nullptr, 0, stream, false};
-  Block key{&key_segment, nullptr, rounded};
+  Block key{&key_segment, nullptr, rounded, {}, {}, {}, {}, {}, {}};
   auto it = pool.lower_bound(&key);
   if (it != pool.end() && (*it)->segment->stream == stream) {
     Block* block = *it;
@@ -185,7 +207,7 @@ CachingAllocator::Block* CachingAllocator::allocate_segment(size_t rounded, H2_S
                               std::to_string(device_) + ", " + std::to_string(size) + " bytes)");
   }
   auto segment = std::make_unique<Segment>(Segment{static_cast<char*>(ptr), size, stream, rounded <= kSmallRequest});
-  auto* block = new Block{segment.get(), segment->ptr, size};
+  Block* block = new_block(segment.get(), segment->ptr, size);
   segment->head = block;
   segments_.emplace(ptr, std::move(segment));
   stats_.reserved_bytes += size;
@@ -197,7 +219,7 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t rounded) {
   const size_t rest = block->size - rounded;
   const bool worth_keeping = block->segment->small ? rest >= kMinBlock : rest > kSmallRequest;
   if (!worth_keeping) return block;
-  auto* tail = new Block{block->segment, block->ptr + rounded, rest};
+  Block* tail = new_block(block->segment, block->ptr + rounded, rest);
   tail->prev = block;
   tail->next = block->next;
   if (block->next != nullptr) block->next->prev = tail;
@@ -207,13 +229,10 @@ CachingAllocator::Block* CachingAllocator::split(Block* block, size_t rounded) {
   return block;
 }
 
-void CachingAllocator::free(void* ptr) {
+void CachingAllocator::free(void* ptr, void* token) {
   std::lock_guard lock(mutex_);
-  auto it = allocated_.find(ptr);
-  if (it == allocated_.end())
-    throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": freeing memory the caching allocator did not hand out");
-  Block* block = it->second;
-  allocated_.erase(it);
+  Block* block = checked(ptr, token, "free");
+  --live_blocks_;
   stats_.allocated_bytes -= block->size;
   stats_.requested_bytes -= block->requested;
   if (!caching_) {
@@ -250,7 +269,7 @@ void CachingAllocator::free_uncached(Block* block) {
   // Without mem_free_async, mem_free itself waits for every stream's queued work.
   plugin_free(segment->ptr, segment->stream);
   stats_.reserved_bytes -= segment->size;
-  delete block;
+  recycle(block);
   segments_.erase(segment->ptr);
 }
 
@@ -262,7 +281,7 @@ void CachingAllocator::release(Block* block) {
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
-    delete block;
+    recycle(block);
     block = prev;
   }
   if (Block* next = block->next; next != nullptr && next->state == Block::State::cached) {
@@ -270,17 +289,14 @@ void CachingAllocator::release(Block* block) {
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
-    delete next;
+    recycle(next);
   }
   pool.insert(block);
 }
 
-void CachingAllocator::record_stream(void* ptr, H2_Stream* stream) {
+void CachingAllocator::record_stream(void* ptr, void* token, H2_Stream* stream) {
   std::lock_guard lock(mutex_);
-  auto it = allocated_.find(ptr);
-  if (it == allocated_.end())
-    throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": record_stream on memory the caching allocator did not hand out");
-  Block* block = it->second;
+  Block* block = checked(ptr, token, "record_stream");
   if (stream == block->segment->stream) return;
   if (std::find(block->uses.begin(), block->uses.end(), stream) == block->uses.end()) block->uses.push_back(stream);
 }
@@ -298,7 +314,8 @@ void CachingAllocator::stream_retired(H2_Stream* stream) {
     segment->stream = nullptr;
     for (Block* block : cached) pool.insert(block);
   }
-  for (auto& [ptr, block] : allocated_) std::erase(block->uses, stream);
+  for (auto& [ptr, segment] : segments_)
+    for (Block* block = segment->head; block != nullptr; block = block->next) std::erase(block->uses, stream);
 }
 
 void CachingAllocator::poll_pending_frees() {
@@ -333,7 +350,7 @@ void CachingAllocator::release_cached_segments() {
     pool_of(segment).erase(head);
     plugin_free(segment.ptr, segment.stream);
     stats_.reserved_bytes -= segment.size;
-    delete head;
+    recycle(head);
     it = segments_.erase(it);
   }
 }

@@ -43,15 +43,21 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
+  // The memory and the allocator's token for it, which free and record_stream take back (it saves
+  // them looking the pointer up).
+  struct Allocated {
+    void* ptr;
+    void* token;
+  };
   // At least `bytes` (> 0) for work ordered on `stream`. Throws h2::Error(OUT_OF_MEMORY) naming the
   // device, the request, what is allocated and cached and what the device has free, after giving
   // the cache back to the plugin and trying once more.
-  void* allocate(size_t bytes, H2_Stream* stream);
-  // Takes back a pointer allocate() returned. Never waits for the device.
-  void free(void* ptr);
-  // `ptr`'s memory is also used by work on `stream`: its free waits for that work (torch's
+  Allocated allocate(size_t bytes, H2_Stream* stream);
+  // Takes back what allocate() returned. Never waits for the device.
+  void free(void* ptr, void* token);
+  // The memory is also used by work on `stream`: its free waits for that work (torch's
   // Tensor.record_stream). A no-op for the stream the memory was made for.
-  void record_stream(void* ptr, H2_Stream* stream);
+  void record_stream(void* ptr, void* token, H2_Stream* stream);
   // `stream` has no pending work and will be destroyed: its segments now belong to no stream.
   void stream_retired(H2_Stream* stream);
 
@@ -80,6 +86,11 @@ class CachingAllocator {
   void* plugin_allocate(size_t bytes, H2_Stream* stream, H2_Status& status);
   void plugin_free(void* ptr, H2_Stream* stream);
   Block* split(Block* block, size_t rounded);
+  // Blocks are recycled, not deleted: a split and a merge per cached allocation would otherwise
+  // cost two trips to the heap.
+  Block* new_block(Segment* segment, char* ptr, size_t size);
+  void recycle(Block* block);
+  Block* checked(void* ptr, void* token, const char* call) const;
   void release(Block* block);  // back to its pool, merged with free neighbours
   void free_uncached(Block* block);
   void poll_pending_frees();
@@ -96,7 +107,8 @@ class CachingAllocator {
 
   mutable std::mutex mutex_;
   Pool small_pool_, large_pool_;
-  std::unordered_map<void*, Block*> allocated_;
+  size_t live_blocks_ = 0;
+  std::vector<Block*> spare_blocks_;
   std::unordered_map<void*, std::unique_ptr<Segment>> segments_;
   std::deque<PendingFree> pending_frees_;
   std::vector<H2_Event*> spare_events_;

@@ -69,8 +69,8 @@ DeviceBuffer Device::allocate(size_t bytes, const Stream& stream) const {
   if (!(stream.device() == *this))
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 label() + ": cannot allocate memory for a stream of another device (" + stream.device().label() + ")");
-  void* data = plugin_->allocator(index_).allocate(bytes, stream.handle());
-  return DeviceBuffer::stream_ordered(*this, data, bytes);
+  const detail::CachingAllocator::Allocated memory = plugin_->allocator(index_).allocate(bytes, stream.handle());
+  return DeviceBuffer::stream_ordered(*this, memory.ptr, bytes, memory.token);
 }
 
 PinnedHostBuffer Device::allocate_pinned_host(size_t bytes) const {

@@ -144,8 +144,24 @@ class CachingAllocatorTest : public testing::Test {
     }
     handle_ = std::make_unique<PluginHandle>(nullptr, api, H2_OpTable{}, "scripted");
     handle_->make_allocators(1);
-    return handle_->allocator(0);
+    allocator_ = &handle_->allocator(0);
+    return *allocator_;
   }
+
+  // The tests hold pointers; the allocator's tokens for them are kept here.
+  void* alloc(size_t bytes, H2_Stream* stream) {
+    const CachingAllocator::Allocated memory = allocator_->allocate(bytes, stream);
+    tokens_[memory.ptr] = memory.token;
+    return memory.ptr;
+  }
+  void release(void* ptr) {
+    allocator_->free(ptr, tokens_.at(ptr));
+    tokens_.erase(ptr);
+  }
+  void record(void* ptr, H2_Stream* stream) { allocator_->record_stream(ptr, tokens_.at(ptr), stream); }
+
+  CachingAllocator* allocator_ = nullptr;
+  std::map<void*, void*> tokens_;
 
   Script state_;
   std::unique_ptr<PluginHandle> handle_;
@@ -153,9 +169,9 @@ class CachingAllocatorTest : public testing::Test {
 
 TEST_F(CachingAllocatorTest, ABlockFreedOnAStreamIsReusedAtOnceForThatStream) {
   CachingAllocator& allocator = make();
-  void* first = allocator.allocate(4 * KiB, S);
-  allocator.free(first);
-  EXPECT_EQ(allocator.allocate(4 * KiB, S), first);
+  void* first = alloc(4 * KiB, S);
+  release(first);
+  EXPECT_EQ(alloc(4 * KiB, S), first);
   const MemoryStats stats = allocator.stats();
   EXPECT_EQ(stats.allocations, 2u);
   EXPECT_EQ(stats.cache_hits, 1u);
@@ -166,75 +182,75 @@ TEST_F(CachingAllocatorTest, ABlockFreedOnAStreamIsReusedAtOnceForThatStream) {
 
 TEST_F(CachingAllocatorTest, AnotherStreamNeverGetsABlockWhileItsStreamLives) {
   CachingAllocator& allocator = make();
-  void* on_s = allocator.allocate(4 * KiB, S);
-  allocator.free(on_s);
-  void* on_t = allocator.allocate(4 * KiB, T);
+  void* on_s = alloc(4 * KiB, S);
+  release(on_s);
+  void* on_t = alloc(4 * KiB, T);
   EXPECT_NE(on_t, on_s);
   EXPECT_EQ(allocator.stats().plugin_allocations, 2u);
 }
 
 TEST_F(CachingAllocatorTest, SegmentsOfARetiredStreamServeAnyStream) {
   CachingAllocator& allocator = make();
-  void* on_s = allocator.allocate(4 * KiB, S);
-  allocator.free(on_s);
+  void* on_s = alloc(4 * KiB, S);
+  release(on_s);
   allocator.stream_retired(S);
-  EXPECT_EQ(allocator.allocate(4 * KiB, T), on_s);
+  EXPECT_EQ(alloc(4 * KiB, T), on_s);
   EXPECT_EQ(allocator.stats().plugin_allocations, 1u);
 }
 
 TEST_F(CachingAllocatorTest, ABlockAnotherStreamUsedWaitsForThatStreamsEvent) {
-  CachingAllocator& allocator = make();
-  void* block = allocator.allocate(4 * KiB, S);
-  allocator.record_stream(block, T);
+  make();
+  void* block = alloc(4 * KiB, S);
+  record(block, T);
   state_.busy_streams.insert(T);  // T's work on the block is still running when it is freed
-  allocator.free(block);
+  release(block);
   EXPECT_EQ(state_.calls.back(), "record on T");
-  void* meanwhile = allocator.allocate(4 * KiB, S);
+  void* meanwhile = alloc(4 * KiB, S);
   EXPECT_NE(meanwhile, block);
   state_.pending_events.clear();  // T reaches the event
-  EXPECT_EQ(allocator.allocate(4 * KiB, S), block);
+  EXPECT_EQ(alloc(4 * KiB, S), block);
   // No event was waited for on the host.
   EXPECT_EQ(std::count(state_.calls.begin(), state_.calls.end(), "event_synchronize"), 0);
 }
 
 TEST_F(CachingAllocatorTest, RecordingTheStreamTheBlockWasMadeForChangesNothing) {
-  CachingAllocator& allocator = make();
-  void* block = allocator.allocate(4 * KiB, S);
-  allocator.record_stream(block, S);
-  allocator.free(block);
-  EXPECT_EQ(allocator.allocate(4 * KiB, S), block);
+  make();
+  void* block = alloc(4 * KiB, S);
+  record(block, S);
+  release(block);
+  EXPECT_EQ(alloc(4 * KiB, S), block);
   EXPECT_EQ(std::count(state_.calls.begin(), state_.calls.end(), "record on S"), 0);
 }
 
 TEST_F(CachingAllocatorTest, BlocksSplitFromOneSegmentAndMergeWhenFreed) {
   CachingAllocator& allocator = make();
   // Small pool: neighbours in one 2 MiB segment, requests rounded to 512 bytes.
-  auto* a = static_cast<char*>(allocator.allocate(4 * KiB, S));
-  auto* b = static_cast<char*>(allocator.allocate(1000, S));
-  auto* c = static_cast<char*>(allocator.allocate(4 * KiB, S));
+  auto* a = static_cast<char*>(alloc(4 * KiB, S));
+  auto* b = static_cast<char*>(alloc(1000, S));
+  auto* c = static_cast<char*>(alloc(4 * KiB, S));
   EXPECT_EQ(b, a + 4 * KiB);
   EXPECT_EQ(c, b + 1024);
   EXPECT_EQ(allocator.stats().allocated_bytes, 9 * KiB);
   EXPECT_EQ(allocator.stats().requested_bytes, 8 * KiB + 1000);
-  allocator.free(a);
-  allocator.free(c);
-  allocator.free(b);  // merges with both neighbours: the segment is one free block again
-  EXPECT_EQ(allocator.allocate(CachingAllocator::kSmallRequest, S), a);
+  release(a);
+  release(c);
+  release(b);  // merges with both neighbours: the segment is one free block again
+  EXPECT_EQ(alloc(CachingAllocator::kSmallRequest, S), a);
   // Large pool: two 3 MiB blocks of one 20 MiB segment merge into one that holds 12 MiB.
-  auto* x = static_cast<char*>(allocator.allocate(3 * MiB, S));
-  auto* y = static_cast<char*>(allocator.allocate(3 * MiB, S));
+  auto* x = static_cast<char*>(alloc(3 * MiB, S));
+  auto* y = static_cast<char*>(alloc(3 * MiB, S));
   EXPECT_EQ(y, x + 3 * MiB);
-  allocator.free(x);
-  allocator.free(y);
-  EXPECT_EQ(allocator.allocate(12 * MiB, S), x);
+  release(x);
+  release(y);
+  EXPECT_EQ(alloc(12 * MiB, S), x);
   EXPECT_EQ(allocator.stats().plugin_allocations, 2u);  // one small and one large segment
 }
 
 TEST_F(CachingAllocatorTest, ARestTooSmallToKeepStaysWithTheBlock) {
   CachingAllocator& allocator = make();
-  void* large = allocator.allocate(19 * MiB + 512 * KiB, S);  // from a 20 MiB segment: 512 KiB left
-  allocator.free(large);
-  void* again = allocator.allocate(19 * MiB + 512 * KiB, S);
+  void* large = alloc(19 * MiB + 512 * KiB, S);  // from a 20 MiB segment: 512 KiB left
+  release(large);
+  void* again = alloc(19 * MiB + 512 * KiB, S);
   EXPECT_EQ(again, large);
   EXPECT_EQ(allocator.stats().allocated_bytes, 20 * MiB);  // the rest is not worth a block of its own
 }
@@ -242,8 +258,8 @@ TEST_F(CachingAllocatorTest, ARestTooSmallToKeepStaysWithTheBlock) {
 TEST_F(CachingAllocatorTest, OutOfMemoryGivesTheCacheBackAndRetriesOnce) {
   state_.capacity = 24 * MiB;
   CachingAllocator& allocator = make();
-  allocator.free(allocator.allocate(3 * MiB, S));  // a 20 MiB segment cached for S
-  void* on_t = allocator.allocate(3 * MiB, T);     // another 20 MiB fits only without S's
+  release(alloc(3 * MiB, S));  // a 20 MiB segment cached for S
+  void* on_t = alloc(3 * MiB, T);     // another 20 MiB fits only without S's
   EXPECT_NE(on_t, nullptr);
   const MemoryStats stats = allocator.stats();
   EXPECT_EQ(stats.cache_flushes, 1u);
@@ -254,10 +270,10 @@ TEST_F(CachingAllocatorTest, OutOfMemoryGivesTheCacheBackAndRetriesOnce) {
 
 TEST_F(CachingAllocatorTest, WhenNothingFitsTheErrorNamesTheDeviceTheRequestAndWhereTheMemoryIs) {
   state_.capacity = 24 * MiB;
-  CachingAllocator& allocator = make();
-  allocator.allocate(3 * MiB, S);  // holds 3 MiB of a 20 MiB segment: 17 MiB cached for S
+  make();
+  alloc(3 * MiB, S);  // holds 3 MiB of a 20 MiB segment: 17 MiB cached for S
   try {
-    allocator.allocate(8 * MiB, T);
+    alloc(8 * MiB, T);
     FAIL() << "8 MiB must not fit beside a 20 MiB segment on a 24 MiB device";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), H2_STATUS_OUT_OF_MEMORY);
@@ -272,17 +288,17 @@ TEST_F(CachingAllocatorTest, WhenNothingFitsTheErrorNamesTheDeviceTheRequestAndW
 
 TEST_F(CachingAllocatorTest, StatsTrackPeaksUntilReset) {
   CachingAllocator& allocator = make();
-  void* a = allocator.allocate(600 * KiB, S);
-  void* b = allocator.allocate(400 * KiB, S);
-  allocator.free(a);
-  allocator.free(b);
+  void* a = alloc(600 * KiB, S);
+  void* b = alloc(400 * KiB, S);
+  release(a);
+  release(b);
   MemoryStats stats = allocator.stats();
   EXPECT_EQ(stats.allocated_bytes, 0u);
   EXPECT_EQ(stats.peak_allocated_bytes, 1000 * KiB);
   EXPECT_EQ(stats.peak_reserved_bytes, 2 * MiB);
   EXPECT_EQ(stats.cached_bytes(), 2 * MiB);
   allocator.reset_peak();
-  allocator.free(allocator.allocate(1 * KiB, S));
+  release(alloc(1 * KiB, S));
   EXPECT_EQ(allocator.stats().peak_allocated_bytes, 1 * KiB);
   allocator.empty_cache();
   EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
@@ -291,7 +307,7 @@ TEST_F(CachingAllocatorTest, StatsTrackPeaksUntilReset) {
 
 TEST_F(CachingAllocatorTest, SegmentsComeFromTheStreamOrderedSlotsWhenThePluginHasThem) {
   CachingAllocator& allocator = make(/*async_slots=*/true);
-  allocator.free(allocator.allocate(4 * KiB, S));
+  release(alloc(4 * KiB, S));
   allocator.empty_cache();
   EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 2097152 S", "free_async S"}));
 }
@@ -300,9 +316,9 @@ TEST_F(CachingAllocatorTest, WithoutCachingEveryBufferIsAPluginAllocationFreedIn
   test::ScopedEnv off("H2_ALLOCATOR", "plugin");
   CachingAllocator& allocator = make(/*async_slots=*/true);
   EXPECT_FALSE(allocator.stats().caching);
-  void* block = allocator.allocate(1000, S);
-  allocator.record_stream(block, T);
-  allocator.free(block);
+  void* block = alloc(1000, S);
+  record(block, T);
+  release(block);
   // T's use is ordered before the free on S, and nothing waits on the host.
   EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 1000 S", "record on T", "wait S on T", "free_async S"}));
   EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
@@ -310,8 +326,8 @@ TEST_F(CachingAllocatorTest, WithoutCachingEveryBufferIsAPluginAllocationFreedIn
 
 TEST_F(CachingAllocatorTest, WithoutCachingOrAsyncSlotsFreeingIsThePluginsBlockingFree) {
   test::ScopedEnv off("H2_ALLOCATOR", "plugin");
-  CachingAllocator& allocator = make();
-  allocator.free(allocator.allocate(1000, S));
+  make();
+  release(alloc(1000, S));
   EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc 1000", "free"}));
 }
 
@@ -320,12 +336,16 @@ TEST_F(CachingAllocatorTest, AnUnknownAllocatorChoiceIsRefusedNamingTheVariable)
   EXPECT_THAT([&] { make(); }, testing::ThrowsMessage<Error>(HasSubstr("H2_ALLOCATOR='bfc' is not an allocator")));
 }
 
-TEST_F(CachingAllocatorTest, FreeingAPointerItDidNotHandOutIsAnError) {
+TEST_F(CachingAllocatorTest, FreeingWhatItDidNotHandOutOrTookBackIsAnError) {
   CachingAllocator& allocator = make();
   int other = 0;
-  EXPECT_THAT([&] { allocator.free(&other); },
-              testing::ThrowsMessage<Error>(HasSubstr("freeing memory the caching allocator did not hand out")));
-  EXPECT_THAT([&] { allocator.allocate(0, S); }, testing::ThrowsMessage<Error>(HasSubstr("cannot allocate 0 bytes")));
+  EXPECT_THAT([&] { allocator.free(&other, nullptr); },
+              testing::ThrowsMessage<Error>(HasSubstr("free of memory the caching allocator did not hand out")));
+  const CachingAllocator::Allocated memory = allocator.allocate(64, S);
+  allocator.free(memory.ptr, memory.token);
+  EXPECT_THAT([&] { allocator.free(memory.ptr, memory.token); },
+              testing::ThrowsMessage<Error>(HasSubstr("(or already took back)")));
+  EXPECT_THAT([&] { alloc(0, S); }, testing::ThrowsMessage<Error>(HasSubstr("cannot allocate 0 bytes")));
 }
 
 }  // namespace

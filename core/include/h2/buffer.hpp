@@ -19,11 +19,12 @@ namespace detail {
 // Memory handed out by a plugin, with the call that gives it back.
 class Allocation {
  public:
-  using FreeFn = void (*)(const Device& device, void* data);
+  // `token` is what the allocator handed out with the memory, given back with it (or nullptr).
+  using FreeFn = void (*)(const Device& device, void* data, void* token);
 
   Allocation() = default;
-  Allocation(Device device, void* data, size_t bytes, FreeFn free_fn)
-      : device_(std::move(device)), data_(data), bytes_(bytes), free_fn_(free_fn) {}
+  Allocation(Device device, void* data, size_t bytes, FreeFn free_fn, void* token = nullptr)
+      : device_(std::move(device)), data_(data), bytes_(bytes), free_fn_(free_fn), token_(token) {}
   ~Allocation();
   Allocation(Allocation&& other) noexcept;
   Allocation& operator=(Allocation&& other) noexcept;
@@ -40,12 +41,14 @@ class Allocation {
 
  protected:
   FreeFn free_fn() const { return free_fn_; }
+  void* token() const { return token_; }
 
  private:
   std::optional<Device> device_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
   FreeFn free_fn_ = nullptr;
+  void* token_ = nullptr;
 };
 
 }  // namespace detail
@@ -58,7 +61,7 @@ class DeviceBuffer : public detail::Allocation {
   // Memory another process exported, from mem_import: given back with mem_close, not mem_free.
   static DeviceBuffer imported(Device device, void* data, size_t bytes);
   // Memory the device's caching allocator handed out for work on a stream.
-  static DeviceBuffer stream_ordered(Device device, void* data, size_t bytes);
+  static DeviceBuffer stream_ordered(Device device, void* data, size_t bytes, void* token);
 
   bool is_stream_ordered() const;
   // Work on `stream`, another stream than the one the memory was made for, uses it: freeing it then
@@ -67,8 +70,8 @@ class DeviceBuffer : public detail::Allocation {
   void record_stream(const Stream& stream) const;
 
  private:
-  DeviceBuffer(Device device, void* data, size_t bytes, FreeFn free_fn)
-      : Allocation(std::move(device), data, bytes, free_fn) {}
+  DeviceBuffer(Device device, void* data, size_t bytes, FreeFn free_fn, void* token = nullptr)
+      : Allocation(std::move(device), data, bytes, free_fn, token) {}
 };
 
 // Pinned host memory: host code may read and write data() directly.
