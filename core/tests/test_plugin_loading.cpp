@@ -167,8 +167,8 @@ TEST(PluginLoading, NewerMinorIsAnAbiMismatch) {
 TEST(PluginLoading, TooSmallTableIsRejected) {
   PluginInfo info = load_one(fake_plugin("small-table").string());
   EXPECT_EQ(info.state, PluginState::invalid_table);
-  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_3) +
-                                      " bytes ABI 1.3 requires"));
+  EXPECT_THAT(info.message, HasSubstr("struct_size 64 is smaller than the " + std::to_string(H2_PLUGIN_API_SIZE_1_4) +
+                                      " bytes ABI 1.4 requires"));
 }
 
 TEST(PluginLoading, NullRequiredSlotIsRejected) {
@@ -306,13 +306,14 @@ TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState)
   for (const PluginInfo& info : runtime.plugins()) states[info.name] = info.state;
   EXPECT_EQ(states["fake"], PluginState::loaded);
   EXPECT_EQ(states["old-minor"], PluginState::loaded);
+  EXPECT_EQ(states["minor-3"], PluginState::loaded);
   EXPECT_EQ(states["abi-major"], PluginState::abi_mismatch);
   EXPECT_EQ(states["init-fails"], PluginState::init_failed);
   EXPECT_EQ(states["runtime-missing"], PluginState::runtime_missing);
   EXPECT_EQ(states["no-entry"], PluginState::no_entry_point);
   EXPECT_EQ(states["ops-partial"], PluginState::loaded);
-  // Only loaded plugins contribute devices: fake, old-minor and ops-partial, two each.
-  EXPECT_EQ(runtime.devices().size(), 6u);
+  // Only loaded plugins contribute devices: fake, old-minor, minor-3 and ops-partial, two each.
+  EXPECT_EQ(runtime.devices().size(), 8u);
 }
 
 TEST(PluginLoading, TwoRuntimesShareOneInitializedPlugin) {

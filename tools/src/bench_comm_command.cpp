@@ -13,6 +13,7 @@
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/device_select.hpp"
 #include "h2/h2.hpp"
+#include "plugin_option_args.hpp"
 
 namespace h2::tools {
 
@@ -249,6 +250,7 @@ void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code)
   comm->add_option("--dtype", options.dtype, "f32, f16 or bf16")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   comm->add_option("--redop", options.reduce, "sum, avg or max")->check(CLI::IsMember({"sum", "avg", "max"}));
   comm->add_option("--json", options.json, "also write one JSON object per row to this file (rank 0)");
+  add_plugin_option_flag(comm, options.plugin_options);
   comm->callback([&options, &exit_code] { exit_code = run_bench_comm(options); });
 }
 
@@ -260,7 +262,9 @@ int run_bench_comm(const BenchCommOptions& options) {
   }
   try {
     const dicomm::RankInfo info = dicomm::rank_info_from_environment();
-    Runtime runtime(dicomm::runtime_options_for_device());
+    RuntimeOptions runtime_options = dicomm::runtime_options_for_device();
+    runtime_options.plugin_options = parse_plugin_options(options.plugin_options);
+    Runtime runtime(runtime_options);
     const Device device = dicomm::select_device(runtime, info);
     Stream stream = device.create_stream();
     Communicator world = Communicator::world();
