@@ -86,6 +86,37 @@ const char* missing_required_slot(const H2_PluginApi& api) {
   return nullptr;
 }
 
+// The options `all` holds for the plugin named `name` (none when it holds no entry).
+const PluginOptions& options_for(const std::string& name, const std::map<std::string, PluginOptions>& all) {
+  static const PluginOptions none;
+  const auto found = all.find(name);
+  return found != all.end() ? found->second : none;
+}
+
+// "memory, threads": the keys of `options`.
+std::string key_list(const PluginOptions& options) {
+  std::string keys;
+  for (const auto& entry : options) keys += (keys.empty() ? "" : ", ") + entry.first;
+  return keys;
+}
+
+// Why `options` cannot be passed to the plugin `info` describes; "" when they can. A plugin of an
+// older minor has no field to read them from, and dropping them would run it with settings the
+// caller did not ask for.
+std::string options_refusal(const PluginInfo& info, const PluginOptions& options) {
+  if (options.empty()) return "";
+  if (info.abi_minor < 4)
+    return info.name + " speaks ABI " + std::to_string(info.abi_major) + "." + std::to_string(info.abi_minor) +
+           ", which has no plugin options (they came in 1.4), so it cannot be given " + key_list(options);
+  for (const auto& [key, value] : options) {
+    if (key.empty()) return "an option for " + info.name + " has an empty key";
+    // The strings cross the ABI NUL-terminated: an embedded NUL would cut them short unseen.
+    if (key.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+      return "option '" + std::string(key.c_str()) + "' for " + info.name + " holds a NUL character";
+  }
+  return "";
+}
+
 std::string plugin_message(const H2_PluginApi& api) {
   const char* message = api.last_error != nullptr ? api.last_error() : nullptr;
   return message != nullptr && *message != '\0' ? message : "(the plugin gave no message)";
@@ -127,15 +158,23 @@ DeviceProperties to_device_properties(const H2_DeviceProperties& props) {
 
 namespace {
 
-LoadedPlugin load_plugin_file(const fs::path& path) {
+OpenedPlugin refused(PluginInfo info, PluginState state, const std::string& detail) {
+  info.state = state;
+  info.message = state_message(state, detail);
+  return {std::move(info), nullptr, nullptr};
+}
+
+}  // namespace
+
+OpenedPlugin open_plugin(const fs::path& path) {
   PluginInfo info;
   info.path = path.string();
   info.name = plugin_name_from_file(path).value_or(path.filename().string());
 
   std::error_code ec;
-  if (!fs::exists(path, ec)) return failure(info, PluginState::not_installed, "no file at " + path.string());
+  if (!fs::exists(path, ec)) return refused(info, PluginState::not_installed, "no file at " + path.string());
   if (!fs::is_regular_file(path, ec) || !has_elf_header(path))
-    return failure(info, PluginState::not_a_library, path.string() + " has no ELF header");
+    return refused(info, PluginState::not_a_library, path.string() + " has no ELF header");
 
   // ---- Open the library ----
   auto library = std::make_shared<boost::dll::shared_library>();
@@ -144,19 +183,19 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   } catch (const std::exception& e) {
     const std::string message = loader_message(path, e.what());
     const PluginState state = classify_load_failure(path, message);
-    return failure(info, state, "the dynamic loader refused it: " + message);
+    return refused(info, state, "the dynamic loader refused it: " + message);
   }
 
   // ---- Find the entry point and read the table ----
   if (!library->has(H2_PLUGIN_ENTRY_POINT))
-    return failure(info, PluginState::no_entry_point,
+    return refused(info, PluginState::no_entry_point,
                    "the library does not export " + std::string(H2_PLUGIN_ENTRY_POINT) + "; is it an H2 plugin?");
   auto get_api = library->get<const H2_PluginApi*(uint32_t)>(H2_PLUGIN_ENTRY_POINT);
   const H2_PluginApi* table = get_api(H2_ABI_MAJOR);
   if (table == nullptr)
-    return failure(info, PluginState::invalid_table, std::string(H2_PLUGIN_ENTRY_POINT) + " returned NULL");
+    return refused(info, PluginState::invalid_table, std::string(H2_PLUGIN_ENTRY_POINT) + " returned NULL");
   if (table->struct_size < H2_PLUGIN_API_IDENTITY_SIZE)
-    return failure(info, PluginState::invalid_table,
+    return refused(info, PluginState::invalid_table,
                    "API table struct_size " + std::to_string(table->struct_size) +
                        " is too small to hold even the version fields (" + std::to_string(H2_PLUGIN_API_IDENTITY_SIZE) +
                        " bytes)");
@@ -166,8 +205,18 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   if (table->plugin_version != nullptr) info.version = table->plugin_version;
 
   const AbiCheck abi = check_abi(table->abi_major, table->abi_minor, table->struct_size, core_abi_history());
-  if (abi.verdict == AbiVerdict::version_mismatch) return failure(info, PluginState::abi_mismatch, abi.message);
-  if (abi.verdict == AbiVerdict::table_too_small) return failure(info, PluginState::invalid_table, abi.message);
+  if (abi.verdict == AbiVerdict::version_mismatch) return refused(info, PluginState::abi_mismatch, abi.message);
+  if (abi.verdict == AbiVerdict::table_too_small) return refused(info, PluginState::invalid_table, abi.message);
+  return {std::move(info), std::move(library), table};
+}
+
+namespace {
+
+LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, PluginOptions>& all_options) {
+  OpenedPlugin opened = open_plugin(path);
+  PluginInfo& info = opened.info;
+  if (opened.table == nullptr) return {std::move(info), nullptr, {}};
+  const H2_PluginApi* table = opened.table;
 
   // Copy what the plugin's struct_size covers; every slot beyond it stays NULL (unsupported).
   H2_PluginApi api;
@@ -198,8 +247,16 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
       return failure(info, PluginState::invalid_table, "op_table's required slot 'capability' is NULL");
   }
 
+  // ---- Options (ABI 1.4) ----
+  const PluginOptions& options = options_for(info.name, all_options);
+  if (const std::string refusal = options_refusal(info, options); !refusal.empty())
+    return failure(info, PluginState::init_failed, refusal);
+  std::vector<H2_Option> option_array;
+  for (const auto& [key, value] : options)
+    option_array.push_back(H2_Option{.struct_size = sizeof(H2_Option), .key = key.c_str(), .value = value.c_str()});
+
   // ---- Initialize ----
-  auto handle = std::make_shared<PluginHandle>(library, api, ops, info.name);
+  auto handle = std::make_shared<PluginHandle>(opened.library, api, ops, info.name);
   H2_InitArgs args;
   std::memset(&args, 0, sizeof args);
   args.struct_size = sizeof args;
@@ -208,6 +265,8 @@ LoadedPlugin load_plugin_file(const fs::path& path) {
   args.log = plugin_log_callback;
   args.log_user_data = handle.get();
   args.log_level = static_cast<uint32_t>(log_level());
+  args.options = option_array.empty() ? nullptr : option_array.data();
+  args.option_count = option_array.size();
   const H2_Status status = api.initialize(&args);
   if (status == H2_STATUS_RUNTIME_MISSING) return failure(info, PluginState::runtime_missing, plugin_message(api));
   if (status == H2_STATUS_NO_DEVICE) return failure(info, PluginState::no_device, plugin_message(api));
@@ -256,7 +315,15 @@ struct LiveRegistry {
   std::mutex mutex;
   std::map<fs::path, std::weak_ptr<PluginHandle>> handles;
   std::map<fs::path, LoadedPlugin> descriptions;  // info and device properties, without the handle
+  std::map<fs::path, PluginOptions> options;      // what each was initialized with
 };
+
+std::string options_text(const PluginOptions& options) {
+  if (options.empty()) return "no options";
+  std::string text;
+  for (const auto& [key, value] : options) text += (text.empty() ? "" : ", ") + key + "=" + value;
+  return text;
+}
 
 LiveRegistry& live_registry() {
   static LiveRegistry registry;
@@ -278,20 +345,30 @@ bool plugin_is_live(const fs::path& path) {
   return found != registry.handles.end() && !found->second.expired();
 }
 
-LoadedPlugin load_plugin(const fs::path& path) {
+LoadedPlugin load_plugin(const fs::path& path, const std::map<std::string, PluginOptions>& options) {
   const fs::path key = registry_key(path);
 
   LiveRegistry& registry = live_registry();
   std::lock_guard lock(registry.mutex);
   if (auto handle = registry.handles[key].lock()) {
     LoadedPlugin shared = registry.descriptions.at(key);
+    const PluginOptions& wanted = options_for(shared.info.name, options);
+    const PluginOptions& had = registry.options.at(key);
+    if (const std::string refusal = options_refusal(shared.info, wanted); !refusal.empty())
+      return failure(shared.info, PluginState::init_failed, refusal);
+    if (wanted != had)
+      return failure(shared.info, PluginState::init_failed,
+                     shared.info.name + " is already loaded in this process with " + options_text(had) + ", not with " +
+                         options_text(wanted) +
+                         ": a plugin is initialized once per process, so its options cannot change while it is loaded");
     shared.handle = std::move(handle);
     return shared;
   }
-  LoadedPlugin loaded = load_plugin_file(path);
+  LoadedPlugin loaded = load_plugin_file(path, options);
   if (loaded.handle) {
     registry.handles[key] = loaded.handle;
     registry.descriptions[key] = LoadedPlugin{loaded.info, nullptr, loaded.devices};
+    registry.options[key] = options_for(loaded.info.name, options);
   }
   return loaded;
 }

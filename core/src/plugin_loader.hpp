@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "h2/device.hpp"
@@ -19,10 +21,21 @@ struct LoadedPlugin {
 
 // Never throws for a bad plugin: the result's info says what went wrong. A plugin stays loaded and
 // initialized while anything of it is alive, and loading the same file again meanwhile (a second
-// Runtime in the process) shares that instance instead of initializing the plugin twice.
-LoadedPlugin load_plugin(const std::filesystem::path& path);
+// Runtime in the process) shares that instance instead of initializing the plugin twice; asked for
+// with other options then, it fails (init_failed) rather than run with options it was not given.
+// `options` are RuntimeOptions::plugin_options: the entry of the plugin's own name is passed to it.
+LoadedPlugin load_plugin(const std::filesystem::path& path, const std::map<std::string, PluginOptions>& options);
 // Whether `path` is loaded in this process now (load_plugin would share it, not load it again).
 bool plugin_is_live(const std::filesystem::path& path);
+
+// The library of a plugin file, opened, with its table read and its version checked, before
+// initialize: what loading and listing options share. `table` points into the library.
+struct OpenedPlugin {
+  PluginInfo info;                // name, version and ABI when read; state and message on failure
+  std::shared_ptr<void> library;  // null when opening failed (info says why)
+  const H2_PluginApi* table = nullptr;
+};
+OpenedPlugin open_plugin(const std::filesystem::path& path);
 
 // A PluginInfo message: "<state>: <detail>", so each message reads on its own ("ABI mismatch (plugin
 // 2.0, core 1.0): ..."); a detail that already starts with the state's name is kept as it is.

@@ -35,13 +35,14 @@ double plugin_probe_timeout() {
   return seconds;
 }
 
-std::optional<PluginInfo> probe_plugin(const std::filesystem::path& path, double timeout_seconds) {
+std::optional<PluginInfo> probe_plugin(const std::filesystem::path& path,
+                                       const std::map<std::string, PluginOptions>& options, double timeout_seconds) {
   const ChildOutcome outcome = run_in_child(
       [&](const auto& emit) {
         // Its state does not matter here, only that loading returns. The plugin is never shut down
         // or unloaded in the child (a plugin that fails there but loads fine is not crashed); the
         // child ends with _exit.
-        new LoadedPlugin(load_plugin(path));
+        new LoadedPlugin(load_plugin(path, options));
         emit(kReturned);
       },
       timeout_seconds);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <string>
 
 #include "h2/runtime.hpp"
 
@@ -14,9 +16,11 @@ namespace h2::detail {
 // initialization can take seconds); 0 turns probing off. A bad value is an h2::Error naming it.
 double plugin_probe_timeout();
 
-// Loads `path` in a child process (h2::run_in_child). Returns the PluginInfo to list in its place when
+// Loads `path` in a child process (h2::run_in_child), with the `options` it will be loaded with here:
+// a plugin may crash or hang only with some settings. Returns the PluginInfo to list in its place when
 // the child crashed, exited or timed out; nullopt when loading returned there (whatever the state it
 // reported), so that it may be loaded here.
-std::optional<PluginInfo> probe_plugin(const std::filesystem::path& path, double timeout_seconds);
+std::optional<PluginInfo> probe_plugin(const std::filesystem::path& path,
+                                       const std::map<std::string, PluginOptions>& options, double timeout_seconds);
 
 }  // namespace h2::detail

@@ -84,7 +84,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
       const fs::path& path = candidate.first;
       std::error_code ec;
       if (failed_probes.count(path) || !fs::is_regular_file(path, ec) || detail::plugin_is_live(path)) continue;
-      if (std::optional<PluginInfo> failed = detail::probe_plugin(path, probe_seconds)) {
+      if (std::optional<PluginInfo> failed = detail::probe_plugin(path, options.plugin_options, probe_seconds)) {
         log(LogLevel::debug, "core", "plugin " + failed->path + ": " + failed->message);
         failed_probes.emplace(path, std::move(*failed));
       }
@@ -102,7 +102,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
       plugins_.push_back(failed->second);
       continue;
     }
-    detail::LoadedPlugin loaded = detail::load_plugin(path);
+    detail::LoadedPlugin loaded = detail::load_plugin(path, options.plugin_options);
     if (loaded.info.loaded()) {
       bool duplicate = false;
       for (const PluginInfo& other : plugins_) {

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include "abi_compat.hpp"
 #include "h2/plugin_abi.h"
 
@@ -51,8 +53,31 @@ TEST(AbiCompat, ThisCoresHistoryEndsAtItsOwnVersion) {
   const AbiHistory& history = h2::detail::core_abi_history();
   EXPECT_EQ(history.major, H2_ABI_MAJOR);
   EXPECT_EQ(history.table_size_by_minor.size(), H2_ABI_MINOR + 1u);
-  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, mem_free_async));
+  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, option_list));
   EXPECT_EQ(check_abi(H2_ABI_MAJOR, H2_ABI_MINOR, sizeof(H2_PluginApi), history).verdict, AbiVerdict::compatible);
+}
+
+// Each minor's sizes are frozen (plugin_abi.h asserts them too); these say which fields a 1.4 reader
+// may use and that the array elements are laid out as H2_ARRAY_AT steps through them.
+TEST(AbiCompat, Minor4AppendsTheOptionFieldsAndTheOptionListSlot) {
+  EXPECT_EQ(H2_INIT_ARGS_SIZE_1_4, offsetof(H2_InitArgs, option_count) + sizeof(size_t));
+  EXPECT_GE(offsetof(H2_InitArgs, options), H2_INIT_ARGS_SIZE_1_0);
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_4, offsetof(H2_PluginApi, option_list) + sizeof(void*));
+  EXPECT_GT(H2_PLUGIN_API_SIZE_1_4, H2_PLUGIN_API_SIZE_1_3);
+  EXPECT_EQ(H2_OPTION_SIZE_1_4, sizeof(H2_Option));
+  EXPECT_EQ(H2_OPTION_INFO_SIZE_1_4, sizeof(H2_OptionInfo));
+}
+
+// A writer of a later minor may hand out larger elements: H2_ARRAY_AT follows their struct_size.
+TEST(AbiCompat, ArrayElementsAreSteppedByTheirStructSize) {
+  struct LaterOption {  // an H2_Option as a later minor might extend it
+    H2_Option known;
+    uint64_t appended;
+  };
+  LaterOption later[2] = {{{sizeof(LaterOption), "a", "1"}, 7}, {{sizeof(LaterOption), "b", "2"}, 8}};
+  const H2_Option* first = &later[0].known;
+  EXPECT_STREQ(H2_ARRAY_AT(H2_Option, first, 1)->key, "b");
+  EXPECT_STREQ(H2_ARRAY_AT(H2_Option, first, 1)->value, "2");
 }
 
 }  // namespace

@@ -14,10 +14,9 @@ struct Choice {
   int index = -1;  // -1: by local rank
 };
 
-Choice parse_choice() {
-  const char* text = std::getenv("H2_DEVICE");
-  if (text == nullptr || *text == '\0') return {};
-  const std::string value = text;
+// `value` is PLUGIN[:INDEX]; `what` names where it came from in errors ("H2_DEVICE", "device").
+Choice parse_choice(const std::string& value, const char* what) {
+  if (value.empty()) return {};
   Choice choice;
   const size_t colon = value.rfind(':');
   choice.plugin = value.substr(0, colon);
@@ -26,24 +25,22 @@ Choice parse_choice() {
     char* end = nullptr;
     const long parsed = std::strtol(index.c_str(), &end, 10);
     if (index.empty() || *end != '\0' || parsed < 0)
-      throw Error(H2_STATUS_INVALID_ARGUMENT, "H2_DEVICE='" + value + "': '" + index + "' is not a device index");
+      throw Error(H2_STATUS_INVALID_ARGUMENT,
+                  std::string(what) + "='" + value + "': '" + index + "' is not a device index");
     choice.index = static_cast<int>(parsed);
   }
-  if (choice.plugin.empty()) throw Error(H2_STATUS_INVALID_ARGUMENT, "H2_DEVICE='" + value + "' names no plugin");
+  if (choice.plugin.empty())
+    throw Error(H2_STATUS_INVALID_ARGUMENT, std::string(what) + "='" + value + "' names no plugin");
   return choice;
 }
 
-}  // namespace
-
-RuntimeOptions runtime_options_for_device() {
+RuntimeOptions options_for(const Choice& choice) {
   RuntimeOptions options;
-  const Choice choice = parse_choice();
   if (!choice.plugin.empty()) options.plugins = {choice.plugin};
   return options;
 }
 
-Device select_device(const Runtime& runtime, const RankInfo& info) {
-  Choice choice = parse_choice();
+Device select(const Runtime& runtime, const RankInfo& info, Choice choice) {
   // A plugin given by its file: devices are listed under the name the plugin reports.
   for (const PluginInfo& plugin : runtime.plugins())
     if (plugin.loaded() && plugin.path == choice.plugin) choice.plugin = plugin.name;
@@ -57,6 +54,29 @@ Device select_device(const Runtime& runtime, const RankInfo& info) {
   const auto devices = runtime.devices(choice.plugin);
   if (devices.empty()) return runtime.device(choice.plugin, 0);  // throws naming the plugin's state
   return devices[static_cast<size_t>(info.local_rank) % devices.size()];
+}
+
+}  // namespace
+
+std::string device_from_environment() {
+  const char* text = std::getenv("H2_DEVICE");
+  return text != nullptr ? text : "";
+}
+
+RuntimeOptions runtime_options_for_device() {
+  return options_for(parse_choice(device_from_environment(), "H2_DEVICE"));
+}
+
+RuntimeOptions runtime_options_for_device(const std::string& device) {
+  return options_for(parse_choice(device, "device"));
+}
+
+Device select_device(const Runtime& runtime, const RankInfo& info) {
+  return select(runtime, info, parse_choice(device_from_environment(), "H2_DEVICE"));
+}
+
+Device select_device(const Runtime& runtime, const RankInfo& info, const std::string& device) {
+  return select(runtime, info, parse_choice(device, "device"));
 }
 
 }  // namespace h2::dicomm

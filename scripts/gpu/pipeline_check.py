@@ -65,13 +65,12 @@ def train(args, name, description):
     # that magnifies rounding differences (the order of sums over other micro-batch sizes) to 1e-3.
     command = [args.h2, "train", "--cluster", path, "--model", args.model, "--steps", str(args.steps), "--out",
                os.path.join(work, "train")]
-    print(f"== {name}: {' '.join(command)}", flush=True)
-    env = dict(os.environ)
     if args.accelerator == "cpu-reference":
-        env["H2_CPU_REFERENCE_STRICT"] = "1"
-        env["H2_CPU_REFERENCE_OP_DTYPES"] = "f32,f16,bf16"
+        # Plugin options reach every rank through h2 train's command line for them.
+        command += ["--plugin-option", "cpu-reference:strict=1", "--plugin-option", "cpu-reference:op_dtypes=f32,f16,bf16"]
+    print(f"== {name}: {' '.join(command)}", flush=True)
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as e:
         # The output so far comes as bytes, even with text=True, on some Python versions.
         print("".join(o if isinstance(o, str) else o.decode(errors="replace") for o in (e.stdout, e.stderr) if o),

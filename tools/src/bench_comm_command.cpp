@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/device_select.hpp"
 #include "h2/h2.hpp"
+#include "plugin_option_args.hpp"
 
 namespace h2::tools {
 
@@ -232,19 +235,22 @@ void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code)
           "from the previous at once), pingpong (rank 0 to 1 and back; time of one transfer, as fi_pingpong) "
           "or all")
       ->check(CLI::IsMember({"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong", "all"}));
-  comm->add_option("--min-bytes", options.min_bytes, "smallest message")
-      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 34));
-  comm->add_option("--max-bytes", options.max_bytes, "largest message")
-      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 34));
+  comm->add_option("--min-bytes", options.min_bytes, "smallest message: bytes, or with a unit (16K, 16M, 16MiB, 1G)")
+      ->transform(byte_size_range(4, uint64_t{1} << 34));
+  comm->add_option("--max-bytes", options.max_bytes, "largest message: bytes, or with a unit (16K, 16M, 16MiB, 1G)")
+      ->transform(byte_size_range(4, uint64_t{1} << 34));
   comm->add_option("--factor", options.factor, "size multiplier between rows")->check(CLI::Range(2, 1024));
   comm->add_option("--iters", options.iterations, "timed iterations per size")->check(CLI::Range(1, 1000000));
   comm->add_option("--warmup", options.warmup, "untimed iterations first")->check(CLI::Range(0, 1000000));
   comm->add_option("--scale-below", options.scale_below,
                    "sizes below this run --iters x min(8, this / size) timed iterations, so that small sizes are "
-                   "timed over a longer window (default 0: --iters at every size)");
+                   "timed over a longer window (bytes or with a unit, as --max-bytes; default 0: --iters at every "
+                   "size)")
+      ->transform(byte_size_range(0, std::numeric_limits<uint64_t>::max()));
   comm->add_option("--dtype", options.dtype, "f32, f16 or bf16")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   comm->add_option("--redop", options.reduce, "sum, avg or max")->check(CLI::IsMember({"sum", "avg", "max"}));
   comm->add_option("--json", options.json, "also write one JSON object per row to this file (rank 0)");
+  add_plugin_option_flag(comm, options.plugin_options);
   comm->callback([&options, &exit_code] { exit_code = run_bench_comm(options); });
 }
 
@@ -256,7 +262,9 @@ int run_bench_comm(const BenchCommOptions& options) {
   }
   try {
     const dicomm::RankInfo info = dicomm::rank_info_from_environment();
-    Runtime runtime(dicomm::runtime_options_for_device());
+    RuntimeOptions runtime_options = dicomm::runtime_options_for_device();
+    runtime_options.plugin_options = parse_plugin_options(options.plugin_options);
+    Runtime runtime(runtime_options);
     const Device device = dicomm::select_device(runtime, info);
     Stream stream = device.create_stream();
     Communicator world = Communicator::world();

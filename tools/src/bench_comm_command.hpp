@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -22,7 +23,8 @@ struct BenchCommOptions {
   uint64_t scale_below = 0;  // sizes below it run iterations x min(8, scale_below / size)
   std::string dtype = "f32";
   std::string reduce = "sum";
-  std::string json;  // JSON lines, one per row, written by rank 0
+  std::string json;                         // JSON lines, one per row, written by rank 0
+  std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE
 };
 
 void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code);

@@ -7,12 +7,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
+#include "devices_options.hpp"
 #include "format.hpp"
 #include "h2/dicomm/nics.hpp"
 #include "h2/h2.hpp"
 #include "h2/version.hpp"
+#include "plugin_option_args.hpp"
 #include "table.hpp"
 
 namespace h2::tools {
@@ -253,20 +256,47 @@ void add_devices_command(CLI::App& app, DevicesOptions& options, int& exit_code)
       "Load only this plugin: a NAME (libh2-plugin-NAME.so in the search path) or a PATH; repeatable");
   // NICs replace the plugin listing rather than add to it: they answer another question (what the
   // fabric and the planner see), and plugin problems must not decide the exit code of NIC discovery.
+  CLI::Option* nics =
+      command->add_flag("--nics", options.nics,
+                        "List this node's NICs (RDMA ports, IP interfaces, libfabric providers) and the planner's "
+                        "nic_types for them, instead of plugins and devices");
+  nics->excludes(plugin);
+  CLI::Option* plugin_options = add_plugin_option_flag(command, options.plugin_options);
+  nics->excludes(plugin_options);
   command
-      ->add_flag("--nics", options.nics,
-                 "List this node's NICs (RDMA ports, IP interfaces, libfabric providers) and the planner's "
-                 "nic_types for them, instead of plugins and devices")
-      ->excludes(plugin);
-  command->callback(
-      [&options, &exit_code] { exit_code = options.nics ? run_nics(options.json) : run_devices(options); });
+      ->add_flag("--options", options.options,
+                 "List the option keys of the --plugin plugins (key, default, description), read without "
+                 "initializing them, instead of their devices")
+      ->needs(plugin)
+      ->excludes(plugin_options);
+  command->callback([&options, &exit_code] {
+    if (options.nics) {
+      exit_code = run_nics(options.json);
+    } else {
+      exit_code = options.options ? run_devices_options(options.plugins, options.json) : run_devices(options);
+    }
+  });
 }
 
 int run_devices(const DevicesOptions& options) {
   RuntimeOptions runtime_options;
   runtime_options.plugins = options.plugins;
+  try {
+    runtime_options.plugin_options = parse_plugin_options(options.plugin_options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "h2 devices: " << e.what() << "\n";
+    return 2;
+  }
   const Runtime runtime(runtime_options);
   const auto search_path = Runtime::default_search_path();
+  // Options the user named for a plugin that is not there would otherwise do nothing, unseen.
+  for (const auto& entry : runtime_options.plugin_options) {
+    const auto& found = runtime.plugins();
+    if (std::none_of(found.begin(), found.end(), [&](const PluginInfo& info) { return info.name == entry.first; })) {
+      std::cerr << "h2 devices: --plugin-option names plugin '" << entry.first << "', which was not found\n";
+      return 2;
+    }
+  }
 
   if (options.json) {
     json out = {{"h2_version", H2_VERSION}, {"abi", {{"major", H2_ABI_MAJOR}, {"minor", H2_ABI_MINOR}}}};

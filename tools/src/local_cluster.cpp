@@ -1,21 +1,19 @@
 #include "local_cluster.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 namespace h2::tools {
 
-void export_simulated_devices(const heteropp::LocalDevices& devices, int ranks) {
+PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks) {
   const auto it = devices.memory_gib.find("cpu-reference");
-  if (it == devices.memory_gib.end()) return;
+  if (it == devices.memory_gib.end()) return {};
   std::string memory;
   for (double gib : it->second)
     memory += (memory.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(gib * 1024)) + "MiB";
-  setenv("H2_CPU_REFERENCE_MEMORY", memory.c_str(), 0);
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks));
-  setenv("H2_CPU_REFERENCE_THREADS", std::to_string(threads).c_str(), 0);
+  const size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / std::max<size_t>(1, ranks));
+  return {{"cpu-reference", {{"memory", memory}, {"threads", std::to_string(threads)}}}};
 }
 
 std::string self_executable() {

@@ -1,16 +1,20 @@
 // Running a described cluster's devices as local processes: what `h2 train` and `h2 profile` share.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "h2/heteropp/placement.hpp"
+#include "plugin_option_args.hpp"
 
 namespace h2::tools {
 
-// For cpu-reference devices: one simulated device per cluster device with its memory
-// (H2_CPU_REFERENCE_MEMORY) and the machine's cores shared out over `ranks` processes
-// (H2_CPU_REFERENCE_THREADS); a variable the caller has set is left alone. Children inherit both.
-void export_simulated_devices(const heteropp::LocalDevices& devices, int ranks);
+// The plugin options that make this machine hold the cluster's devices: for cpu-reference, one
+// simulated device per cluster device with its memory ("memory") and the machine's cores shared out
+// over `ranks` processes ("threads"). Passed to every rank on its command line (plugin_option_args),
+// they override the plugin's H2_CPU_REFERENCE_MEMORY and H2_CPU_REFERENCE_THREADS; --plugin-option
+// overrides them in turn (merge_plugin_options).
+PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks);
 
 // This program's path, to start its own ranks ("h2" from PATH when /proc is not there).
 std::string self_executable();

@@ -22,6 +22,7 @@
 #include "h2/heteropp/optimizer.hpp"
 #include "launch_command.hpp"
 #include "local_cluster.hpp"
+#include "plugin_option_args.hpp"
 #include "table.hpp"
 
 namespace h2::tools {
@@ -99,7 +100,9 @@ double optimizer_ns_per_parameter(const ProfileOptions& options, heteropp::GptSt
 // they do in training.
 int run_worker(const ProfileOptions& options) {
   const heteroauto::Model model = heteroauto::load_model(options.model);
-  Runtime runtime{dicomm::runtime_options_for_device()};
+  RuntimeOptions runtime_options = dicomm::runtime_options_for_device();
+  runtime_options.plugin_options = parse_plugin_options(options.plugin_options);
+  Runtime runtime{runtime_options};
   const Device device = dicomm::select_device(runtime, dicomm::rank_info_from_environment());
   Stream stream = device.create_stream();
   dicomm::Communicator world = dicomm::Communicator::world();
@@ -168,7 +171,8 @@ int run_driver(const ProfileOptions& options) {
     throw heteroauto::DescriptionError(options.cluster +
                                        ": no device type names a \"plugin\", so nothing can be profiled");
   const int ranks = static_cast<int>(devices.devices.size());
-  export_simulated_devices(devices, ranks);
+  const PluginOptionsByName plugin_options = merge_plugin_options(
+      simulated_device_options(devices, devices.devices.size()), parse_plugin_options(options.plugin_options));
   const std::vector<int> sizes = micro_batches_of(options, model);
 
   const fs::path results = fs::temp_directory_path() / ("h2-profile-" + std::to_string(::getpid()));
@@ -187,6 +191,7 @@ int run_driver(const ProfileOptions& options) {
     launch.command.push_back("--micro-batch");
     launch.command.push_back(std::to_string(options.micro_batch));
   }
+  for (const std::string& arg : plugin_option_args(plugin_options)) launch.command.push_back(arg);
   std::string size_list;
   for (int b : sizes) size_list += (size_list.empty() ? "" : ", ") + std::to_string(b);
   std::cout << "Profiling " << model.name << " (a layer, the embedding, the head and the optimizer; micro-batch "
@@ -270,6 +275,7 @@ void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code)
       ->check(CLI::Range(0, 10000));
   command->add_option("-o,--output", options.output, "Write the cluster description with the measured profile here");
   command->add_flag("--json", options.json, "Print JSON for programs instead of a table");
+  add_plugin_option_flag(command, options.plugin_options);
   command->add_option("--worker-results", options.worker_results)->group("");  // internal: one device's run
   command->callback([&options, &exit_code] { exit_code = run_profile(options); });
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -21,7 +22,8 @@ struct ProfileOptions {
   int warmup = 2;
   std::string output;  // the cluster description with the measured profiles; "": print only
   bool json = false;
-  std::string worker_results;  // internal: a device's rank writes its measurement into this directory
+  std::string worker_results;               // internal: a device's rank writes its measurement into this directory
+  std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank
 };
 
 void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code);

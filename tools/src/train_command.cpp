@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli_checks.hpp"
 #include "format.hpp"
@@ -23,6 +24,7 @@
 #include "launch_command.hpp"
 #include "local_cluster.hpp"
 #include "plan_print.hpp"
+#include "plugin_option_args.hpp"
 #include "profile_command.hpp"
 #include "runnable_plan.hpp"
 #include "table.hpp"
@@ -38,6 +40,15 @@ constexpr const char* kName = "h2 train";
 struct UsageError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
+
+// --plugin-option's values; a key given twice is a usage error, like a malformed one.
+PluginOptionsByName plugin_options_of(const TrainCommandOptions& options) {
+  try {
+    return parse_plugin_options(options.plugin_options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
 
 // The plan, checked against the cluster and against --model: a plan made for another model used to
 // train that model silently, whatever --model said.
@@ -223,18 +234,22 @@ int run_worker(const TrainCommandOptions& options) {
   if (info.rank >= placement.world_size())
     throw UsageError("rank " + std::to_string(info.rank) + " is not in the plan, which has " +
                      std::to_string(placement.world_size()) + " ranks");
-  const char* chosen = std::getenv("H2_DEVICE");
-  if (chosen == nullptr || *chosen == '\0') {
-    // Not started by `h2 train`: the plugin of the plan's device type, the device's index in its node.
+  // H2_DEVICE when the launcher set it (h2 train's does); else, started by another launcher, the
+  // plugin of the plan's device type and the device's index in its node, chosen here.
+  std::optional<std::string> planned;
+  if (dicomm::device_from_environment().empty()) {
     const heteropp::StageRole& role = placement.roles[static_cast<size_t>(info.rank)];
     const std::string& plugin = cluster.device_type(role.device_type).plugin;
     if (plugin.empty())
       throw heteroauto::DescriptionError("device type '" + role.device_type + "' has no \"plugin\" in " +
                                          options.cluster);
-    setenv("H2_DEVICE", (plugin + ":" + std::to_string(role.device.device)).c_str(), 1);
+    planned = plugin + ":" + std::to_string(role.device.device);
   }
-  Runtime runtime{dicomm::runtime_options_for_device()};
-  const Device device = dicomm::select_device(runtime, info);
+  RuntimeOptions runtime_options =
+      planned ? dicomm::runtime_options_for_device(*planned) : dicomm::runtime_options_for_device();
+  runtime_options.plugin_options = plugin_options_of(options);
+  Runtime runtime{runtime_options};
+  const Device device = planned ? dicomm::select_device(runtime, info, *planned) : dicomm::select_device(runtime, info);
   dicomm::Communicator world = dicomm::Communicator::world();
   try {
     const heteropp::TrainResult result =
@@ -260,6 +275,7 @@ int run_worker(const TrainCommandOptions& options) {
 int run_driver(const TrainCommandOptions& options) {
   if (options.profile && !options.plan.empty())
     throw UsageError("--profile measures the devices to plan on, and --plan gives the plan: use one of them");
+  const PluginOptionsByName user_plugin_options = plugin_options_of(options);
   if (!options.resume.empty()) {  // before any device is measured or rank started
     const std::string checkpoint = heteropp::find_checkpoint(options.resume);
     const int64_t done = heteropp::read_manifest(checkpoint).step;
@@ -276,8 +292,12 @@ int run_driver(const TrainCommandOptions& options) {
     cluster_path = (fs::path(options.out) / "cluster-profiled.json").string();
     // More iterations than h2 profile's default: medians of 20 kept the predictions of
     // heteropp_prediction within 10%, and on a small model they take seconds.
-    const int code = run_profile(
-        {.cluster = options.cluster, .model = options.model, .iterations = 20, .warmup = 5, .output = cluster_path});
+    const int code = run_profile({.cluster = options.cluster,
+                                  .model = options.model,
+                                  .iterations = 20,
+                                  .warmup = 5,
+                                  .output = cluster_path,
+                                  .plugin_options = options.plugin_options});
     if (code != 0) return code;
     std::cout << "\n";
   }
@@ -305,10 +325,12 @@ int run_driver(const TrainCommandOptions& options) {
   const std::string plan_path = (fs::path(options.out) / "plan.json").string();
   write_file_atomically(plan_path, heteroauto::to_json(plan).dump(2) + "\n");
 
-  // After --profile this keeps the profile's settings (it set them first), so the ranks compute as
-  // they did when measured.
+  // After --profile the ranks get the profile's settings (its threads were shared over every device of
+  // the cluster), so they compute as they did when measured.
   const int ranks = static_cast<int>(devices.per_rank.size());
-  export_simulated_devices(devices, ranks);
+  const PluginOptionsByName plugin_options = merge_plugin_options(
+      simulated_device_options(devices, options.profile ? devices.devices.size() : devices.per_rank.size()),
+      user_plugin_options);
 
   LaunchOptions launch;
   launch.ranks = ranks;
@@ -353,6 +375,7 @@ int run_driver(const TrainCommandOptions& options) {
                     std::to_string(options.keep_checkpoints)};
   if (!options.resume.empty()) launch.command.insert(launch.command.end(), {"--resume", options.resume});
   for (const std::string& file : options.data) launch.command.insert(launch.command.end(), {"--data", file});
+  for (const std::string& arg : plugin_option_args(plugin_options)) launch.command.push_back(arg);
   std::cout << "\nStarting " << ranks << (ranks == 1 ? " rank" : " ranks") << " (" << launch.devices << "), "
             << options.steps << " steps, output in " << options.out << "/" << std::endl;
   return run_launch(launch);
@@ -420,6 +443,7 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command->add_option("--keep-checkpoints", options.keep_checkpoints, "Newest checkpoints kept")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  add_plugin_option_flag(command, options.plugin_options);
   command->add_flag("--worker", options.worker,
                     "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");
   command->callback([&options, &exit_code] { exit_code = run_train(options); });

@@ -32,6 +32,7 @@ struct TrainCommandOptions {
   int64_t checkpoint_every = 0;
   int keep_checkpoints = 2;
   bool worker = false;
+  std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank
 };
 
 void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_code);

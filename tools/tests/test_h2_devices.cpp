@@ -41,7 +41,7 @@ std::string fake(const std::string& name) {
 TEST(H2Devices, ListsTheConfiguredCpuReferenceDevicesAndCapacities) {
   Result r = h2("devices", "H2_CPU_REFERENCE_MEMORY=1GiB,512MiB,256MiB");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.3"));
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.4"));
   EXPECT_THAT(r.output, HasSubstr("loaded"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:2"));
@@ -119,8 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"/etc/hostname", "not a shared library: /etc/hostname has no ELF header"},
         BrokenCase{"no-entry", "entry point missing: the library does not export h2_plugin_get_api"},
         BrokenCase{"undefined-symbol", "load failed: the dynamic loader refused it"},
-        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.3)"},
-        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.3)"},
+        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.4)"},
+        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.4)"},
         BrokenCase{"small-table", "invalid API table: API table struct_size 64 is smaller"},
         BrokenCase{"null-slot", "invalid API table: required slot 'memset_async' is NULL"},
         BrokenCase{"init-fails", "init failed (device error): simulated driver failure"},
@@ -216,6 +216,95 @@ TEST(H2Devices, EmptySearchPathSaysNoPluginsWereFound) {
   Result r = h2("devices", "H2_PLUGIN_PATH=" + empty.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("no plugins found"));
+}
+
+// ---- Plugin options: --options lists the keys, --plugin-option passes them ----
+
+TEST(H2DevicesOptions, ListsAPluginsKeysWithDefaultsAndDescriptions) {
+  // Listed without initializing: a configuration that breaks initialize does not hide the keys.
+  Result r = h2("devices --plugin cpu-reference --options", "H2_CPU_REFERENCE_MEMORY=lots");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("as --plugin-option cpu-reference:KEY=VALUE"));
+  EXPECT_THAT(r.output, testing::ContainsRegex("KEY +DEFAULT +DESCRIPTION"));
+  EXPECT_THAT(r.output, testing::ContainsRegex("memory +4GiB +capacity per device"));
+  for (const char* key : {"devices", "strict", "blocking", "op_dtypes", "threads"})
+    EXPECT_THAT(r.output, HasSubstr(key));
+}
+
+TEST(H2DevicesOptions, JsonHasEachKeyWithItsDefaultAndDescription) {
+  Result r = h2("devices --plugin cpu-reference --plugin " + fake("minor-3") + " --options --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["plugins"].size(), 2u);
+  const auto& reference = j["plugins"][0];
+  EXPECT_EQ(reference["name"], "cpu-reference");
+  EXPECT_EQ(reference["listed"], true);
+  EXPECT_TRUE(reference["error"].is_null());
+  ASSERT_EQ(reference["options"].size(), 6u);
+  EXPECT_EQ(reference["options"][1]["key"], "memory");
+  EXPECT_EQ(reference["options"][1]["default"], "4GiB");
+  EXPECT_THAT(reference["options"][1]["description"].get<std::string>(), HasSubstr("H2_CPU_REFERENCE_MEMORY"));
+  const auto& older = j["plugins"][1];
+  EXPECT_EQ(older["listed"], false);
+  EXPECT_THAT(older["note"].get<std::string>(), HasSubstr("minor-3 speaks ABI 1.3, which has no plugin options"));
+}
+
+TEST(H2DevicesOptions, NeedsAPluginAndFailsForOneThatIsNotThere) {
+  Result alone = h2("devices --options");
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_THAT(alone.output, HasSubstr("--plugin"));
+  Result ghost = h2("devices --plugin ghost --options");
+  EXPECT_EQ(ghost.exit_code, 1) << ghost.output;
+  EXPECT_THAT(ghost.output, HasSubstr("ghost: no libh2-plugin-ghost.so in the plugin search path"));
+}
+
+TEST(H2DevicesOptions, AnOptionOverridesTheEnvironmentVariable) {
+  Result r = h2("devices --plugin cpu-reference --plugin-option cpu-reference:devices=2",
+                "H2_CPU_REFERENCE_DEVICES=3 H2_CPU_REFERENCE_MEMORY=64MiB");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference:1"));
+  EXPECT_THAT(r.output, Not(HasSubstr("cpu-reference:2")));
+  EXPECT_THAT(r.output, HasSubstr("64.00 MiB"));  // the variable of another key still applies
+  EXPECT_THAT(r.output, HasSubstr("option devices='2' overrides H2_CPU_REFERENCE_DEVICES='3'"));
+}
+
+TEST(H2DevicesOptions, AnUnknownKeyIsAnInitFailureListingTheKnownKeys) {
+  Result r = h2("devices --plugin cpu-reference --plugin-option cpu-reference:memroy=1GiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("unknown option 'memroy' for plugin cpu-reference: its keys are devices, memory"));
+  Result bad = h2("devices --plugin cpu-reference --plugin-option cpu-reference:memory=lots");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("option memory='lots'"));
+}
+
+TEST(H2DevicesOptions, APluginOlderThan1_4RefusesOptionsByName) {
+  Result r = h2("devices --plugin " + fake("minor-3") + " --plugin-option minor-3:devices=1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("minor-3 speaks ABI 1.3, which has no plugin options (they came in 1.4), so it "
+                                  "cannot be given devices"));
+  EXPECT_EQ(h2("devices --plugin " + fake("minor-3")).exit_code, 0);
+}
+
+TEST(H2DevicesOptions, MalformedOrUnusedOptionsAreUsageErrors) {
+  Result malformed = h2("devices --plugin-option memory=1GiB");
+  EXPECT_EQ(malformed.exit_code, 2) << malformed.output;
+  EXPECT_THAT(malformed.output, HasSubstr("'memory=1GiB' is not PLUGIN:KEY=VALUE"));
+  Result twice = h2("devices --plugin-option cpu-reference:devices=1 --plugin-option cpu-reference:devices=2");
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_THAT(twice.output, HasSubstr("cpu-reference:devices is given twice"));
+  Result unused = h2("devices --plugin cpu-reference --plugin-option cpu-refrence:devices=2");
+  EXPECT_EQ(unused.exit_code, 2) << unused.output;
+  EXPECT_THAT(unused.output, HasSubstr("names plugin 'cpu-refrence', which was not found"));
+}
+
+// The child process that probes a plugin loads it with the same options: a plugin that crashes only
+// with some setting is listed as crashed instead of taking h2 down.
+TEST(H2DevicesOptions, TheProbeLoadsThePluginWithItsOptions) {
+  const std::string plugin = (fs::path(env("H2_TEST_CRASHING_PLUGIN_DIR")) / "libh2-plugin-crash-option.so").string();
+  EXPECT_EQ(h2("devices --plugin " + plugin).exit_code, 0);
+  Result r = h2("devices --plugin " + plugin + " --plugin-option crash-option:crash=1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("crash-option: crashed: killed by SIGSEGV while a child process loaded it"));
 }
 
 // ---- h2 devices --nics ----

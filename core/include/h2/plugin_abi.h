@@ -11,14 +11,15 @@
  * ---- Reading order ----
  *   1. Versioning and struct sizes    4. Devices             7. Events
  *   2. Status codes and errors        5. Memory              8. Operators (ABI 1.1)
- *   3. Lifecycle and logging          6. Streams and copies  9. The table and the entry point
+ *   3. Lifecycle, logging, options    6. Streams and copies  9. The table and the entry point
  *
  * ---- History ----
  *   1.0  devices, memory, streams, copies, events
  *   1.1  the operator table (section 8)
  *   1.2  stream_create_with_flags and H2_StreamFlags (an inline stream for host-computing devices)
  *   1.3  mem_export, mem_import, mem_close and H2_MemHandle (device memory shared between processes)
- *   1.4  mem_alloc_async and mem_free_async (memory ordered by a stream, as cudaMallocAsync)
+ *   1.4  mem_alloc_async and mem_free_async (memory ordered by a stream, as cudaMallocAsync);
+ *        plugin options in H2_InitArgs (options, option_count: H2_Option) and option_list (H2_OptionInfo)
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -67,11 +68,19 @@ extern "C" {
  * older minor reads and writes only the fields it knows, which always fit, because the core's
  * minor is never older. H2_STRUCT_SIZE gives the size of a struct up to and including a field, so
  * each minor's size stays fixed forever even after later minors append.
+ *
+ * Arrays of such structs (H2_Option, H2_OptionInfo): every element has the same struct_size, set by
+ * whoever wrote the array, and element i starts i * struct_size bytes after the first, so a reader
+ * built against another minor than the writer still finds every element (sizeof would misplace
+ * them once a minor appends a field). H2_ARRAY_AT steps that way; the reader checks that struct_size
+ * covers the fields it reads, and ignores the bytes it does not know.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
 #define H2_ABI_MINOR 4
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
+#define H2_ARRAY_AT(type, array, index) \
+  ((const type*)(const void*)((const char*)(array) + (size_t)(index) * (array)->struct_size))
 
 /* ------------------------------------------------------------------------------------------------
  * 2. Status codes and errors
@@ -89,7 +98,7 @@ typedef enum H2_Status {
 } H2_Status;
 
 /* ------------------------------------------------------------------------------------------------
- * 3. Lifecycle and logging
+ * 3. Lifecycle, logging and plugin options
  * ---------------------------------------------------------------------------------------------- */
 typedef enum H2_LogLevel { H2_LOG_ERROR = 0, H2_LOG_WARNING = 1, H2_LOG_INFO = 2, H2_LOG_DEBUG = 3 } H2_LogLevel;
 
@@ -98,6 +107,30 @@ typedef enum H2_LogLevel { H2_LOG_ERROR = 0, H2_LOG_WARNING = 1, H2_LOG_INFO = 2
  * of `initialize` and the return of `shutdown`. Thread-safe; does not block on device work. */
 typedef void (*H2_LogFn)(void* user_data, H2_LogLevel level, const char* message);
 
+/* Plugin options (ABI 1.4): settings a user or a tool passes to one plugin when it is initialized,
+ * as PJRT's create_options are, so that no caller has to set a plugin's private environment
+ * variables for it. A key names one setting; keys are lowercase words joined by '_' (e.g. "memory").
+ * Values are strings, whatever the setting's type: the plugin parses them, so it alone decides what
+ * a value means ("2GiB", "1,2", "on"). A plugin documents its keys through option_list.
+ * Both strings are NUL-terminated, non-empty for `key`, and owned by the core. */
+typedef struct H2_Option {
+  size_t struct_size; /* H2_OPTION_SIZE_1_4 or larger; the same in every element (see section 1) */
+  const char* key;
+  const char* value;
+} H2_Option;
+#define H2_OPTION_SIZE_1_4 H2_STRUCT_SIZE(H2_Option, value)
+
+/* One documented key of a plugin (option_list, ABI 1.4). All three strings are static,
+ * NUL-terminated and owned by the plugin; they live as long as the library stays loaded. */
+typedef struct H2_OptionInfo {
+  size_t struct_size;        /* H2_OPTION_INFO_SIZE_1_4 or larger; the same in every element */
+  const char* key;           /* what H2_Option.key names, e.g. "memory" */
+  const char* description;   /* one line: what it sets, the values it takes, its environment variable */
+  const char* default_value; /* what applies when neither the option nor its variable is set, in
+                                words when it is not one value ("the machine's cores"); never NULL */
+} H2_OptionInfo;
+#define H2_OPTION_INFO_SIZE_1_4 H2_STRUCT_SIZE(H2_OptionInfo, default_value)
+
 typedef struct H2_InitArgs {
   size_t struct_size; /* set by the core: H2_INIT_ARGS_SIZE_1_0 or larger */
   uint32_t core_abi_major;
@@ -105,8 +138,19 @@ typedef struct H2_InitArgs {
   H2_LogFn log;        /* never NULL */
   void* log_user_data; /* passed back to `log` unchanged; owned by the core */
   uint32_t log_level;  /* an H2_LogLevel: the most verbose the core prints; skip formatting beyond it */
+
+  /* ---- Since ABI 1.4; read them only when struct_size >= H2_INIT_ARGS_SIZE_1_4 ----
+   * The plugin options the caller chose for this plugin: `option_count` elements (H2_ARRAY_AT
+   * steps through them), each key at most once; `options` is NULL when `option_count` is 0. The
+   * array and its strings are borrowed for the initialize call only: a plugin copies what it keeps.
+   * How a plugin treats them (see `initialize`): an unknown key, or a value it cannot parse, fails
+   * initialize with H2_STATUS_INVALID_ARGUMENT. The core passes options only to plugins of minor 4
+   * or later; it refuses to load an older plugin it was asked to pass options to. */
+  const H2_Option* options;
+  size_t option_count;
 } H2_InitArgs;
 #define H2_INIT_ARGS_SIZE_1_0 H2_STRUCT_SIZE(H2_InitArgs, log_level)
+#define H2_INIT_ARGS_SIZE_1_4 H2_STRUCT_SIZE(H2_InitArgs, option_count)
 
 /* ------------------------------------------------------------------------------------------------
  * 4. Devices
@@ -755,8 +799,15 @@ typedef struct H2_PluginApi {
 
   /* ---- Lifecycle and errors ---- */
 
-  /* Initializes the plugin. Called once, before any other call except `last_error`. `args` is
-   * borrowed for the call only; the logger it names stays valid until `shutdown` returns.
+  /* Initializes the plugin. Called once, before any other call except `last_error` and
+   * `option_list`. `args` is borrowed for the call only (its options too); the logger it names
+   * stays valid until `shutdown` returns.
+   * Options (ABI 1.4, H2_InitArgs.options): a key the plugin does not know fails the call with
+   * H2_STATUS_INVALID_ARGUMENT and a message that names the key and lists the keys the plugin
+   * knows; a value it cannot parse fails it the same way, naming the key and the value. Nothing
+   * is ignored silently. A plugin that also reads environment variables for its settings takes an
+   * option over the variable of the same setting: the option is the caller's explicit choice,
+   * the variable the user's standing default.
    * Returns H2_STATUS_RUNTIME_MISSING when the vendor runtime library cannot be found,
    * H2_STATUS_NO_DEVICE when it is present but finds no usable device, any other error when
    * initialization failed; in all three cases the core calls nothing else except `last_error`.
@@ -943,13 +994,21 @@ typedef struct H2_PluginApi {
    * with cudaFreeAsync. `ptr` is invalid for the caller after the call: enqueuing new work on it is
    * a bug the plugin may report. Non-blocking. */
   H2_Status (*mem_free_async)(int32_t device, void* ptr, H2_Stream* stream);
+
+  /* [optional] Writes to `*infos` the plugin's documented option keys (H2_OptionInfo, stepped with
+   * H2_ARRAY_AT) and to `*count` how many there are: 0 when it takes no options, and `*infos` may
+   * then be NULL. The array is static: owned by the plugin, it lives as long as the library stays
+   * loaded. It lists every key `initialize` accepts. May be called before `initialize` (so a tool
+   * can list the keys of a plugin that cannot initialize here), after it, and more than once.
+   * Never blocks. A NULL slot means the plugin does not list its keys; `initialize` still decides. */
+  H2_Status (*option_list)(const H2_OptionInfo** infos, size_t* count);
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
 #define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
 #define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
 #define H2_PLUGIN_API_SIZE_1_3 H2_STRUCT_SIZE(H2_PluginApi, mem_close)
-#define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, mem_free_async)
+#define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, option_list) /* ends at 1.4's last slot */
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -977,12 +1036,15 @@ typedef const H2_PluginApi* (*H2_GetApiFn)(uint32_t abi_major);
 #endif
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
 H2_STATIC_ASSERT(H2_INIT_ARGS_SIZE_1_0 == 36, "H2_InitArgs 1.0 layout changed");
+H2_STATIC_ASSERT(H2_INIT_ARGS_SIZE_1_4 == 56, "H2_InitArgs 1.4 layout changed");
+H2_STATIC_ASSERT(H2_OPTION_SIZE_1_4 == 24, "H2_Option 1.4 layout changed");
+H2_STATIC_ASSERT(H2_OPTION_INFO_SIZE_1_4 == 32, "H2_OptionInfo 1.4 layout changed");
 H2_STATIC_ASSERT(H2_DEVICE_PROPERTIES_SIZE_1_0 == 400, "H2_DeviceProperties 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_IDENTITY_SIZE == 32, "H2_PluginApi identity prefix changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed");
-H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 272, "H2_PluginApi 1.4 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 280, "H2_PluginApi 1.4 layout changed");
 H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,10 @@ struct PluginInfo {
   bool unavailable() const { return state == PluginState::runtime_missing || state == PluginState::no_device; }
 };
 
+// A plugin's options (ABI 1.4): key -> value, as the plugin documents them (h2 devices --plugin NAME
+// --options lists them). Values are strings; the plugin parses them.
+using PluginOptions = std::map<std::string, std::string>;
+
 struct RuntimeOptions {
   // Plugins to load, each a NAME (looked up as libh2-plugin-NAME.so) or a PATH to a file.
   // Empty: every plugin in the search path.
@@ -60,6 +65,15 @@ struct RuntimeOptions {
   std::optional<std::vector<std::filesystem::path>> search_path;
   // Overrides H2_PLUGIN_PROBE_TIMEOUT (0: no probe, for a process that is itself an isolated child).
   std::optional<double> probe_timeout_seconds;
+  // Options by plugin name (the name a plugin reports, e.g. "cpu-reference"), passed to that plugin's
+  // initialize, and to the probe's. An option overrides the plugin's environment variable for the same
+  // setting. A key the plugin does not know, or a value it refuses, fails its loading (init failed,
+  // naming the key). A plugin older than ABI 1.4 cannot take options: given some, it is not loaded
+  // (init failed, naming its minor and the keys). Options for a plugin that is not loaded are not
+  // used, so one set of options can serve processes that load different plugins. A plugin already
+  // loaded in this process with other options is not loaded again (init failed): it is initialized
+  // once per process.
+  std::map<std::string, PluginOptions> plugin_options;
 };
 
 class Runtime {
@@ -82,5 +96,29 @@ class Runtime {
   std::vector<PluginInfo> plugins_;
   std::vector<Device> devices_;
 };
+
+// One documented key of a plugin (the ABI's H2_OptionInfo).
+struct PluginOptionInfo {
+  std::string key;
+  std::string description;
+  std::string default_value;
+};
+
+// What a plugin says about its options, read without initializing it.
+struct PluginOptionListing {
+  std::string name;   // the plugin's own name once its table was read, else from the file name
+  std::string path;   // the file, when one was found
+  std::string error;  // why the keys could not be read (no such plugin, not a plugin, ABI mismatch); "" if read
+  uint32_t abi_minor = 0;
+  bool listed = false;  // the plugin has option_list (ABI 1.4 and the slot set); false: it lists no keys
+  std::vector<PluginOptionInfo> options;
+};
+
+// Opens the plugin `spec` (a NAME looked up in `search_path`, default Runtime::default_search_path(),
+// or a PATH) and reads its option_list, without calling initialize: so the keys of a plugin whose
+// hardware, runtime or configuration is missing can still be listed. Its library constructors run in
+// this process. Never throws for a bad plugin: `error` says what is wrong.
+PluginOptionListing list_plugin_options(const std::string& spec,
+                                        const std::optional<std::vector<std::filesystem::path>>& search_path = {});
 
 }  // namespace h2

@@ -27,7 +27,8 @@
 #ifndef FAKE_OP_TABLE_SIZE
 #define FAKE_OP_TABLE_SIZE sizeof(H2_OpTable)
 #endif
-#define FAKE_DEVICES 2
+/* Its one option (ABI 1.4), "devices": how many devices it has, 1 to 9 (default 2). */
+static int32_t fake_devices = 2;
 
 static _Thread_local char last_error_text[256];
 
@@ -47,6 +48,51 @@ extern int h2_test_symbol_nobody_defines(void);
 /* A library constructor that aborts: it runs inside dlopen, before H2 sees any of the plugin. */
 __attribute__((constructor)) static void abort_when_loaded(void) {
   abort();
+}
+#endif
+
+#if FAKE_ABI_MINOR >= 4
+static const H2_OptionInfo fake_options[] = {
+    {sizeof(H2_OptionInfo), "devices", "how many fake devices, 1 to 9", "2"},
+#ifdef FAKE_CRASH_OPTION
+    /* Crashes only when asked to, so a test sees whether the probe was given the options. */
+    {sizeof(H2_OptionInfo), "crash", "1: initialize raises SIGSEGV", "0"},
+#endif
+};
+
+static H2_Status option_list(const H2_OptionInfo** infos, size_t* count) {
+  *infos = fake_options;
+  *count = sizeof fake_options / sizeof fake_options[0];
+  return H2_STATUS_OK;
+}
+
+/* Reads the options as a vendor plugin would: a key it does not know fails, naming the key and the
+ * keys it knows; a value it cannot parse fails, naming both. (Unused by the variants whose initialize
+ * fails first.) */
+__attribute__((unused)) static H2_Status read_options(const H2_InitArgs* args) {
+  char message[256];
+  size_t i;
+  fake_devices = 2;
+  if (args->struct_size < H2_INIT_ARGS_SIZE_1_4) return H2_STATUS_OK;
+  for (i = 0; i < args->option_count; ++i) {
+    const H2_Option* option = H2_ARRAY_AT(H2_Option, args->options, i);
+#ifdef FAKE_CRASH_OPTION
+    if (strcmp(option->key, "crash") == 0) {
+      if (strcmp(option->value, "1") == 0) raise(SIGSEGV);
+      continue;
+    }
+#endif
+    if (strcmp(option->key, "devices") != 0) {
+      snprintf(message, sizeof message, "unknown option '%s' (the fake plugin knows: devices)", option->key);
+      return fail(H2_STATUS_INVALID_ARGUMENT, message);
+    }
+    if (strlen(option->value) != 1 || option->value[0] < '1' || option->value[0] > '9') {
+      snprintf(message, sizeof message, "option devices='%s': expected 1 to 9", option->value);
+      return fail(H2_STATUS_INVALID_ARGUMENT, message);
+    }
+    fake_devices = option->value[0] - '0';
+  }
+  return H2_STATUS_OK;
 }
 #endif
 
@@ -80,6 +126,10 @@ static H2_Status initialize(const H2_InitArgs* args) {
   dlclose(runtime);
   return H2_STATUS_OK;
 #else
+#if FAKE_ABI_MINOR >= 4
+  H2_Status status = read_options(args);
+  if (status != H2_STATUS_OK) return status;
+#endif
   args->log(args->log_user_data, H2_LOG_INFO, "fake plugin initialized");
   return H2_STATUS_OK;
 #endif
@@ -95,7 +145,7 @@ static const char* last_error(void) {
 /* ---- Devices ---- */
 
 static H2_Status device_count(int32_t* count) {
-  *count = FAKE_DEVICES;
+  *count = fake_devices;
   return H2_STATUS_OK;
 }
 
@@ -104,7 +154,7 @@ static uint64_t capacity(int32_t device) {
 }
 
 static H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
-  if (device < 0 || device >= FAKE_DEVICES) return fail(H2_STATUS_INVALID_ARGUMENT, "no such device");
+  if (device < 0 || device >= fake_devices) return fail(H2_STATUS_INVALID_ARGUMENT, "no such device");
   snprintf(props->name, sizeof props->name, "fake device %d", (int)device);
   snprintf(props->vendor, sizeof props->vendor, "H2 tests");
   props->kind = H2_DEVICE_KIND_NPU;
@@ -259,6 +309,9 @@ static const H2_PluginApi api = {
 #endif
 #ifdef FAKE_PARTIAL_ASYNC
     .mem_alloc_async = mem_alloc_async,
+#endif
+#if FAKE_ABI_MINOR >= 4
+    .option_list = option_list,
 #endif
 };
 

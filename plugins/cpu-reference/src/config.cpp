@@ -32,43 +32,44 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-[[noreturn]] void bad_variable(const char* name, const std::string& value, const std::string& why) {
-  fail(H2_STATUS_INVALID_ARGUMENT, std::string(name) + "='" + value + "': " + why);
+// "H2_CPU_REFERENCE_MEMORY='2XB': why" or "option memory='2XB': why".
+[[noreturn]] void bad_setting(const Setting& setting, const std::string& why) {
+  fail(H2_STATUS_INVALID_ARGUMENT, setting.origin + "='" + setting.value + "': " + why);
 }
 
-bool parse_bool(const char* name, const std::string& value) {
+bool parse_bool(const Setting& setting) {
   std::string v;
-  for (char c : value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : setting.value) v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
   if (v == "0" || v == "false" || v == "off" || v == "no" || v.empty()) return false;
-  bad_variable(name, value, "expected 1/0, true/false, on/off or yes/no");
+  bad_setting(setting, "expected 1/0, true/false, on/off or yes/no");
 }
 
-uint32_t parse_op_dtypes(const char* name, const std::string& value) {
+uint32_t parse_op_dtypes(const Setting& setting) {
   static const std::pair<const char*, H2_DType> known[] = {
       {"f64", H2_DTYPE_F64}, {"f32", H2_DTYPE_F32}, {"f16", H2_DTYPE_F16}, {"bf16", H2_DTYPE_BF16}};
   uint32_t mask = 0;
-  for (const std::string& part : split(value, ',')) {
+  for (const std::string& part : split(setting.value, ',')) {
     const std::string dtype = trim(part);
     const auto* found =
         std::find_if(std::begin(known), std::end(known), [&](const auto& k) { return dtype == k.first; });
-    if (found == std::end(known)) bad_variable(name, value, "'" + dtype + "' is not one of f64, f32, f16, bf16");
+    if (found == std::end(known)) bad_setting(setting, "'" + dtype + "' is not one of f64, f32, f16, bf16");
     mask |= 1u << found->second;
   }
-  if (mask == 0) bad_variable(name, value, "expected at least one of f64, f32, f16, bf16");
+  if (mask == 0) bad_setting(setting, "expected at least one of f64, f32, f16, bf16");
   return mask;
 }
 
-int parse_count(const char* name, const std::string& value, int max) {
+int parse_count(const Setting& setting, int max) {
   size_t used = 0;
   int count = 0;
   try {
-    count = std::stoi(value, &used);
+    count = std::stoi(setting.value, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != trim(value).size() || count < 1 || count > max)
-    bad_variable(name, value, "expected a whole number from 1 to " + std::to_string(max));
+  if (used == 0 || used != trim(setting.value).size() || count < 1 || count > max)
+    bad_setting(setting, "expected a whole number from 1 to " + std::to_string(max));
   return count;
 }
 
@@ -107,45 +108,46 @@ uint64_t parse_size(const std::string& text) {
   throw std::invalid_argument("unknown unit '" + unit + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
 }
 
-Config read_config(const EnvLookup& env) {
+Config read_config(const SettingLookup& setting) {
   Config config;
 
   std::vector<uint64_t> sizes;
-  if (auto memory = env("H2_CPU_REFERENCE_MEMORY")) {
-    for (const std::string& part : split(*memory, ',')) {
+  const std::optional<Setting> memory = setting("memory");
+  if (memory) {
+    for (const std::string& part : split(memory->value, ',')) {
       try {
         sizes.push_back(parse_size(part));
       } catch (const std::invalid_argument& e) {
-        bad_variable("H2_CPU_REFERENCE_MEMORY", *memory, "'" + part + "': " + e.what());
+        bad_setting(*memory, "'" + part + "': " + e.what());
       }
     }
   }
 
   int devices = sizes.size() > 1 ? static_cast<int>(sizes.size()) : 1;
-  if (auto count = env("H2_CPU_REFERENCE_DEVICES")) {
-    devices = parse_count("H2_CPU_REFERENCE_DEVICES", *count, kMaxDevices);
+  if (const std::optional<Setting> count = setting("devices")) {
+    devices = parse_count(*count, kMaxDevices);
     if (sizes.size() > 1 && sizes.size() != static_cast<size_t>(devices))
-      bad_variable("H2_CPU_REFERENCE_MEMORY", *env("H2_CPU_REFERENCE_MEMORY"),
-                   "lists " + std::to_string(sizes.size()) + " sizes but H2_CPU_REFERENCE_DEVICES is " +
-                       std::to_string(devices));
+      bad_setting(*memory, "lists " + std::to_string(sizes.size()) + " sizes but " + count->origin + " is " +
+                               std::to_string(devices));
   }
 
   if (sizes.empty()) sizes.push_back(kDefaultMemory);
   if (sizes.size() == 1) sizes.assign(static_cast<size_t>(devices), sizes.front());
   config.memory_bytes = sizes;
 
-  if (auto strict = env("H2_CPU_REFERENCE_STRICT")) config.strict = parse_bool("H2_CPU_REFERENCE_STRICT", *strict);
-  if (auto blocking = env("H2_CPU_REFERENCE_BLOCKING"))
-    config.blocking = parse_bool("H2_CPU_REFERENCE_BLOCKING", *blocking);
+  if (const std::optional<Setting> strict = setting("strict")) config.strict = parse_bool(*strict);
+  if (const std::optional<Setting> blocking = setting("blocking")) config.blocking = parse_bool(*blocking);
 
   config.op_dtypes = (1u << H2_DTYPE_F64) | (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16);
-  if (auto dtypes = env("H2_CPU_REFERENCE_OP_DTYPES"))
-    config.op_dtypes = parse_op_dtypes("H2_CPU_REFERENCE_OP_DTYPES", *dtypes);
+  if (const std::optional<Setting> dtypes = setting("op_dtypes")) config.op_dtypes = parse_op_dtypes(*dtypes);
 
   config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (auto threads = env("H2_CPU_REFERENCE_THREADS"))
-    config.threads = parse_count("H2_CPU_REFERENCE_THREADS", *threads, 256);
+  if (const std::optional<Setting> threads = setting("threads")) config.threads = parse_count(*threads, 256);
   return config;
+}
+
+Config read_config(const std::map<std::string, std::string>& options, const EnvLookup& env) {
+  return read_config(settings_from(options, env));
 }
 
 }  // namespace h2::cpu_reference

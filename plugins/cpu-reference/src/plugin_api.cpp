@@ -3,13 +3,17 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "common.hpp"
 #include "config.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
 #include "ops/planted_defects.hpp"
+#include "options.hpp"
+#include "plugin_options.hpp"
 #include "plugin_state.hpp"
 #include "runtime.hpp"
 
@@ -26,10 +30,16 @@ H2_Status initialize(const H2_InitArgs* args) {
     if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
       fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
     if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
-    Config config = read_config([](const char* name) -> std::optional<std::string> {
+    const std::map<std::string, std::string> options =
+        read_init_options(*args, option_infos(), option_count(), H2_PLUGIN_NAME);
+    const EnvLookup env = [](const char* name) -> std::optional<std::string> {
       const char* value = std::getenv(name);
       return value ? std::optional<std::string>(value) : std::nullopt;
-    });
+    };
+    Config config = read_config(options, env);
+    if (args->log != nullptr && args->log_level >= H2_LOG_WARNING)
+      for (const std::string& line : overridden_variables(options, env))
+        args->log(args->log_user_data, H2_LOG_WARNING, line.c_str());
 #ifdef H2_PLANTED_DEFECTS
     const char* defect = std::getenv("H2_PLANTED_DEFECT");
     auto planted = defect_from_name(defect != nullptr ? defect : "none");
@@ -338,6 +348,7 @@ const H2_PluginApi kApi = {
     .mem_close = mem_close,
     .mem_alloc_async = mem_alloc_async,
     .mem_free_async = mem_free_async,
+    .option_list = option_list,
 };
 
 }  // namespace

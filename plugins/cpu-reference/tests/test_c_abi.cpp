@@ -190,4 +190,77 @@ TEST_F(CAbi, NullOutputPointersAreRejected) {
   EXPECT_EQ(api_->mem_alloc(0, 64, nullptr), H2_STATUS_INVALID_ARGUMENT);
 }
 
+// Options (ABI 1.4) as any host passes them: an array of H2_Option, stepped by its struct_size.
+class CAbiOptions : public testing::Test {
+ protected:
+  void TearDown() override {
+    if (initialized_) {
+      EXPECT_EQ(api_->shutdown(), H2_STATUS_OK);
+    }
+  }
+  H2_Status initialize(const H2_Option* options, size_t count) {
+    H2_InitArgs args = h2::cpu_reference::test::quiet_init_args();
+    args.options = options;
+    args.option_count = count;
+    const H2_Status status = api_->initialize(&args);
+    initialized_ = status == H2_STATUS_OK;
+    return status;
+  }
+  int32_t device_count() {
+    int32_t count = 0;
+    EXPECT_EQ(api_->device_count(&count), H2_STATUS_OK);
+    return count;
+  }
+
+  const H2_PluginApi* api_ = h2_plugin_get_api(H2_ABI_MAJOR);
+  bool initialized_ = false;
+};
+
+TEST_F(CAbiOptions, OptionListIsCallableBeforeInitialize) {
+  const H2_OptionInfo* infos = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(api_->option_list(&infos, &count), H2_STATUS_OK);
+  ASSERT_EQ(count, 6u);
+  EXPECT_GE(infos->struct_size, H2_OPTION_INFO_SIZE_1_4);
+  EXPECT_STREQ(H2_ARRAY_AT(H2_OptionInfo, infos, 1)->key, "memory");
+  EXPECT_STREQ(H2_ARRAY_AT(H2_OptionInfo, infos, 1)->default_value, "4GiB");
+  EXPECT_EQ(api_->option_list(nullptr, &count), H2_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(CAbiOptions, AnOptionReachesTheConfiguration) {
+  const H2_Option options[] = {{sizeof(H2_Option), "devices", "3"}, {sizeof(H2_Option), "memory", "16MiB"}};
+  ASSERT_EQ(initialize(options, 2), H2_STATUS_OK) << api_->last_error();
+  EXPECT_EQ(device_count(), 3);
+}
+
+TEST_F(CAbiOptions, AnUnknownKeyIsRefusedNamingTheKnownOnes) {
+  const H2_Option options[] = {{sizeof(H2_Option), "devcies", "3"}};
+  EXPECT_EQ(initialize(options, 1), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(api_->last_error()),
+              HasSubstr("unknown option 'devcies' for plugin cpu-reference: its keys are devices, memory, strict, "
+                        "blocking, op_dtypes, threads"));
+}
+
+TEST_F(CAbiOptions, MalformedOptionArraysAreRefused) {
+  const H2_Option twice[] = {{sizeof(H2_Option), "devices", "3"}, {sizeof(H2_Option), "devices", "2"}};
+  EXPECT_EQ(initialize(twice, 2), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(api_->last_error()), HasSubstr("option 'devices' is given twice"));
+  const H2_Option no_value[] = {{sizeof(H2_Option), "devices", nullptr}};
+  EXPECT_EQ(initialize(no_value, 1), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(initialize(nullptr, 1), H2_STATUS_INVALID_ARGUMENT);
+  const H2_Option too_small[] = {{8, "devices", "3"}};
+  EXPECT_EQ(initialize(too_small, 1), H2_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(std::string(api_->last_error()), HasSubstr("H2_Option struct_size 8"));
+}
+
+// A host of ABI 1.0-1.3 passes the smaller H2_InitArgs: whatever lies beyond it is not read.
+TEST_F(CAbiOptions, ArgumentsOfAnOlderCoreCarryNoOptions) {
+  H2_InitArgs args = h2::cpu_reference::test::quiet_init_args();
+  args.struct_size = H2_INIT_ARGS_SIZE_1_0;
+  args.option_count = 5;  // garbage from the core's point of view
+  ASSERT_EQ(api_->initialize(&args), H2_STATUS_OK) << api_->last_error();
+  initialized_ = true;
+  EXPECT_EQ(device_count(), 1);
+}
+
 }  // namespace

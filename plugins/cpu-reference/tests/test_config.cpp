@@ -1,12 +1,15 @@
-// The cpu-reference plugin's environment configuration: sizes, per-device lists and every way a
-// value can be wrong, each named in the error.
+// The cpu-reference plugin's configuration from its environment variables and its options (ABI 1.4):
+// sizes, per-device lists, an option over its variable, and every way a value can be wrong, each named
+// in the error where the user wrote it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
-#include "config.hpp"
 #include "common.hpp"
+#include "config.hpp"
+#include "options.hpp"
 
 namespace h2::cpu_reference {
 namespace {
@@ -20,9 +23,13 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
   };
 }
 
-std::string error_of(std::map<std::string, std::string> vars) {
+Config read_config(const EnvLookup& env) {
+  return h2::cpu_reference::read_config({}, env);
+}
+
+std::string error_of(std::map<std::string, std::string> vars, const std::map<std::string, std::string>& options = {}) {
   try {
-    read_config(env_of(std::move(vars)));
+    h2::cpu_reference::read_config(options, env_of(std::move(vars)));
   } catch (const PluginError& e) {
     EXPECT_EQ(e.status(), H2_STATUS_INVALID_ARGUMENT);
     return e.what();
@@ -106,6 +113,51 @@ TEST(ReadConfig, EveryBadValueNamesItsVariable) {
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_OP_DTYPES", "f32,f8"}}),
               HasSubstr("H2_CPU_REFERENCE_OP_DTYPES='f32,f8': 'f8' is not one of f64, f32, f16, bf16"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_OP_DTYPES", ""}}), HasSubstr("H2_CPU_REFERENCE_OP_DTYPES=''"));
+}
+
+TEST(ReadConfig, AnOptionOverridesItsVariableAndNoOther) {
+  const Config config = h2::cpu_reference::read_config(
+      {{"devices", "3"}, {"strict", "on"}},
+      env_of(
+          {{"H2_CPU_REFERENCE_DEVICES", "2"}, {"H2_CPU_REFERENCE_STRICT", "0"}, {"H2_CPU_REFERENCE_MEMORY", "1GiB"}}));
+  EXPECT_EQ(config.memory_bytes, (std::vector<uint64_t>{1ull << 30, 1ull << 30, 1ull << 30}));
+  EXPECT_TRUE(config.strict);
+}
+
+TEST(ReadConfig, ABadOptionNamesItsKeyAndValue) {
+  EXPECT_THAT(error_of({}, {{"memory", "1GiB,lots"}}), HasSubstr("option memory='1GiB,lots': 'lots':"));
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_MEMORY", "1GiB,2GiB"}}, {{"devices", "3"}}),
+              HasSubstr("H2_CPU_REFERENCE_MEMORY='1GiB,2GiB': lists 2 sizes but option devices is 3"));
+}
+
+// The listed keys and the keys read_config reads are the same set: a key read but not listed would
+// be refused as unknown at initialize, a key listed but not read would be accepted and ignored.
+TEST(Options, TheListedKeysAreExactlyTheKeysTheConfigurationReads) {
+  std::vector<std::string> listed;
+  for (size_t i = 0; i < option_count(); ++i) listed.push_back(option_infos()[i].key);
+  std::vector<std::string> read;
+  h2::cpu_reference::read_config([&](const std::string& key) -> std::optional<Setting> {
+    read.push_back(key);
+    return std::nullopt;
+  });
+  std::sort(listed.begin(), listed.end());
+  std::sort(read.begin(), read.end());
+  EXPECT_EQ(listed, read);
+  for (const std::string& key : listed)
+    EXPECT_THAT(error_of({}, {{key, "?"}}), HasSubstr("option " + key + "='?'")) << key;
+}
+
+TEST(Options, EachKeyHasTheVariableOfItsName) {
+  EXPECT_EQ(option_variable("memory"), "H2_CPU_REFERENCE_MEMORY");
+  EXPECT_EQ(option_variable("op_dtypes"), "H2_CPU_REFERENCE_OP_DTYPES");
+  for (size_t i = 0; i < option_count(); ++i)
+    EXPECT_THAT(option_infos()[i].description, HasSubstr(option_variable(option_infos()[i].key)));
+}
+
+TEST(Options, AnOverriddenVariableIsReportedOnlyWhenItDiffers) {
+  const EnvLookup env = env_of({{"H2_CPU_REFERENCE_THREADS", "4"}, {"H2_CPU_REFERENCE_MEMORY", "1GiB"}});
+  EXPECT_EQ(overridden_variables({{"threads", "2"}, {"memory", "1GiB"}, {"strict", "1"}}, env),
+            std::vector<std::string>{"option threads='2' overrides H2_CPU_REFERENCE_THREADS='4'"});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "cuda_error.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
+#include "plugin_options.hpp"
 #include "runtime.hpp"
 
 namespace h2::cuda {
@@ -20,7 +21,19 @@ H2_Status initialize(const H2_InitArgs* args) {
     if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
       fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
     if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
+    // It takes no options yet; any key is refused rather than ignored (ABI 1.4).
+    h2::plugin::read_init_options(*args, nullptr, 0, "cuda");
     runtime_slot() = std::make_unique<Runtime>(*args);
+  });
+}
+
+// No documented keys (ABI 1.4): `h2 devices --plugin cuda --options` says it takes none.
+H2_Status option_list(const H2_OptionInfo** infos, size_t* count) {
+  return guarded("option_list", [&] {
+    require(infos, "infos");
+    require(count, "count");
+    *infos = nullptr;
+    *count = 0;
   });
 }
 
@@ -288,6 +301,7 @@ const H2_PluginApi kApi = {
     .op_table = &kOpTable,
     .mem_alloc_async = mem_alloc_async,
     .mem_free_async = mem_free_async,
+    .option_list = option_list,
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 // loaded plugin's device (local rank mod its device count).
 #pragma once
 
+#include <string>
+
 #include "h2/dicomm/bootstrap.hpp"
 #include "h2/runtime.hpp"
 
@@ -14,5 +16,12 @@ namespace h2::dicomm {
 Device select_device(const Runtime& runtime, const RankInfo& info);
 // The plugins select_device needs loaded: H2_DEVICE's plugin, or all when it is not set.
 RuntimeOptions runtime_options_for_device();
+
+// The same for a PLUGIN[:INDEX] `device` a rank chose itself ("": as H2_DEVICE unset), so that a
+// program need not set H2_DEVICE in its own environment to choose.
+Device select_device(const Runtime& runtime, const RankInfo& info, const std::string& device);
+RuntimeOptions runtime_options_for_device(const std::string& device);
+// H2_DEVICE's value; "" when it is not set.
+std::string device_from_environment();
 
 }  // namespace h2::dicomm
