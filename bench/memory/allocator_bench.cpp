@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
     std::printf("\nallocate + free of one buffer on %s:0 (ns; goals: cache >= 20x faster, < 100 ns small)\n",
                 plugin_name.c_str());
     std::printf("  %10s %14s %14s %10s\n", "bytes", "cache", "mem_alloc+free", "speed-up");
-    for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
+    for (int64_t bytes :
+         {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
       const double cache = ns("BM_CachedAllocateFree", bytes), plugin = ns("BM_PluginAllocFree", bytes);
       std::printf("  %10lld %14.1f %14.1f %9.1fx\n", static_cast<long long>(bytes), cache, plugin, plugin / cache);
       out["allocate_free"].push_back({{"bytes", bytes}, {"cache_ns", cache}, {"plugin_ns", plugin}});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "h2/op_registry.hpp"
+
 namespace h2::conformance {
 
 Sizes sizes_for(Mode mode) {
@@ -136,47 +138,12 @@ CaseList build_cases(Mode mode, const std::vector<DType>& dtypes) {
 }
 
 std::vector<std::string> operator_names() {
-  return {"gemm",
-          "softmax",
-          "softmax_backward",
-          "layer_norm",
-          "layer_norm_backward",
-          "rms_norm",
-          "rms_norm_backward",
-          "gelu",
-          "gelu_backward",
-          "silu",
-          "silu_backward",
-          "swiglu",
-          "swiglu_backward",
-          "embedding",
-          "embedding_backward",
-          "rotary",
-          "cross_entropy",
-          "cross_entropy_backward",
-          "attention",
-          "attention_backward",
-          "dropout",
-          "uniform",
-          "normal",
-          "adamw",
-          "grad_norm",
-          "clip_by_norm",
-          "unscale",
-          "binary",
-          "binary_scalar",
-          "unary",
-          "reduce",
-          "copy",
-          "fill",
-          "arange",
-          "where",
-          "masked_fill",
-          "index_select",
-          "gather",
-          "scatter_add",
-          "streams",
-          "errors"};
+  // Every operator of the ABI in id order (the core's registry), then the behaviour checks.
+  std::vector<std::string> names;
+  for (H2_Op op : all_ops()) names.emplace_back(op_name(op));
+  names.emplace_back("streams");
+  names.emplace_back("errors");
+  return names;
 }
 
 }  // namespace h2::conformance

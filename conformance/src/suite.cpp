@@ -11,57 +11,13 @@
 #include "cases.hpp"
 #include "h2/child_process.hpp"
 #include "h2/error.hpp"
+#include "h2/op_registry.hpp"
 #include "serialize.hpp"
 #include "waivers.hpp"
 
 namespace h2::conformance {
 
 namespace {
-
-const std::map<std::string, H2_Op>& operator_ids() {
-  static const std::map<std::string, H2_Op> ids = {
-      {"gemm", H2_OP_GEMM},
-      {"softmax", H2_OP_SOFTMAX},
-      {"softmax_backward", H2_OP_SOFTMAX_BACKWARD},
-      {"layer_norm", H2_OP_LAYER_NORM},
-      {"layer_norm_backward", H2_OP_LAYER_NORM_BACKWARD},
-      {"rms_norm", H2_OP_RMS_NORM},
-      {"rms_norm_backward", H2_OP_RMS_NORM_BACKWARD},
-      {"gelu", H2_OP_GELU},
-      {"gelu_backward", H2_OP_GELU_BACKWARD},
-      {"silu", H2_OP_SILU},
-      {"silu_backward", H2_OP_SILU_BACKWARD},
-      {"swiglu", H2_OP_SWIGLU},
-      {"swiglu_backward", H2_OP_SWIGLU_BACKWARD},
-      {"embedding", H2_OP_EMBEDDING},
-      {"embedding_backward", H2_OP_EMBEDDING_BACKWARD},
-      {"rotary", H2_OP_ROTARY},
-      {"cross_entropy", H2_OP_CROSS_ENTROPY},
-      {"cross_entropy_backward", H2_OP_CROSS_ENTROPY_BACKWARD},
-      {"attention", H2_OP_ATTENTION},
-      {"attention_backward", H2_OP_ATTENTION_BACKWARD},
-      {"dropout", H2_OP_DROPOUT},
-      {"uniform", H2_OP_UNIFORM},
-      {"normal", H2_OP_NORMAL},
-      {"adamw", H2_OP_ADAMW},
-      {"grad_norm", H2_OP_GRAD_NORM},
-      {"clip_by_norm", H2_OP_CLIP_BY_NORM},
-      {"unscale", H2_OP_UNSCALE},
-      {"binary", H2_OP_BINARY},
-      {"binary_scalar", H2_OP_BINARY_SCALAR},
-      {"unary", H2_OP_UNARY},
-      {"reduce", H2_OP_REDUCE},
-      {"copy", H2_OP_COPY},
-      {"fill", H2_OP_FILL},
-      {"arange", H2_OP_ARANGE},
-      {"where", H2_OP_WHERE},
-      {"masked_fill", H2_OP_MASKED_FILL},
-      {"index_select", H2_OP_INDEX_SELECT},
-      {"gather", H2_OP_GATHER},
-      {"scatter_add", H2_OP_SCATTER_ADD},
-  };
-  return ids;
-}
 
 bool selected(const std::vector<std::string>& patterns, const std::string& op) {
   if (patterns.empty()) return true;
@@ -126,7 +82,8 @@ Json probe_json(const SuiteOptions& options) {
   PluginDescription d{info.name,      info.version,   info.path,      sha256_file(info.path),
                       info.abi_major, info.abi_minor, options.device, device.properties()};
   Json dtypes = Json::object();
-  for (const auto& [name, id] : operator_ids()) {
+  for (H2_Op id : all_ops()) {
+    const std::string name(op_name(id));
     if (auto capability = device.op_capability(id)) {
       Json list = Json::array();
       for (DType dtype : capability->dtypes) list.push_back(std::string(dtype_name(dtype)));

@@ -10,6 +10,7 @@
 #include "cases.hpp"
 #include "h2/conformance.hpp"
 #include "h2/half.hpp"
+#include "h2/op_registry.hpp"
 #include "tolerance.hpp"
 #include "waivers.hpp"
 
@@ -146,6 +147,29 @@ TEST(Tolerance, EveryOutputOfEveryCaseHasAModel) {
           EXPECT_NO_THROW(error_model(c, spec.name)) << c.op << " " << c.name;
         }
   }
+}
+
+// The one list of operators (h2/plugin_ops.h) is the suite's too: an operator added to the ABI
+// without cases or without a tolerance fails here, not silently in a vendor's certificate.
+TEST(Coverage, EveryOperatorOfTheAbiHasCasesAndATolerance) {
+  for (Mode mode : {Mode::quick, Mode::full}) {
+    const CaseList list = build_cases(mode, {DType::f32, DType::f16, DType::bf16});
+    for (H2_Op op : all_ops()) {
+      const std::string name(op_name(op));
+      int cases = 0;
+      for (const Case& c : list.cases) {
+        if (c.op != name) continue;
+        ++cases;
+        for (const TensorSpec& spec : c.tensors)
+          if (spec.role != Role::input) {
+            EXPECT_NO_THROW(error_model(c, spec.name)) << name << ": " << c.name;
+          }
+      }
+      EXPECT_GT(cases, 0) << "operator " << name << " has no conformance case in --"
+                          << (mode == Mode::quick ? "quick" : "full");
+    }
+  }
+  EXPECT_EQ(operator_names().size(), all_ops().size() + 2);  // and the streams and errors checks
 }
 
 // ---- Waivers ----

@@ -97,7 +97,8 @@ CachingAllocator::Pool& CachingAllocator::pool_of(const Segment& segment) {
 
 CachingAllocator::Allocated CachingAllocator::allocate(size_t bytes, H2_Stream* stream) {
   if (bytes == 0) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot allocate 0 bytes");
-  if (stream == nullptr) throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": a stream-ordered allocation needs a stream");
+  if (stream == nullptr)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": a stream-ordered allocation needs a stream");
   if (bytes > SIZE_MAX - kLargeSegmentRound)
     throw Error(H2_STATUS_OUT_OF_MEMORY, label() + ": cannot allocate " + std::to_string(bytes) + " bytes");
   std::lock_guard lock(mutex_);
@@ -174,8 +175,8 @@ void* CachingAllocator::plugin_allocate(size_t bytes, H2_Stream* stream, H2_Stat
 
 void CachingAllocator::plugin_free(void* ptr, H2_Stream* stream) {
   const H2_PluginApi& api = plugin_.api();
-  const std::string what = std::string(async_ && stream ? "mem_free_async" : "mem_free") + "(device " +
-                           std::to_string(device_) + ")";
+  const std::string what =
+      std::string(async_ && stream ? "mem_free_async" : "mem_free") + "(device " + std::to_string(device_) + ")";
   plugin_.check(async_ && stream != nullptr ? api.mem_free_async(device_, ptr, stream) : api.mem_free(device_, ptr),
                 what);
   ++stats_.plugin_frees;
@@ -203,8 +204,8 @@ CachingAllocator::Block* CachingAllocator::allocate_segment(size_t rounded, H2_S
   }
   if (ptr == nullptr) {
     if (status == H2_STATUS_OUT_OF_MEMORY) out_of_memory(rounded, plugin_message);
-    plugin_.check(status, std::string(async_ ? "mem_alloc_async" : "mem_alloc") + "(device " +
-                              std::to_string(device_) + ", " + std::to_string(size) + " bytes)");
+    plugin_.check(status, std::string(async_ ? "mem_alloc_async" : "mem_alloc") + "(device " + std::to_string(device_) +
+                              ", " + std::to_string(size) + " bytes)");
   }
   auto segment = std::make_unique<Segment>(Segment{static_cast<char*>(ptr), size, stream, rounded <= kSmallRequest});
   Block* block = new_block(segment.get(), segment->ptr, size);
@@ -384,8 +385,8 @@ void CachingAllocator::reset_peak() {
 }
 
 void CachingAllocator::out_of_memory(size_t bytes, const std::string& plugin_message) const {
-  std::string text = label() + ": out of memory: " + byte_text(bytes) +
-                     " for a buffer do not fit; buffers hold " + byte_text(stats_.allocated_bytes) +
+  std::string text = label() + ": out of memory: " + byte_text(bytes) + " for a buffer do not fit; buffers hold " +
+                     byte_text(stats_.allocated_bytes) +
                      (caching_ ? ", the cache holds " + byte_text(stats_.reserved_bytes - stats_.allocated_bytes) +
                                      " after giving back what it could"
                                : "");

@@ -15,7 +15,7 @@ PluginHandle::PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& ap
 void PluginHandle::query_capabilities(int device_count) {
   capabilities_.assign(static_cast<size_t>(device_count), {});
   for (int device = 0; device < device_count; ++device) {
-    for (uint32_t op = 1; op <= H2_OP_COUNT_1_1; ++op) {
+    for (uint32_t op = 1; op <= H2_OP_COUNT; ++op) {
       H2_OpCapability capability;
       std::memset(&capability, 0, sizeof capability);
       capability.struct_size = sizeof capability;
@@ -31,11 +31,8 @@ void PluginHandle::query_capabilities(int device_count) {
 }
 
 bool PluginHandle::has_op_slot(H2_Op op) const {
-  // The operator slots follow H2_Op's order from gemm on (plugin_abi.h says so and these asserts hold it).
-  static_assert(offsetof(H2_OpTable, softmax) == offsetof(H2_OpTable, gemm) + sizeof(void*));
-  static_assert(offsetof(H2_OpTable, scatter_add) ==
-                offsetof(H2_OpTable, gemm) + (H2_OP_SCATTER_ADD - H2_OP_GEMM) * sizeof(void*));
-  if (op < H2_OP_GEMM || op > H2_OP_COUNT_1_1) return false;
+  // The operator slots follow H2_Op's order from gemm on (plugin_abi.h asserts it for every one).
+  if (op < H2_OP_GEMM || op > H2_OP_COUNT) return false;
   void* slot = nullptr;
   std::memcpy(&slot,
               reinterpret_cast<const char*>(&ops_) + offsetof(H2_OpTable, gemm) + (op - H2_OP_GEMM) * sizeof(void*),
@@ -46,7 +43,7 @@ bool PluginHandle::has_op_slot(H2_Op op) const {
 const H2_OpCapability& PluginHandle::capability(int device, H2_Op op) const {
   static const H2_OpCapability none{};
   const auto index = static_cast<size_t>(op);
-  if (device < 0 || static_cast<size_t>(device) >= capabilities_.size() || index == 0 || index > H2_OP_COUNT_1_1)
+  if (device < 0 || static_cast<size_t>(device) >= capabilities_.size() || index == 0 || index > H2_OP_COUNT)
     return none;
   return capabilities_[static_cast<size_t>(device)][index];
 }

@@ -68,7 +68,7 @@ class PluginHandle {
   std::string name_;
   bool initialized_ = false;
   // capabilities_[device][op]; index 0 unused.
-  std::vector<std::array<H2_OpCapability, H2_OP_COUNT_1_1 + 1>> capabilities_;
+  std::vector<std::array<H2_OpCapability, H2_OP_COUNT + 1>> capabilities_;
   // Declared last, so they give their cached memory back before anything else of the plugin goes.
   std::vector<std::unique_ptr<CachingAllocator>> allocators_;
 };

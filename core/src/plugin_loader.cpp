@@ -231,7 +231,8 @@ LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, 
     return failure(info, PluginState::invalid_table,
                    "mem_export, mem_import and mem_close must all be set or all be NULL");
   if ((api.mem_alloc_async == nullptr) != (api.mem_free_async == nullptr))
-    return failure(info, PluginState::invalid_table, "mem_alloc_async and mem_free_async must both be set or both be NULL");
+    return failure(info, PluginState::invalid_table,
+                   "mem_alloc_async and mem_free_async must both be set or both be NULL");
   if (api.op_table != nullptr && table->abi_minor == 0)
     return failure(info, PluginState::invalid_table, "op_table must be NULL in ABI 1.0");
   // The same rule for the operator table: read what its struct_size covers, the rest is NULL.

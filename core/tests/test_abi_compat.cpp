@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <set>
 
 #include "abi_compat.hpp"
+#include "h2/op_registry.hpp"
 #include "h2/plugin_abi.h"
 
 using h2::detail::AbiHistory;
@@ -78,6 +80,31 @@ TEST(AbiCompat, ArrayElementsAreSteppedByTheirStructSize) {
   const H2_Option* first = &later[0].known;
   EXPECT_STREQ(H2_ARRAY_AT(H2_Option, first, 1)->key, "b");
   EXPECT_STREQ(H2_ARRAY_AT(H2_Option, first, 1)->value, "2");
+}
+
+}  // namespace
+
+namespace {
+
+// The one list of operators (h2/plugin_ops.h): ids 1..H2_OP_COUNT in order, each named once, and the
+// names the core reports are the table's slot names.
+TEST(OperatorRegistry, NamesEveryIdOnceInOrder) {
+  const auto ops = h2::all_ops();
+  ASSERT_EQ(ops.size(), static_cast<size_t>(H2_OP_COUNT));
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(ops[i]), i + 1);
+    const std::string_view name = h2::op_name(ops[i]);
+    EXPECT_FALSE(name.empty());
+    EXPECT_TRUE(names.insert(name).second) << name << " twice";
+    EXPECT_EQ(h2::op_by_name(name), ops[i]);
+    EXPECT_GE(h2::op_minor(ops[i]), 1);
+  }
+  EXPECT_EQ(h2::op_name(H2_OP_GEMM), "gemm");
+  EXPECT_EQ(h2::op_name(H2_OP_SCATTER_ADD), "scatter_add");
+  EXPECT_EQ(h2::op_name(static_cast<H2_Op>(H2_OP_COUNT + 1)), "");
+  EXPECT_FALSE(h2::op_by_name("matmul").has_value());
+  EXPECT_EQ(H2_OP_COUNT_1_1, 39);
 }
 
 }  // namespace

@@ -258,8 +258,8 @@ TEST_F(CachingAllocatorTest, ARestTooSmallToKeepStaysWithTheBlock) {
 TEST_F(CachingAllocatorTest, OutOfMemoryGivesTheCacheBackAndRetriesOnce) {
   state_.capacity = 24 * MiB;
   CachingAllocator& allocator = make();
-  release(alloc(3 * MiB, S));  // a 20 MiB segment cached for S
-  void* on_t = alloc(3 * MiB, T);     // another 20 MiB fits only without S's
+  release(alloc(3 * MiB, S));      // a 20 MiB segment cached for S
+  void* on_t = alloc(3 * MiB, T);  // another 20 MiB fits only without S's
   EXPECT_NE(on_t, nullptr);
   const MemoryStats stats = allocator.stats();
   EXPECT_EQ(stats.cache_flushes, 1u);
@@ -320,7 +320,8 @@ TEST_F(CachingAllocatorTest, WithoutCachingEveryBufferIsAPluginAllocationFreedIn
   record(block, T);
   release(block);
   // T's use is ordered before the free on S, and nothing waits on the host.
-  EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 1000 S", "record on T", "wait S on T", "free_async S"}));
+  EXPECT_EQ(state_.calls,
+            (std::vector<std::string>{"alloc_async 1000 S", "record on T", "wait S on T", "free_async S"}));
   EXPECT_EQ(allocator.stats().reserved_bytes, 0u);
 }
 

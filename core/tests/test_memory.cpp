@@ -217,10 +217,10 @@ TEST(CachingAllocator, RunningOutOfMemoryNamesTheDeviceTheRequestAndTheCache) {
   Tensor held = Tensor::empty(stream, {3 << 20}, DType::u8);
   Stream other = device.create_stream();
   EXPECT_THAT([&] { Tensor::empty(other, {8 << 20}, DType::u8); },
-              testing::ThrowsMessage<Error>(testing::AllOf(
-                  HasSubstr("cpu-reference:0: out of memory: 8.00 MiB for a buffer do not fit"),
-                  HasSubstr("buffers hold 3.00 MiB, the cache holds 17.00 MiB"),
-                  HasSubstr("the device has 4.00 MiB free of 24.00 MiB"))));
+              testing::ThrowsMessage<Error>(
+                  testing::AllOf(HasSubstr("cpu-reference:0: out of memory: 8.00 MiB for a buffer do not fit"),
+                                 HasSubstr("buffers hold 3.00 MiB, the cache holds 17.00 MiB"),
+                                 HasSubstr("the device has 4.00 MiB free of 24.00 MiB"))));
 }
 
 // cpu-reference's mem_free_async: work enqueued after the free on the freed memory is refused, as

@@ -175,13 +175,14 @@ Tensor GptStage::empty(Shape shape, DType dtype) const {
 // never synchronised across it: their copies stay equal only if every rank computes bit for bit the
 // same, which operators that declare themselves nondeterministic (atomics, split reductions) do not.
 void GptStage::require_deterministic_operators() const {
-  static const std::pair<H2_Op, const char*> used[] = {{H2_OP_GEMM, "gemm"},
-                                                       {H2_OP_EMBEDDING_BACKWARD, "embedding_backward"},
-                                                       {H2_OP_LAYER_NORM_BACKWARD, "layer_norm_backward"},
-                                                       {H2_OP_RMS_NORM_BACKWARD, "rms_norm_backward"},
-                                                       {H2_OP_CROSS_ENTROPY_BACKWARD, "cross_entropy_backward"},
-                                                       {H2_OP_ATTENTION_BACKWARD, "attention_backward"}};
-  for (auto [op, name] : used) {
+  static const H2_Op used[] = {H2_OP_GEMM,
+                               H2_OP_EMBEDDING_BACKWARD,
+                               H2_OP_LAYER_NORM_BACKWARD,
+                               H2_OP_RMS_NORM_BACKWARD,
+                               H2_OP_CROSS_ENTROPY_BACKWARD,
+                               H2_OP_ATTENTION_BACKWARD};
+  for (H2_Op op : used) {
+    const std::string name(op_name(op));
     const std::optional<OpCapability> capability = device_.op_capability(op);
     if (capability && !capability->deterministic)
       throw Error(H2_STATUS_UNSUPPORTED, "GPT stage: tensor parallelism on " + device_.label() +

@@ -6,8 +6,8 @@ namespace h2::heteropp {
 
 namespace {
 Timeline::Clock::time_point after(Timeline::Clock::time_point anchor, float milliseconds) {
-  return anchor + std::chrono::duration_cast<Timeline::Clock::duration>(
-                      std::chrono::duration<double, std::milli>(milliseconds));
+  return anchor +
+         std::chrono::duration_cast<Timeline::Clock::duration>(std::chrono::duration<double, std::milli>(milliseconds));
 }
 }  // namespace
 

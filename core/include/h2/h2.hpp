@@ -8,6 +8,7 @@
 #include "h2/half.hpp"
 #include "h2/log.hpp"
 #include "h2/memory.hpp"
+#include "h2/op_registry.hpp"
 #include "h2/ops.hpp"
 #include "h2/runtime.hpp"
 #include "h2/stream.hpp"

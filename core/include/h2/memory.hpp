@@ -19,10 +19,10 @@
 namespace h2 {
 
 struct MemoryStats {
-  bool caching = true;              // false under H2_ALLOCATOR=plugin
-  uint64_t allocated_bytes = 0;     // held by live buffers (block sizes, rounded up to 512 bytes)
-  uint64_t requested_bytes = 0;     // what those buffers asked for
-  uint64_t reserved_bytes = 0;      // obtained from the plugin: allocated plus cached
+  bool caching = true;           // false under H2_ALLOCATOR=plugin
+  uint64_t allocated_bytes = 0;  // held by live buffers (block sizes, rounded up to 512 bytes)
+  uint64_t requested_bytes = 0;  // what those buffers asked for
+  uint64_t reserved_bytes = 0;   // obtained from the plugin: allocated plus cached
   uint64_t peak_allocated_bytes = 0;
   uint64_t peak_reserved_bytes = 0;
   uint64_t allocations = 0;         // buffers handed out

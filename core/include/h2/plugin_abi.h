@@ -44,6 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plugin_ops.h" /* H2_OPS: the operators, listed once */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -278,49 +280,15 @@ typedef struct H2_Tensor {
   int64_t strides[H2_MAX_RANK]; /* in elements, >= 0; 0 repeats one element along a dimension */
 } H2_Tensor;
 
-/* Operator ids, for the capability query. */
-typedef enum H2_Op {
-  H2_OP_GEMM = 1,
-  H2_OP_SOFTMAX = 2,
-  H2_OP_SOFTMAX_BACKWARD = 3,
-  H2_OP_LAYER_NORM = 4,
-  H2_OP_LAYER_NORM_BACKWARD = 5,
-  H2_OP_RMS_NORM = 6,
-  H2_OP_RMS_NORM_BACKWARD = 7,
-  H2_OP_GELU = 8,
-  H2_OP_GELU_BACKWARD = 9,
-  H2_OP_SILU = 10,
-  H2_OP_SILU_BACKWARD = 11,
-  H2_OP_SWIGLU = 12,
-  H2_OP_SWIGLU_BACKWARD = 13,
-  H2_OP_EMBEDDING = 14,
-  H2_OP_EMBEDDING_BACKWARD = 15,
-  H2_OP_ROTARY = 16,
-  H2_OP_CROSS_ENTROPY = 17,
-  H2_OP_CROSS_ENTROPY_BACKWARD = 18,
-  H2_OP_ATTENTION = 19,
-  H2_OP_ATTENTION_BACKWARD = 20,
-  H2_OP_DROPOUT = 21,
-  H2_OP_UNIFORM = 22,
-  H2_OP_NORMAL = 23,
-  H2_OP_ADAMW = 24,
-  H2_OP_GRAD_NORM = 25,
-  H2_OP_CLIP_BY_NORM = 26,
-  H2_OP_UNSCALE = 27,
-  H2_OP_BINARY = 28,
-  H2_OP_BINARY_SCALAR = 29,
-  H2_OP_UNARY = 30,
-  H2_OP_REDUCE = 31,
-  H2_OP_COPY = 32,
-  H2_OP_FILL = 33,
-  H2_OP_ARANGE = 34,
-  H2_OP_WHERE = 35,
-  H2_OP_MASKED_FILL = 36,
-  H2_OP_INDEX_SELECT = 37,
-  H2_OP_GATHER = 38,
-  H2_OP_SCATTER_ADD = 39
-} H2_Op;
+/* Operator ids, for the capability query: H2_OP_GEMM = 1, H2_OP_SOFTMAX = 2, ... in the order of the
+ * one list of operators, H2_OPS in plugin_ops.h. */
+#define H2_OP_ENUM_VALUE(name, NAME, id, Args, minor) H2_OP_##NAME = id,
+typedef enum H2_Op { H2_OPS(H2_OP_ENUM_VALUE) } H2_Op;
+#undef H2_OP_ENUM_VALUE
 #define H2_OP_COUNT_1_1 39 /* ids run from 1 to this in ABI 1.1 */
+/* Ids run from 1 to H2_OP_COUNT (an int constant expression) in the minor this header declares. */
+#define H2_OP_COUNT_PLUS_ONE(name, NAME, id, Args, minor) +1
+#define H2_OP_COUNT (0 H2_OPS(H2_OP_COUNT_PLUS_ONE))
 
 typedef struct H2_OpCapability {
   size_t struct_size;       /* set by the core */
@@ -743,45 +711,12 @@ typedef struct H2_OpTable {
    * struct_size first. Returns H2_STATUS_UNSUPPORTED for an operator the plugin lacks. Non-blocking. */
   H2_Status (*capability)(int32_t device, uint32_t op, H2_OpCapability* capability);
 
-  H2_Status (*gemm)(H2_Stream* stream, const H2_GemmArgs* args);
-  H2_Status (*softmax)(H2_Stream* stream, const H2_SoftmaxArgs* args);
-  H2_Status (*softmax_backward)(H2_Stream* stream, const H2_SoftmaxBackwardArgs* args);
-  H2_Status (*layer_norm)(H2_Stream* stream, const H2_LayerNormArgs* args);
-  H2_Status (*layer_norm_backward)(H2_Stream* stream, const H2_LayerNormBackwardArgs* args);
-  H2_Status (*rms_norm)(H2_Stream* stream, const H2_RmsNormArgs* args);
-  H2_Status (*rms_norm_backward)(H2_Stream* stream, const H2_RmsNormBackwardArgs* args);
-  H2_Status (*gelu)(H2_Stream* stream, const H2_GeluArgs* args);
-  H2_Status (*gelu_backward)(H2_Stream* stream, const H2_GeluBackwardArgs* args);
-  H2_Status (*silu)(H2_Stream* stream, const H2_SiluArgs* args);
-  H2_Status (*silu_backward)(H2_Stream* stream, const H2_SiluBackwardArgs* args);
-  H2_Status (*swiglu)(H2_Stream* stream, const H2_SwigluArgs* args);
-  H2_Status (*swiglu_backward)(H2_Stream* stream, const H2_SwigluBackwardArgs* args);
-  H2_Status (*embedding)(H2_Stream* stream, const H2_EmbeddingArgs* args);
-  H2_Status (*embedding_backward)(H2_Stream* stream, const H2_EmbeddingBackwardArgs* args);
-  H2_Status (*rotary)(H2_Stream* stream, const H2_RotaryArgs* args);
-  H2_Status (*cross_entropy)(H2_Stream* stream, const H2_CrossEntropyArgs* args);
-  H2_Status (*cross_entropy_backward)(H2_Stream* stream, const H2_CrossEntropyBackwardArgs* args);
-  H2_Status (*attention)(H2_Stream* stream, const H2_AttentionArgs* args);
-  H2_Status (*attention_backward)(H2_Stream* stream, const H2_AttentionBackwardArgs* args);
-  H2_Status (*dropout)(H2_Stream* stream, const H2_DropoutArgs* args);
-  H2_Status (*uniform)(H2_Stream* stream, const H2_UniformArgs* args);
-  H2_Status (*normal)(H2_Stream* stream, const H2_NormalArgs* args);
-  H2_Status (*adamw)(H2_Stream* stream, const H2_AdamWArgs* args);
-  H2_Status (*grad_norm)(H2_Stream* stream, const H2_GradNormArgs* args);
-  H2_Status (*clip_by_norm)(H2_Stream* stream, const H2_ClipByNormArgs* args);
-  H2_Status (*unscale)(H2_Stream* stream, const H2_UnscaleArgs* args);
-  H2_Status (*binary)(H2_Stream* stream, const H2_BinaryArgs* args);
-  H2_Status (*binary_scalar)(H2_Stream* stream, const H2_BinaryScalarArgs* args);
-  H2_Status (*unary)(H2_Stream* stream, const H2_UnaryArgs* args);
-  H2_Status (*reduce)(H2_Stream* stream, const H2_ReduceArgs* args);
-  H2_Status (*copy)(H2_Stream* stream, const H2_CopyArgs* args);
-  H2_Status (*fill)(H2_Stream* stream, const H2_FillArgs* args);
-  H2_Status (*arange)(H2_Stream* stream, const H2_ArangeArgs* args);
-  H2_Status (*where)(H2_Stream* stream, const H2_WhereArgs* args);
-  H2_Status (*masked_fill)(H2_Stream* stream, const H2_MaskedFillArgs* args);
-  H2_Status (*index_select)(H2_Stream* stream, const H2_IndexSelectArgs* args);
-  H2_Status (*gather)(H2_Stream* stream, const H2_GatherArgs* args);
-  H2_Status (*scatter_add)(H2_Stream* stream, const H2_ScatterAddArgs* args);
+  /* One slot per operator, in id order (H2_OPS):
+   *   H2_Status (*gemm)(H2_Stream* stream, const H2_GemmArgs* args);
+   *   H2_Status (*softmax)(H2_Stream* stream, const H2_SoftmaxArgs* args);  ...  */
+#define H2_OP_TABLE_SLOT(name, NAME, id, Args, minor) H2_Status (*name)(H2_Stream * stream, const Args* args);
+  H2_OPS(H2_OP_TABLE_SLOT)
+#undef H2_OP_TABLE_SLOT
 } H2_OpTable;
 #define H2_OP_TABLE_SIZE_1_1 H2_STRUCT_SIZE(H2_OpTable, scatter_add)
 
@@ -1093,6 +1028,15 @@ H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_GatherArgs, dim) == 444, "H2_GatherArgs 1.1 l
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_ScatterAddArgs, dim) == 444, "H2_ScatterAddArgs 1.1 layout changed");
 H2_STATIC_ASSERT(H2_STRUCT_SIZE(H2_OpTable, scatter_add) == 328, "H2_OpTable 1.1 layout changed");
 #endif
+/* Every operator's slot sits at its id's place after `capability`: the core finds a slot by id. */
+#define H2_OP_SLOT_PLACE(name, NAME, id, Args, minor)                                                              \
+  H2_STATIC_ASSERT(offsetof(H2_OpTable, name) == offsetof(H2_OpTable, capability) + (id) * sizeof(void (*)(void)), \
+                   "H2_OpTable: slot " #name " is not at its id's place");
+H2_OPS(H2_OP_SLOT_PLACE)
+#undef H2_OP_SLOT_PLACE
+#define H2_OP_COUNT_IN_1_1(name, NAME, id, Args, minor) +((minor) <= 1)
+H2_STATIC_ASSERT(0 H2_OPS(H2_OP_COUNT_IN_1_1) == H2_OP_COUNT_1_1, "ABI 1.1 had 39 operators");
+#undef H2_OP_COUNT_IN_1_1
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,7 @@ void require_like(const OpCheck& check, const Tensor& x, const char* x_name,
 }  // namespace
 
 void gelu(Stream& stream, const Tensor& x, const Tensor& y, GeluApproximation approximation) {
-  OpCheck check(stream, H2_OP_GELU, "gelu");
+  OpCheck check(stream, H2_OP_GELU);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   require_like(check, x, "x", {{&y, "y"}});
@@ -35,7 +35,7 @@ void gelu(Stream& stream, const Tensor& x, const Tensor& y, GeluApproximation ap
 
 void gelu_backward(Stream& stream, const Tensor& x, const Tensor& dy, const Tensor& dx,
                    GeluApproximation approximation) {
-  OpCheck check(stream, H2_OP_GELU_BACKWARD, "gelu_backward");
+  OpCheck check(stream, H2_OP_GELU_BACKWARD);
   check.input(x, "x");
   check.input(dy, "dy");
   check.output(dx, "dx", TensorKind::floating, false, {"dy"});
@@ -49,7 +49,7 @@ void gelu_backward(Stream& stream, const Tensor& x, const Tensor& dy, const Tens
 }
 
 void silu(Stream& stream, const Tensor& x, const Tensor& y) {
-  OpCheck check(stream, H2_OP_SILU, "silu");
+  OpCheck check(stream, H2_OP_SILU);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   require_like(check, x, "x", {{&y, "y"}});
@@ -60,7 +60,7 @@ void silu(Stream& stream, const Tensor& x, const Tensor& y) {
 }
 
 void silu_backward(Stream& stream, const Tensor& x, const Tensor& dy, const Tensor& dx) {
-  OpCheck check(stream, H2_OP_SILU_BACKWARD, "silu_backward");
+  OpCheck check(stream, H2_OP_SILU_BACKWARD);
   check.input(x, "x");
   check.input(dy, "dy");
   check.output(dx, "dx", TensorKind::floating, false, {"dy"});
@@ -73,7 +73,7 @@ void silu_backward(Stream& stream, const Tensor& x, const Tensor& dy, const Tens
 }
 
 void swiglu(Stream& stream, const Tensor& gate, const Tensor& up, const Tensor& y) {
-  OpCheck check(stream, H2_OP_SWIGLU, "swiglu");
+  OpCheck check(stream, H2_OP_SWIGLU);
   check.input(gate, "gate");
   check.input(up, "up");
   check.output(y, "y");
@@ -87,7 +87,7 @@ void swiglu(Stream& stream, const Tensor& gate, const Tensor& up, const Tensor& 
 
 void swiglu_backward(Stream& stream, const Tensor& gate, const Tensor& up, const Tensor& dy, const Tensor& dgate,
                      const Tensor& dup) {
-  OpCheck check(stream, H2_OP_SWIGLU_BACKWARD, "swiglu_backward");
+  OpCheck check(stream, H2_OP_SWIGLU_BACKWARD);
   check.input(gate, "gate");
   check.input(up, "up");
   check.input(dy, "dy");

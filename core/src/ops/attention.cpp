@@ -31,7 +31,7 @@ void require_attention_shapes(const OpCheck& check, const Tensor& q, const Tenso
 
 void attention(Stream& stream, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                double scale, bool causal) {
-  OpCheck check(stream, H2_OP_ATTENTION, "attention");
+  OpCheck check(stream, H2_OP_ATTENTION);
   check.input(q, "q");
   check.input(k, "k");
   check.input(v, "v");
@@ -52,7 +52,7 @@ void attention(Stream& stream, const Tensor& q, const Tensor& k, const Tensor& v
 void attention_backward(Stream& stream, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                         const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         double scale, bool causal) {
-  OpCheck check(stream, H2_OP_ATTENTION_BACKWARD, "attention_backward");
+  OpCheck check(stream, H2_OP_ATTENTION_BACKWARD);
   check.input(q, "q");
   check.input(k, "k");
   check.input(v, "v");

@@ -47,7 +47,7 @@ uint32_t abi_op(UnaryOp op) {
 }
 
 void binary_scalar(Stream& stream, BinaryOp op, const Tensor& x, double scalar, bool scalar_first, const Tensor& y) {
-  OpCheck check(stream, H2_OP_BINARY_SCALAR, "binary_scalar");
+  OpCheck check(stream, H2_OP_BINARY_SCALAR);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   const Tensor xb = broadcast_to(check, x, "x", y.shape());
@@ -64,7 +64,7 @@ void binary_scalar(Stream& stream, BinaryOp op, const Tensor& x, double scalar, 
 }  // namespace
 
 void binary(Stream& stream, BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& y) {
-  OpCheck check(stream, H2_OP_BINARY, "binary");
+  OpCheck check(stream, H2_OP_BINARY);
   check.input(a, "a");
   check.input(b, "b");
   check.output(y, "y", TensorKind::floating, false, {"a", "b"});
@@ -88,7 +88,7 @@ void binary(Stream& stream, BinaryOp op, double scalar, const Tensor& x, const T
 }
 
 void unary(Stream& stream, UnaryOp op, const Tensor& x, const Tensor& y) {
-  OpCheck check(stream, H2_OP_UNARY, "unary");
+  OpCheck check(stream, H2_OP_UNARY);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   check.require_same_shape(y, "y", x, "x");
@@ -101,7 +101,7 @@ void unary(Stream& stream, UnaryOp op, const Tensor& x, const Tensor& y) {
 }
 
 void where(Stream& stream, const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& y) {
-  OpCheck check(stream, H2_OP_WHERE, "where");
+  OpCheck check(stream, H2_OP_WHERE);
   check.input(cond, "cond", TensorKind::mask);
   check.input(a, "a");
   check.input(b, "b");
@@ -119,7 +119,7 @@ void where(Stream& stream, const Tensor& cond, const Tensor& a, const Tensor& b,
 }
 
 void masked_fill(Stream& stream, const Tensor& x, const Tensor& mask, double value, const Tensor& y) {
-  OpCheck check(stream, H2_OP_MASKED_FILL, "masked_fill");
+  OpCheck check(stream, H2_OP_MASKED_FILL);
   check.input(x, "x");
   check.input(mask, "mask", TensorKind::mask);
   check.output(y, "y", TensorKind::floating, false, {"x"});

@@ -39,7 +39,7 @@ void rotate(Stream& stream, const Tensor& x, const Tensor& y, const RotaryOption
 }  // namespace
 
 void embedding(Stream& stream, const Tensor& weight, const Tensor& indices, const Tensor& y) {
-  OpCheck check(stream, H2_OP_EMBEDDING, "embedding");
+  OpCheck check(stream, H2_OP_EMBEDDING);
   check.input(weight, "weight");
   check.input(indices, "indices", TensorKind::index);
   check.output(y, "y");
@@ -54,7 +54,7 @@ void embedding(Stream& stream, const Tensor& weight, const Tensor& indices, cons
 }
 
 void embedding_backward(Stream& stream, const Tensor& indices, const Tensor& dy, const Tensor& dweight) {
-  OpCheck check(stream, H2_OP_EMBEDDING_BACKWARD, "embedding_backward");
+  OpCheck check(stream, H2_OP_EMBEDDING_BACKWARD);
   check.input(indices, "indices", TensorKind::index);
   check.input(dy, "dy");
   check.output(dweight, "dweight");

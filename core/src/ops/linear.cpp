@@ -9,7 +9,7 @@ using detail::OpCheck;
 
 void gemm(Stream& stream, const Tensor& a, const Tensor& b, const Tensor& c, const GemmOptions& options,
           const Tensor& bias) {
-  OpCheck check(stream, H2_OP_GEMM, "gemm");
+  OpCheck check(stream, H2_OP_GEMM);
   check.input(a, "A");
   check.input(b, "B");
   if (options.beta != 0) {

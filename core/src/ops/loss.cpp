@@ -29,7 +29,7 @@ void require_smoothing(const OpCheck& check, const CrossEntropyOptions& options)
 
 void cross_entropy(Stream& stream, const Tensor& logits, const Tensor& targets, const Tensor& loss, const Tensor& lse,
                    const CrossEntropyOptions& options) {
-  OpCheck check(stream, H2_OP_CROSS_ENTROPY, "cross_entropy");
+  OpCheck check(stream, H2_OP_CROSS_ENTROPY);
   check.input(logits, "logits");
   check.input(targets, "targets", TensorKind::index);
   check.output(loss, "loss");
@@ -48,7 +48,7 @@ void cross_entropy(Stream& stream, const Tensor& logits, const Tensor& targets, 
 
 void cross_entropy_backward(Stream& stream, const Tensor& logits, const Tensor& targets, const Tensor& lse,
                             const Tensor& dloss, const Tensor& dlogits, const CrossEntropyOptions& options) {
-  OpCheck check(stream, H2_OP_CROSS_ENTROPY_BACKWARD, "cross_entropy_backward");
+  OpCheck check(stream, H2_OP_CROSS_ENTROPY_BACKWARD);
   check.input(logits, "logits");
   check.input(targets, "targets", TensorKind::index);
   check.input(lse, "lse");

@@ -40,7 +40,7 @@ void require_index_layout(const OpCheck& check, const Tensor& data, const char* 
 }  // namespace
 
 void copy(Stream& stream, const Tensor& x, const Tensor& y) {
-  OpCheck check(stream, H2_OP_COPY, "copy");
+  OpCheck check(stream, H2_OP_COPY);
   check.input(x, "x", kind_of(x.dtype()));
   check.output(y, "y", kind_of(y.dtype()));
   Tensor source = x;
@@ -58,7 +58,7 @@ void copy(Stream& stream, const Tensor& x, const Tensor& y) {
 }
 
 void fill(Stream& stream, const Tensor& y, double value) {
-  OpCheck check(stream, H2_OP_FILL, "fill");
+  OpCheck check(stream, H2_OP_FILL);
   check.output(y, "y", kind_of(y.dtype()));
   auto args = make_args<H2_FillArgs>();
   args.y = y.descriptor();
@@ -67,7 +67,7 @@ void fill(Stream& stream, const Tensor& y, double value) {
 }
 
 void arange(Stream& stream, const Tensor& y, double start, double step) {
-  OpCheck check(stream, H2_OP_ARANGE, "arange");
+  OpCheck check(stream, H2_OP_ARANGE);
   check.output(y, "y", kind_of(y.dtype()));
   check.require_rank(y, "y", 1);
   auto args = make_args<H2_ArangeArgs>();
@@ -78,7 +78,7 @@ void arange(Stream& stream, const Tensor& y, double start, double step) {
 }
 
 void index_select(Stream& stream, const Tensor& x, int dim, const Tensor& indices, const Tensor& y) {
-  OpCheck check(stream, H2_OP_INDEX_SELECT, "index_select");
+  OpCheck check(stream, H2_OP_INDEX_SELECT);
   check.input(x, "x");
   check.input(indices, "indices", TensorKind::index);
   check.output(y, "y");
@@ -97,7 +97,7 @@ void index_select(Stream& stream, const Tensor& x, int dim, const Tensor& indice
 }
 
 void gather(Stream& stream, const Tensor& x, int dim, const Tensor& indices, const Tensor& y) {
-  OpCheck check(stream, H2_OP_GATHER, "gather");
+  OpCheck check(stream, H2_OP_GATHER);
   check.input(x, "x");
   check.input(indices, "indices", TensorKind::index);
   check.output(y, "y");
@@ -114,7 +114,7 @@ void gather(Stream& stream, const Tensor& x, int dim, const Tensor& indices, con
 }
 
 void scatter_add(Stream& stream, const Tensor& y, int dim, const Tensor& indices, const Tensor& src) {
-  OpCheck check(stream, H2_OP_SCATTER_ADD, "scatter_add");
+  OpCheck check(stream, H2_OP_SCATTER_ADD);
   check.inout(y, "y");
   check.input(indices, "indices", TensorKind::index);
   check.input(src, "src");

@@ -23,7 +23,7 @@ void require_row_vector(const OpCheck& check, const Tensor& v, const char* name,
 }  // namespace
 
 void softmax(Stream& stream, const Tensor& x, const Tensor& y, double scale, bool causal) {
-  OpCheck check(stream, H2_OP_SOFTMAX, "softmax");
+  OpCheck check(stream, H2_OP_SOFTMAX);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   check.require_rank_at_least(x, "x", causal ? 2 : 1);
@@ -38,7 +38,7 @@ void softmax(Stream& stream, const Tensor& x, const Tensor& y, double scale, boo
 }
 
 void softmax_backward(Stream& stream, const Tensor& y, const Tensor& dy, const Tensor& dx, double scale) {
-  OpCheck check(stream, H2_OP_SOFTMAX_BACKWARD, "softmax_backward");
+  OpCheck check(stream, H2_OP_SOFTMAX_BACKWARD);
   check.input(y, "y");
   check.input(dy, "dy");
   check.output(dx, "dx", TensorKind::floating, false, {"dy"});
@@ -57,7 +57,7 @@ void softmax_backward(Stream& stream, const Tensor& y, const Tensor& dy, const T
 
 void layer_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd, double eps) {
-  OpCheck check(stream, H2_OP_LAYER_NORM, "layer_norm");
+  OpCheck check(stream, H2_OP_LAYER_NORM);
   check.input(x, "x");
   check.input(weight, "weight", TensorKind::floating, true);
   check.input(bias, "bias", TensorKind::floating, true);
@@ -87,7 +87,7 @@ void layer_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Ten
 
 void layer_norm_backward(Stream& stream, const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                          const Tensor& dy, const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
-  OpCheck check(stream, H2_OP_LAYER_NORM_BACKWARD, "layer_norm_backward");
+  OpCheck check(stream, H2_OP_LAYER_NORM_BACKWARD);
   check.input(x, "x");
   check.input(weight, "weight", TensorKind::floating, true);
   check.input(mean, "mean");
@@ -117,7 +117,7 @@ void layer_norm_backward(Stream& stream, const Tensor& x, const Tensor& weight, 
 }
 
 void rms_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Tensor& y, const Tensor& rstd, double eps) {
-  OpCheck check(stream, H2_OP_RMS_NORM, "rms_norm");
+  OpCheck check(stream, H2_OP_RMS_NORM);
   check.input(x, "x");
   check.input(weight, "weight", TensorKind::floating, true);
   check.output(y, "y");
@@ -140,7 +140,7 @@ void rms_norm(Stream& stream, const Tensor& x, const Tensor& weight, const Tenso
 
 void rms_norm_backward(Stream& stream, const Tensor& x, const Tensor& weight, const Tensor& rstd, const Tensor& dy,
                        const Tensor& dx, const Tensor& dweight) {
-  OpCheck check(stream, H2_OP_RMS_NORM_BACKWARD, "rms_norm_backward");
+  OpCheck check(stream, H2_OP_RMS_NORM_BACKWARD);
   check.input(x, "x");
   check.input(weight, "weight", TensorKind::floating, true);
   check.input(rstd, "rstd");

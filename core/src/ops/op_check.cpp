@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "h2/op_registry.hpp"
+
 namespace h2::detail {
 
 namespace {
@@ -76,11 +78,14 @@ std::vector<H2_Tensor> descriptors(const std::vector<Tensor>& tensors) {
   return out;
 }
 
+// The registry's names are string literals, so name_ may point into them.
+OpCheck::OpCheck(Stream& stream, H2_Op op) : OpCheck(stream, op, op_name(op).data()) {}
+
 OpCheck::OpCheck(Stream& stream, H2_Op op, const char* name) : stream_(stream), name_(name) {
   capability_ = stream.device().plugin()->capability(stream.device().index(), op);
   if (capability_.struct_size == 0)
     throw Error(H2_STATUS_UNSUPPORTED,
-                std::string(name) + ": plugin " + stream.device().plugin_name() + " does not provide this operator");
+                std::string(name_) + ": plugin " + stream.device().plugin_name() + " does not provide this operator");
 }
 
 void OpCheck::unsupported(const std::string& message) const {
@@ -174,8 +179,8 @@ void OpCheck::validate() const {
     switch (d.kind) {
       case TensorKind::floating:
         if (!(capability_.dtypes & (uint64_t{1} << static_cast<uint32_t>(t.dtype()))))
-          unsupported(is(d.name, t) + " but plugin " + device.plugin_name() + " supports " + dtype_list(capability_.dtypes) +
-               " for this operator");
+          unsupported(is(d.name, t) + " but plugin " + device.plugin_name() + " supports " +
+                      dtype_list(capability_.dtypes) + " for this operator");
         break;
       case TensorKind::index:
         if (t.dtype() != DType::i32 && t.dtype() != DType::i64) fail(is(d.name, t) + " but must be i32 or i64");
@@ -186,7 +191,7 @@ void OpCheck::validate() const {
     }
     if (!capability_.strided_tensors && !t.is_contiguous())
       unsupported(std::string(d.name) + " is not contiguous and plugin " + device.plugin_name() +
-           " needs contiguous tensors for this operator; make it contiguous with ops::copy");
+                  " needs contiguous tensors for this operator; make it contiguous with ops::copy");
     if (d.output && !t.is_contiguous() && t.numel() > 0 && !non_overlapping(t))
       fail(std::string(d.name) +
            " has overlapping elements (a stride of 0 or strides that overlap); write into a "

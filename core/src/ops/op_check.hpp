@@ -27,6 +27,9 @@ enum class TensorKind {
 
 class OpCheck {
  public:
+  // `op`'s name (the registry's) starts every message, or `name` where the call the user made has
+  // another (rotary_backward is the rotary slot run inverse). `name` must outlive the check.
+  OpCheck(Stream& stream, H2_Op op);
   OpCheck(Stream& stream, H2_Op op, const char* name);
 
   const char* name() const { return name_; }

@@ -32,7 +32,9 @@ void require_flag(const OpCheck& check, const Tensor& t, const char* name) {
 }
 
 // Master weights and optimizer state: f32 (or f64 where the plugin computes in it).
-bool is_master_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+bool is_master_dtype(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64;
+}
 
 void require_count(const OpCheck& check, size_t count) {
   if (!(count <= 0xffffffffu)) check.fail("a tensor list holds at most 2^32 - 1 tensors");
@@ -43,7 +45,7 @@ void require_count(const OpCheck& check, size_t count) {
 void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
            const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs,
            const std::vector<Tensor>& model_params, const AdamWOptions& options, const Tensor& found_inf) {
-  OpCheck check(stream, H2_OP_ADAMW, "adamw");
+  OpCheck check(stream, H2_OP_ADAMW);
   const size_t n = params.size();
   require_count(check, n);
   if (!(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n))
@@ -100,7 +102,7 @@ void adamw(Stream& stream, const std::vector<Tensor>& params, const std::vector<
 }
 
 void grad_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tensor& out, double norm_type) {
-  OpCheck check(stream, H2_OP_GRAD_NORM, "grad_norm");
+  OpCheck check(stream, H2_OP_GRAD_NORM);
   require_count(check, tensors.size());
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.input(tensors[i], names("tensors", i));
@@ -118,7 +120,7 @@ void grad_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tensor&
 }
 
 void clip_by_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tensor& norm, double max_norm, double eps) {
-  OpCheck check(stream, H2_OP_CLIP_BY_NORM, "clip_by_norm");
+  OpCheck check(stream, H2_OP_CLIP_BY_NORM);
   require_count(check, tensors.size());
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.inout(tensors[i], names("tensors", i));
@@ -137,7 +139,7 @@ void clip_by_norm(Stream& stream, const std::vector<Tensor>& tensors, const Tens
 }
 
 void unscale(Stream& stream, const std::vector<Tensor>& tensors, const Tensor& found_inf, double inv_scale) {
-  OpCheck check(stream, H2_OP_UNSCALE, "unscale");
+  OpCheck check(stream, H2_OP_UNSCALE);
   require_count(check, tensors.size());
   ListNames names;
   for (size_t i = 0; i < tensors.size(); ++i) check.inout(tensors[i], names("tensors", i));

@@ -13,7 +13,7 @@ uint64_t philox_counters(int64_t numel) {
 }
 
 void dropout(Stream& stream, const Tensor& x, const Tensor& y, double p, const Philox& rng, const Tensor& mask) {
-  OpCheck check(stream, H2_OP_DROPOUT, "dropout");
+  OpCheck check(stream, H2_OP_DROPOUT);
   check.input(x, "x");
   check.output(y, "y", TensorKind::floating, false, {"x"});
   check.output(mask, "mask", TensorKind::mask, true);
@@ -32,7 +32,7 @@ void dropout(Stream& stream, const Tensor& x, const Tensor& y, double p, const P
 }
 
 void uniform(Stream& stream, const Tensor& y, double low, double high, const Philox& rng) {
-  OpCheck check(stream, H2_OP_UNIFORM, "uniform");
+  OpCheck check(stream, H2_OP_UNIFORM);
   check.output(y, "y");
   if (!(low <= high)) check.fail("low " + std::to_string(low) + " is above high " + std::to_string(high));
   auto args = make_args<H2_UniformArgs>();
@@ -45,7 +45,7 @@ void uniform(Stream& stream, const Tensor& y, double low, double high, const Phi
 }
 
 void normal(Stream& stream, const Tensor& y, double mean, double std, const Philox& rng) {
-  OpCheck check(stream, H2_OP_NORMAL, "normal");
+  OpCheck check(stream, H2_OP_NORMAL);
   check.output(y, "y");
   if (!(std >= 0)) check.fail("std is " + std::to_string(std) + " but must not be negative");
   auto args = make_args<H2_NormalArgs>();

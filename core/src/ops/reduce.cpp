@@ -12,7 +12,7 @@ using detail::TensorKind;
 
 void reduce(Stream& stream, ReduceOp op, const Tensor& x, const std::vector<int>& dims, const Tensor& y, bool keepdim,
             const Tensor& indices) {
-  OpCheck check(stream, H2_OP_REDUCE, "reduce");
+  OpCheck check(stream, H2_OP_REDUCE);
   check.input(x, "x");
   check.output(y, "y");
   check.output(indices, "indices", TensorKind::index, true);

@@ -61,8 +61,8 @@ class DeviceMemory {
 
  private:
   struct Allocation {
-    size_t requested;  // what the caller asked for: accesses are checked against this
-    size_t reserved;   // rounded up to kAlignment: what the allocator holds
+    size_t requested;      // what the caller asked for: accesses are checked against this
+    size_t reserved;       // rounded up to kAlignment: what the allocator holds
     bool retired = false;  // freed by mem_free_async, waiting for its stream to reach the free
   };
   using LiveMap = std::map<size_t, Allocation>;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cuda_error.hpp"
+#include "op_slots.hpp"
 
 namespace h2::cuda {
 
@@ -35,18 +36,13 @@ Rates rates_for(int major, int minor) {
   return {128, 0};
 }
 
-// The operators whose kernels report data-dependent errors (an index out of range).
+// The operator a kernel's data-dependent error (an index out of range) came from; cross-entropy's is
+// in its targets.
 std::string operator_name(int op) {
-  switch (op) {
-    case H2_OP_EMBEDDING: return "embedding";
-    case H2_OP_EMBEDDING_BACKWARD: return "embedding_backward";
-    case H2_OP_CROSS_ENTROPY: return "cross_entropy (target)";
-    case H2_OP_CROSS_ENTROPY_BACKWARD: return "cross_entropy_backward (target)";
-    case H2_OP_INDEX_SELECT: return "index_select";
-    case H2_OP_GATHER: return "gather";
-    case H2_OP_SCATTER_ADD: return "scatter_add";
-    default: return "operator " + std::to_string(op);
-  }
+  const char* name = h2::plugin::op_name(static_cast<uint32_t>(op));
+  if (name == nullptr) return "operator " + std::to_string(op);
+  const bool target = op == H2_OP_CROSS_ENTROPY || op == H2_OP_CROSS_ENTROPY_BACKWARD;
+  return std::string(name) + (target ? " (target)" : "");
 }
 
 }  // namespace
@@ -208,8 +204,8 @@ void Runtime::release(int device, void* ptr) {
 void* Runtime::allocate_async(int device, size_t bytes, Stream& stream) {
   check_device(device);
   if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) + ", not " +
-                                         std::to_string(device));
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "the stream belongs to device " + std::to_string(stream.device) + ", not " + std::to_string(device));
   if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
   use_device(device);
   void* ptr = nullptr;
@@ -225,8 +221,8 @@ void* Runtime::allocate_async(int device, size_t bytes, Stream& stream) {
 void Runtime::release_async(int device, void* ptr, Stream& stream) {
   check_device(device);
   if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) + ", not " +
-                                         std::to_string(device));
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "the stream belongs to device " + std::to_string(stream.device) + ", not " + std::to_string(device));
   use_device(device);
   H2_CUDA_CHECK(cudaFreeAsync(ptr, stream.stream));
 }

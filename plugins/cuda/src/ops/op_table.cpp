@@ -31,7 +31,7 @@ H2_Status capability(int32_t device, uint32_t op, H2_OpCapability* capability) {
 const H2_OpTable kOpTable = {
     .struct_size = sizeof(H2_OpTable),
     .capability = capability,
-    H2_PLUGIN_OPS(H2_PLUGIN_OP_TABLE_ENTRY)  // every operator slot, .gemm = op_gemm, ...
+    H2_OPS(H2_PLUGIN_OP_TABLE_ENTRY)  // every operator slot, .gemm = op_gemm, ...
 };
 // clang-format on
 

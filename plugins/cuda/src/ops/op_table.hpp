@@ -9,6 +9,6 @@ namespace h2::cuda {
 
 extern const H2_OpTable kOpTable;
 
-H2_PLUGIN_OPS(H2_PLUGIN_DECLARE_OP)
+H2_OPS(H2_PLUGIN_DECLARE_OP)
 
 }  // namespace h2::cuda
