@@ -11,10 +11,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=$PATH:/usr/local/cuda/bin; fi
 
-[ -f build-gpu/build.ninja ] || meson setup build-gpu --werror -Dcuda=enabled -Dtorch_oracle=disabled -Dbenchmarks=disabled
+# Benchmarks on (allocator_bench needs Google Benchmark), but only the targets below are built.
+[ -f build-gpu/build.ninja ] || meson setup build-gpu --werror -Dcuda=enabled -Dtorch_oracle=disabled -Dbenchmarks=auto
+meson configure build-gpu -Dbenchmarks=auto
 # What the checks run, not the whole test tree: on two cores that saves most of the build's time.
 ninja -C build-gpu tools/h2 plugins/cpu-reference/libh2-plugin-cpu-reference.so plugins/cuda/libh2-plugin-cuda.so \
-  bench/cuda_kernels tools/tests/tools_test_h2_devices
+  bench/cuda_kernels bench/allocator_bench tools/tests/tools_test_h2_devices
 
 pack=.gpu-build
 rm -rf "$pack"

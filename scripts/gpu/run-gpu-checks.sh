@@ -6,7 +6,8 @@
 #   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices and the CUDA plugin's h2_devices test
 #   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full,
 #                                               CONFORM_OPS=PATTERNS for --ops)
-#   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios
+#   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios; the
+#                                               caching allocator vs the plugin's, a GPT step with and without
 #   bash scripts/gpu/run-gpu-checks.sh train    a pipeline over the cuda and cpu-reference plugins trains
 #                                               gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
 #   bash scripts/gpu/run-gpu-checks.sh all      devices, bench, then conform and train side by side, each
@@ -65,6 +66,10 @@ case $stage in
     env -u LD_LIBRARY_PATH python3 bench/cuda/sdpa_peer.py "$out/cuda_kernels.json" "$out/sdpa_peer.json"
     python3 bench/cuda/compare.py "$out/cuda_kernels.json" "$out/sdpa_peer.json" "$out/ratios.json" |
       tee "$out/ratios.txt"
+    # The caching allocator against cudaMallocFromPoolAsync/cudaFree through the plugin, and a GPT
+    # stage's forward + backward with and without caching (issue 28).
+    H2_PLUGIN_PATH=$build/plugins/cuda "$build/bench/allocator_bench" --plugin cuda --model examples/models/gpt-tiny.json \
+      --json "$out/allocator.json" --benchmark_min_time=0.1 | tee "$out/allocator.txt"
     ;;
   train)
     # The runs' files stay on the machine ($OUT takes few files, 2 folders deep); the table and its
