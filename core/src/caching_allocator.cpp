@@ -105,7 +105,8 @@ CachingAllocator::Allocated CachingAllocator::allocate(size_t bytes, H2_Stream* 
   poll_pending_frees();
   const size_t rounded = caching_ ? round_request(bytes) : bytes;
   Block* block = caching_ ? find_cached(rounded, stream) : nullptr;
-  if (block != nullptr) {
+  const bool hit = block != nullptr;
+  if (hit) {
     ++stats_.cache_hits;
   } else {
     block = allocate_segment(rounded, stream);
@@ -118,7 +119,7 @@ CachingAllocator::Allocated CachingAllocator::allocate(size_t bytes, H2_Stream* 
   stats_.allocated_bytes += block->size;
   stats_.requested_bytes += bytes;
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
-  return {block->ptr, block};
+  return {block->ptr, block, !hit && async_};
 }
 
 CachingAllocator::Block* CachingAllocator::new_block(Segment* segment, char* ptr, size_t size) {
@@ -173,12 +174,12 @@ void* CachingAllocator::plugin_allocate(size_t bytes, H2_Stream* stream, H2_Stat
   return ptr;
 }
 
-void CachingAllocator::plugin_free(void* ptr, H2_Stream* stream) {
+void CachingAllocator::plugin_free(void* ptr, H2_Stream* stream, bool ordered) {
   const H2_PluginApi& api = plugin_.api();
+  const bool async = ordered && async_ && stream != nullptr;
   const std::string what =
-      std::string(async_ && stream ? "mem_free_async" : "mem_free") + "(device " + std::to_string(device_) + ")";
-  plugin_.check(async_ && stream != nullptr ? api.mem_free_async(device_, ptr, stream) : api.mem_free(device_, ptr),
-                what);
+      std::string(async ? "mem_free_async" : "mem_free") + "(device " + std::to_string(device_) + ")";
+  plugin_.check(async ? api.mem_free_async(device_, ptr, stream) : api.mem_free(device_, ptr), what);
   ++stats_.plugin_frees;
 }
 
@@ -245,14 +246,25 @@ void CachingAllocator::free(void* ptr, void* token) {
     return;
   }
   // Other streams may still be using the block: it returns to the cache when their work at this
-  // point has completed.
-  block->state = Block::State::pending_events;
-  for (H2_Stream* use : block->uses) {
-    H2_Event* event = take_event();
-    pending_frees_.push_back({event, block});
-    ++block->pending_events;
-    plugin_.check(plugin_.api().event_record(event, use), "event_record (freeing a block another stream used)");
+  // point has completed. Every event is recorded before any is counted: if one cannot be, the block
+  // stays allocated (lost, never reused early) and the free fails.
+  std::vector<H2_Event*> events;
+  try {
+    for (H2_Stream* use : block->uses) {
+      events.push_back(take_event());
+      plugin_.check(plugin_.api().event_record(events.back(), use),
+                    "event_record (freeing a block another stream used)");
+    }
+  } catch (...) {
+    spare_events_.insert(spare_events_.end(), events.begin(), events.end());
+    ++live_blocks_;
+    stats_.allocated_bytes += block->size;
+    stats_.requested_bytes += block->requested;
+    throw;
   }
+  block->state = Block::State::pending_events;
+  block->pending_events = static_cast<int>(events.size());
+  for (H2_Event* event : events) pending_frees_.push_back({event, block});
   block->uses.clear();
 }
 
@@ -268,7 +280,7 @@ void CachingAllocator::free_uncached(Block* block) {
     }
   }
   // Without mem_free_async, mem_free itself waits for every stream's queued work.
-  plugin_free(segment->ptr, segment->stream);
+  plugin_free(segment->ptr, segment->stream, /*ordered=*/true);
   stats_.reserved_bytes -= segment->size;
   recycle(block);
   segments_.erase(segment->ptr);
@@ -348,8 +360,11 @@ void CachingAllocator::release_cached_segments() {
       ++it;
       continue;
     }
+    // The blocking mem_free, not mem_free_async: a retry after an out-of-memory must find the memory
+    // free at once (cpu-reference releases an ordered free only when its stream reaches it), and
+    // emptying the cache is rare. Freed before it leaves the pool, so a failure leaves it cached.
+    plugin_free(segment.ptr, segment.stream, /*ordered=*/false);
     pool_of(segment).erase(head);
-    plugin_free(segment.ptr, segment.stream);
     stats_.reserved_bytes -= segment.size;
     recycle(head);
     it = segments_.erase(it);

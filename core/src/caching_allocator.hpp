@@ -48,12 +48,14 @@ class CachingAllocator {
   struct Allocated {
     void* ptr;
     void* token;
+    bool enqueued;  // mem_alloc_async was called on the stream: it has new work to order after
   };
   // At least `bytes` (> 0) for work ordered on `stream`. Throws h2::Error(OUT_OF_MEMORY) naming the
   // device, the request, what is allocated and cached and what the device has free, after giving
   // the cache back to the plugin and trying once more.
   Allocated allocate(size_t bytes, H2_Stream* stream);
-  // Takes back what allocate() returned. Never waits for the device.
+  // Takes back what allocate() returned. Never waits for the device, except without caching on a
+  // plugin without mem_free_async (or for memory whose stream is gone), where it is mem_free.
   void free(void* ptr, void* token);
   // The memory is also used by work on `stream`: its free waits for that work (torch's
   // Tensor.record_stream). A no-op for the stream the memory was made for.
@@ -84,7 +86,8 @@ class CachingAllocator {
   Block* find_cached(size_t rounded, H2_Stream* stream);
   Block* allocate_segment(size_t rounded, H2_Stream* stream);
   void* plugin_allocate(size_t bytes, H2_Stream* stream, H2_Status& status);
-  void plugin_free(void* ptr, H2_Stream* stream);
+  // mem_free_async on `stream` where the plugin has it and `ordered`, else the blocking mem_free.
+  void plugin_free(void* ptr, H2_Stream* stream, bool ordered);
   Block* split(Block* block, size_t rounded);
   // Blocks are recycled, not deleted: a split and a merge per cached allocation would otherwise
   // cost two trips to the heap.

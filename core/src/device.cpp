@@ -70,6 +70,9 @@ DeviceBuffer Device::allocate(size_t bytes, const Stream& stream) const {
     throw Error(H2_STATUS_INVALID_ARGUMENT,
                 label() + ": cannot allocate memory for a stream of another device (" + stream.device().label() + ")");
   const detail::CachingAllocator::Allocated memory = plugin_->allocator(index_).allocate(bytes, stream.handle());
+  // mem_alloc_async is work on the stream (CUDA may order it after another stream's free): count it,
+  // so that Stream::ready() asks the plugin again instead of answering from its counters.
+  if (memory.enqueued) stream.native();
   return DeviceBuffer::stream_ordered(*this, memory.ptr, bytes, memory.token);
 }
 

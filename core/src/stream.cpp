@@ -54,7 +54,11 @@ OwnedHandle<Native>::~OwnedHandle() {
     // Drained first, so that what the allocator cached for this stream is free for any stream: no
     // work of this stream can still use it, and none can be enqueued on it any more.
     plugin->api().stream_synchronize(native_);  // a sticky error is the stream owner's to have seen
-    plugin->allocator(device_.index()).stream_retired(native_);
+    try {
+      plugin->allocator(device_.index()).stream_retired(native_);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, plugin->name(), std::string("retiring a stream's cached memory: ") + e.what());
+    }
   }
   if (destroy(plugin->api(), native_) != H2_STATUS_OK)
     log(LogLevel::error, plugin->name(), std::string(destroy_name(native_)) + " failed: " + plugin->api().last_error());

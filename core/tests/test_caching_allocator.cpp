@@ -34,6 +34,7 @@ struct Script {
   std::set<H2_Event*> pending_events;  // recorded on a busy stream and not yet completed
   std::map<H2_Event*, H2_Stream*> recorded_on;
   uintptr_t next_event = 0x9000;
+  bool fail_records = false;
   std::string error;
 };
 Script* script = nullptr;
@@ -92,6 +93,10 @@ H2_Status event_destroy(H2_Event*) {
   return H2_STATUS_OK;
 }
 H2_Status event_record(H2_Event* event, H2_Stream* stream) {
+  if (script->fail_records) {
+    script->error = "the scripted device is lost";
+    return H2_STATUS_DEVICE_ERROR;
+  }
   script->calls.push_back("record on " + stream_name(stream));
   script->recorded_on[event] = stream;
   if (script->busy_streams.count(stream)) {
@@ -213,6 +218,20 @@ TEST_F(CachingAllocatorTest, ABlockAnotherStreamUsedWaitsForThatStreamsEvent) {
   EXPECT_EQ(std::count(state_.calls.begin(), state_.calls.end(), "event_synchronize"), 0);
 }
 
+// If the event that would order another stream's use cannot be recorded, the block is never
+// reused: the free fails and the memory stays counted as allocated.
+TEST_F(CachingAllocatorTest, AFreeWhoseEventCannotBeRecordedKeepsTheBlock) {
+  CachingAllocator& allocator = make();
+  void* block = alloc(4 * KiB, S);
+  record(block, T);
+  state_.fail_records = true;
+  EXPECT_THAT([&] { allocator.free(block, tokens_.at(block)); },
+              testing::ThrowsMessage<Error>(HasSubstr("the scripted device is lost")));
+  EXPECT_EQ(allocator.stats().allocated_bytes, 4 * KiB);
+  state_.fail_records = false;
+  EXPECT_NE(alloc(4 * KiB, S), block);
+}
+
 TEST_F(CachingAllocatorTest, RecordingTheStreamTheBlockWasMadeForChangesNothing) {
   make();
   void* block = alloc(4 * KiB, S);
@@ -309,7 +328,8 @@ TEST_F(CachingAllocatorTest, SegmentsComeFromTheStreamOrderedSlotsWhenThePluginH
   CachingAllocator& allocator = make(/*async_slots=*/true);
   release(alloc(4 * KiB, S));
   allocator.empty_cache();
-  EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 2097152 S", "free_async S"}));
+  // Emptying the cache frees with the blocking mem_free, so the memory is free when it returns.
+  EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 2097152 S", "free"}));
 }
 
 TEST_F(CachingAllocatorTest, WithoutCachingEveryBufferIsAPluginAllocationFreedInStreamOrder) {

@@ -235,7 +235,9 @@ TEST(CachingAllocator, CpuReferenceRefusesWorkOnMemoryFreedInStreamOrder) {
   ASSERT_EQ(api.memset_async(stream.native(), ptr, 1, 4096), H2_STATUS_OK);
   ASSERT_EQ(api.mem_free_async(0, ptr, stream.handle()), H2_STATUS_OK);
   EXPECT_EQ(api.memset_async(stream.native(), ptr, 2, 4096), H2_STATUS_INVALID_ARGUMENT);
-  EXPECT_THAT(api.last_error(), HasSubstr("already freed with mem_free_async (a use after free)"));
+  // Refused as freed while the stream has not reached the free yet, or as no allocation once it has.
+  EXPECT_THAT(api.last_error(), testing::AnyOf(HasSubstr("already freed with mem_free_async (a use after free)"),
+                                               HasSubstr("is not inside a live allocation")));
   EXPECT_EQ(api.mem_free(0, ptr), H2_STATUS_INVALID_ARGUMENT);  // and it cannot be freed twice
   stream.synchronize();
   EXPECT_EQ(device.memory_info().free_bytes, device.memory_info().total_bytes);

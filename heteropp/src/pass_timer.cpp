@@ -49,10 +49,11 @@ double PassTimer::finish_step(Timeline& timeline) {
   for (size_t i = 0; i < passes_.size(); ++i) {
     Pass& pass = passes_[i];
     if (use_events_) {
-      Event& end = event(2 + 2 * i);
-      end.synchronize();
-      pass.host_start = after(anchor_time_, Event::elapsed_ms(event(0), event(1 + 2 * i)));
-      pass.host_end = after(anchor_time_, Event::elapsed_ms(event(0), end));
+      event(2 + 2 * i).synchronize();
+      const float start_ms = Event::elapsed_ms(event(0), event(1 + 2 * i));
+      const float end_ms = Event::elapsed_ms(event(0), event(2 + 2 * i));
+      pass.host_start = after(anchor_time_, start_ms);
+      pass.host_end = after(anchor_time_, end_ms);
     }
     busy_s += std::chrono::duration<double>(pass.host_end - pass.host_start).count();
     timeline.add(pass.name, "compute", pass.host_start, pass.host_end, {{"micro_batch", pass.micro_batch}});

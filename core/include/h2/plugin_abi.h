@@ -914,20 +914,27 @@ typedef struct H2_PluginApi {
    * both NULL. */
 
   /* [optional] Allocates `bytes` (> 0) on `device` for work ordered on `stream` (a stream of
-   * `device`) and writes the device pointer to `*ptr`, aligned to at least 256 bytes. The memory may
-   * be used by work enqueued on `stream` after this call, and by work on other streams once they are
-   * ordered after this call (an event recorded on `stream` after it). The contents are unspecified.
-   * The memory is owned by the caller until passed to mem_free_async (or mem_free). Returns
-   * H2_STATUS_OUT_OF_MEMORY, with a message naming the device, the request and what is free, when it
-   * does not fit. Non-blocking: it never waits for work on any stream. */
+   * `device`) and writes the device pointer to `*ptr`, aligned to at least 256 bytes. The allocation
+   * is an operation on `stream`: the memory may be used by work enqueued on `stream` after this call,
+   * and by work on other streams, by host code and by a NIC only once they are ordered after it (an
+   * event recorded on `stream` after this call has completed, or stream_synchronize); a plugin may
+   * hand out memory that an earlier mem_free_async on another stream gave back, ordering `stream`
+   * after that free. The contents are unspecified. The memory is owned by the caller until passed to
+   * mem_free_async or mem_free, and outlives `stream`: after stream_destroy it is freed with
+   * mem_free, or with mem_free_async on another stream of `device` once that stream is ordered after
+   * every use. `ptr` is written by the plugin, owned by the caller. Returns H2_STATUS_OUT_OF_MEMORY,
+   * with a message naming the device, the request and what is free, when it does not fit (nothing
+   * is allocated then). Non-blocking: it never waits for work on any stream. */
   H2_Status (*mem_alloc_async)(int32_t device, size_t bytes, H2_Stream* stream, void** ptr);
 
-  /* [optional] Frees `ptr` (from mem_alloc_async or mem_alloc on `device`) in `stream`'s order: the
-   * memory stays valid for work enqueued on `stream` before this call and may be reused for work
-   * ordered after it. Work on *other* streams that uses the memory must be ordered before this call
-   * by the caller (record an event on those streams and stream_wait_event it on `stream` first), as
-   * with cudaFreeAsync. `ptr` is invalid for the caller after the call: enqueuing new work on it is
-   * a bug the plugin may report. Non-blocking. */
+  /* [optional] Frees `ptr` (from mem_alloc_async or mem_alloc on `device`) in the order of `stream`, a
+   * stream of `device` (not necessarily the one it was allocated on): the memory stays valid for
+   * work enqueued on `stream` before this call and may be reused for work ordered after it. Work on
+   * *other* streams that uses the memory must be ordered before this call by the caller (record an
+   * event on those streams and stream_wait_event it on `stream` first), as with cudaFreeAsync.
+   * After a successful call `ptr` is no longer the caller's: enqueuing new work on it is a bug the
+   * plugin may report (cpu-reference does). On failure (an unknown pointer, a stream of another
+   * device) nothing is freed and the memory stays the caller's. Non-blocking. */
   H2_Status (*mem_free_async)(int32_t device, void* ptr, H2_Stream* stream);
 
   /* [optional] Writes to `*infos` the plugin's documented option keys (H2_OptionInfo, stepped with

@@ -35,8 +35,8 @@ class Tensor {
   // the device's caching allocator and goes back to it, without waiting, when the last view dies;
   // work on another stream that uses it must be declared with record_stream. For every temporary.
   static Tensor empty(const Stream& stream, Shape shape, DType dtype);
-  // The same with memory straight from the plugin, whose free waits for all queued work: for
-  // long-lived tensors (parameters, optimizer state) that any stream may use.
+  // The same with memory straight from the plugin, whose free waits for all queued work: for tensors
+  // that several streams (or a NIC) use without record_stream, and that are seldom freed.
   static Tensor empty(const Device& device, Shape shape, DType dtype);
   // A contiguous tensor over the start of existing device memory, which must hold it (for buffers a
   // library reuses between calls, such as DiComm's scratch).
