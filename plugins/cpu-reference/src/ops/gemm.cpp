@@ -96,7 +96,7 @@ void gemm_kernel(ThreadPool& pool, const TensorRef& a, const TensorRef& b, const
       continue;
     }
     pool.parallel_for(row_tiles * col_tiles, 1, [&](int64_t tile_begin, int64_t tile_end) {
-      std::vector<double> acc(static_cast<size_t>(kTileRows * kTileCols));
+      Values acc(static_cast<size_t>(kTileRows * kTileCols));  // on a cache line, as A and B
       for (int64_t tile = tile_begin; tile < tile_end; ++tile) {
         const int64_t i0 = tile / col_tiles * kTileRows, j0 = tile % col_tiles * kTileCols;
         const int64_t rows = std::min(kTileRows, m - i0), cols = std::min(kTileCols, n - j0);

@@ -15,7 +15,7 @@ struct BlockCache {
   std::multimap<size_t, void*> blocks;  // by size
   size_t bytes = 0;
   ~BlockCache() {
-    for (auto& [size, block] : blocks) ::operator delete(block);
+    for (auto& [size, block] : blocks) ::operator delete(block, kValuesAlignment);
   }
 };
 
