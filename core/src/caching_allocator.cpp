@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <utility>
 
 #include "h2/error.hpp"
 #include "h2/log.hpp"
@@ -75,6 +76,10 @@ CachingAllocator::~CachingAllocator() {
             " outlived its allocator; their memory is left to the plugin's shutdown");
   for (H2_Event* event : spare_events_) plugin_.api().event_destroy(event);
   for (Block* block : spare_blocks_) delete block;
+  // What is left belongs to segments still in use: their memory stays with the plugin, the
+  // bookkeeping goes.
+  for (auto& [ptr, segment] : segments_)
+    for (Block* block = segment->head; block != nullptr;) delete std::exchange(block, block->next);
 }
 
 std::string CachingAllocator::label() const {

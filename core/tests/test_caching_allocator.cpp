@@ -56,7 +56,7 @@ H2_Status allocate(size_t bytes, void** ptr) {
   script->live[*ptr] = bytes;
   return H2_STATUS_OK;
 }
-void release(void* ptr) {
+void release_memory(void* ptr) {
   script->used -= script->live.at(ptr);
   script->live.erase(ptr);
   std::free(ptr);
@@ -68,7 +68,7 @@ H2_Status mem_alloc(int32_t, size_t bytes, void** ptr) {
 }
 H2_Status mem_free(int32_t, void* ptr) {
   script->calls.push_back("free");
-  release(ptr);
+  release_memory(ptr);
   return H2_STATUS_OK;
 }
 H2_Status mem_alloc_async(int32_t, size_t bytes, H2_Stream* stream, void** ptr) {
@@ -77,7 +77,7 @@ H2_Status mem_alloc_async(int32_t, size_t bytes, H2_Stream* stream, void** ptr) 
 }
 H2_Status mem_free_async(int32_t, void* ptr, H2_Stream* stream) {
   script->calls.push_back("free_async " + stream_name(stream));
-  release(ptr);
+  release_memory(ptr);
   return H2_STATUS_OK;
 }
 H2_Status mem_info(int32_t, uint64_t* free_bytes, uint64_t* total_bytes) {
@@ -127,6 +127,7 @@ class CachingAllocatorTest : public testing::Test {
   void SetUp() override { script = &state_; }
   void TearDown() override {
     handle_.reset();
+    while (!state_.live.empty()) release_memory(state_.live.begin()->first);  // what tests left allocated
     script = nullptr;
   }
 
