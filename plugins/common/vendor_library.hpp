@@ -1,0 +1,48 @@
+// A vendor runtime loaded at run time with dlopen, so that a plugin builds without the vendor's
+// SDK, loads on machines without it, and says plainly what is missing (H2_STATUS_RUNTIME_MISSING
+// from initialize) instead of failing to load. The Ascend plugin opens libascendcl.so and aclnn's
+// libraries this way, the MLU plugin libcnrt.so and libcnnl.so; every function a plugin uses is
+// resolved by name, so a runtime older than the plugin needs is named too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace h2::plugin {
+
+struct VendorSearch {
+  std::string file;                         // "libascendcl.so"
+  std::vector<std::string> home_variables;  // tried in order: "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"
+  std::vector<std::string> subdirectories;  // of each home: "lib64", "lib"
+  std::string install_hint;                 // "install the CANN toolkit and source its set_env.sh"
+};
+
+class VendorLibrary {
+ public:
+  // Looks in each subdirectory of each home that is set, then on the dynamic loader's own search
+  // path (LD_LIBRARY_PATH, the cache). Throws PluginError(RUNTIME_MISSING): "<file> was not found
+  // (looked in ...); <hint>", or with dlerror's text when a file is there but cannot be loaded.
+  explicit VendorLibrary(const VendorSearch& search);
+  ~VendorLibrary();
+  VendorLibrary(VendorLibrary&& other) noexcept;
+  VendorLibrary& operator=(VendorLibrary&&) = delete;
+  VendorLibrary(const VendorLibrary&) = delete;
+  VendorLibrary& operator=(const VendorLibrary&) = delete;
+
+  // The function `name` as `Fn` (a function pointer type). Throws PluginError(RUNTIME_MISSING)
+  // naming the symbol and the library when it lacks it (a runtime older than the plugin needs).
+  template <typename Fn>
+  Fn function(const char* name) const {
+    return reinterpret_cast<Fn>(symbol(name));
+  }
+  // Where it was loaded from: the file found in a home, or the name the loader resolved.
+  const std::string& path() const { return path_; }
+
+ private:
+  void* symbol(const char* name) const;
+
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace h2::plugin
