@@ -151,7 +151,7 @@ CachingAllocator::Block* CachingAllocator::checked(void* ptr, void* token, const
 CachingAllocator::Block* CachingAllocator::find_cached(size_t rounded, H2_Stream* stream) {
   Pool& pool = rounded <= kSmallRequest ? small_pool_ : large_pool_;
   Segment key_segment{nullptr, 0, stream, false};
-  Block key{&key_segment, nullptr, rounded, {}, {}, {}, {}, {}, {}};
+  Block key{&key_segment, nullptr, rounded};
   auto it = pool.lower_bound(&key);
   if (it != pool.end() && (*it)->segment->stream == stream) {
     Block* block = *it;
@@ -182,9 +182,10 @@ void* CachingAllocator::plugin_allocate(size_t bytes, H2_Stream* stream, H2_Stat
 void CachingAllocator::plugin_free(void* ptr, H2_Stream* stream, bool ordered) {
   const H2_PluginApi& api = plugin_.api();
   const bool async = ordered && async_ && stream != nullptr;
-  const std::string what =
-      std::string(async ? "mem_free_async" : "mem_free") + "(device " + std::to_string(device_) + ")";
-  plugin_.check(async ? api.mem_free_async(device_, ptr, stream) : api.mem_free(device_, ptr), what);
+  const H2_Status status = async ? api.mem_free_async(device_, ptr, stream) : api.mem_free(device_, ptr);
+  if (status != H2_STATUS_OK)  // the message only when it is needed: this is every free without caching
+    plugin_.check(status,
+                  std::string(async ? "mem_free_async" : "mem_free") + "(device " + std::to_string(device_) + ")");
   ++stats_.plugin_frees;
 }
 
@@ -322,6 +323,7 @@ void CachingAllocator::record_stream(void* ptr, void* token, H2_Stream* stream) 
 void CachingAllocator::stream_retired(H2_Stream* stream) {
   std::lock_guard lock(mutex_);
   for (auto& [ptr, segment] : segments_) {
+    for (Block* block = segment->head; block != nullptr; block = block->next) std::erase(block->uses, stream);
     if (segment->stream != stream) continue;
     // The pools are ordered by stream: take the segment's cached blocks out while its key changes.
     std::vector<Block*> cached;
@@ -332,8 +334,6 @@ void CachingAllocator::stream_retired(H2_Stream* stream) {
     segment->stream = nullptr;
     for (Block* block : cached) pool.insert(block);
   }
-  for (auto& [ptr, segment] : segments_)
-    for (Block* block = segment->head; block != nullptr; block = block->next) std::erase(block->uses, stream);
 }
 
 void CachingAllocator::poll_pending_frees() {

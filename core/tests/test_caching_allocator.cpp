@@ -327,7 +327,13 @@ TEST_F(CachingAllocatorTest, StatsTrackPeaksUntilReset) {
 
 TEST_F(CachingAllocatorTest, SegmentsComeFromTheStreamOrderedSlotsWhenThePluginHasThem) {
   CachingAllocator& allocator = make(/*async_slots=*/true);
-  release(alloc(4 * KiB, S));
+  // A new segment is work enqueued on the stream (Device::allocate counts it); a cache hit is not.
+  const CachingAllocator::Allocated first = allocator.allocate(4 * KiB, S);
+  EXPECT_TRUE(first.enqueued);
+  allocator.free(first.ptr, first.token);
+  const CachingAllocator::Allocated again = allocator.allocate(4 * KiB, S);
+  EXPECT_FALSE(again.enqueued);
+  allocator.free(again.ptr, again.token);
   allocator.empty_cache();
   // Emptying the cache frees with the blocking mem_free, so the memory is free when it returns.
   EXPECT_EQ(state_.calls, (std::vector<std::string>{"alloc_async 2097152 S", "free"}));

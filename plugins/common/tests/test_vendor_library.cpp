@@ -51,7 +51,7 @@ TEST(VendorLibrary, PrefersTheHomeDirectoryOfTheVariable) {
   std::filesystem::remove_all(home);
 }
 
-TEST(VendorLibrary, AMissingLibraryIsRuntimeMissingSayingWhereItLookedAndWhatToDo) {
+TEST(VendorLibrary, AMissingLibraryIsRuntimeMissingSayingWhereItLookedAndHowToInstall) {
   setenv("H2_TEST_VENDOR_HOME", "/nonexistent/vendor", 1);
   VendorSearch search = libm_search();
   search.file = "libh2-absent-vendor-runtime.so";
