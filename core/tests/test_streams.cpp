@@ -1,6 +1,6 @@
-// Stream and event semantics on the cpu-reference plugin, whose streams are real worker threads:
-// ordering within a stream, ordering across streams through events, query and synchronize under
-// concurrency, and event timing.
+// Stream and event semantics on the plugin under test (cpu-reference, whose streams are real worker
+// threads, or another plugin when meson test sets H2_TEST_PLUGIN): ordering within a stream, ordering
+// across streams through events, query and synchronize under concurrency, and event timing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ using testing::HasSubstr;
 
 class Streams : public testing::Test {
  protected:
-  Streams() : runtime_(test::cpu_reference_only()), device_(runtime_.device("cpu-reference", 0)) {}
+  Streams() : runtime_(test::plugin_under_test_only()), device_(runtime_.device(test::plugin_under_test(), 0)) {}
   Runtime runtime_;
   Device device_;
 };
@@ -138,6 +138,7 @@ TEST_F(Streams, QueryNeverReportsIdleWhileWorkIsQueuedOrRunning) {
 // ready() ask the plugin again; so must moving the stream.
 TEST_F(Streams, ReadyAsksThePluginAgainOnceAnOpIsEnqueued) {
   constexpr int64_t kCount = 32 << 20;  // floats: milliseconds of work on cpu-reference
+  if (!device_.op_capability(H2_OP_FILL)) GTEST_SKIP() << test::plugin_under_test() << " has no fill operator";
   Stream stream = device_.create_stream();
   Stream checker = device_.create_stream();
   const Tensor values = Tensor::empty(device_, {kCount}, DType::f32);
@@ -271,11 +272,12 @@ TEST_F(Streams, OneStreamSharedByManyThreadsStaysConsistent) {
 }
 
 TEST(MultiDevice, CopiesBetweenTwoDevicesOfOnePluginOrderedByAnEvent) {
-  test::ScopedEnv devices("H2_CPU_REFERENCE_DEVICES", "2");
-  Runtime runtime(test::cpu_reference_only());
+  test::ScopedEnv devices("H2_CPU_REFERENCE_DEVICES", "2");  // the Ascend emulator has 2 by default
+  const std::string plugin = test::plugin_under_test();
+  Runtime runtime(test::plugin_under_test_only());
   ASSERT_EQ(runtime.devices().size(), 2u);
-  Device first = runtime.device("cpu-reference", 0);
-  Device second = runtime.device("cpu-reference", 1);
+  Device first = runtime.device(plugin, 0);
+  Device second = runtime.device(plugin, 1);
   Stream on_first = first.create_stream();
   Stream on_second = second.create_stream();
   std::vector<uint8_t> data(4 << 20);
@@ -289,7 +291,7 @@ TEST(MultiDevice, CopiesBetweenTwoDevicesOfOnePluginOrderedByAnEvent) {
   on_second.copy(b, 0, a, 0, data.size());
   EXPECT_EQ(read_back(on_second, b, data.size()), data);
   EXPECT_THAT([&] { on_second.memset(a, 0); },
-              testing::ThrowsMessage<Error>(HasSubstr("the buffer is on cpu-reference:0")));
+              testing::ThrowsMessage<Error>(HasSubstr("the buffer is on " + plugin + ":0")));
 }
 
 }  // namespace

@@ -43,6 +43,20 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// The plugin a test of the runtime's semantics runs on: H2_TEST_PLUGIN, which meson test sets to run
+// such a suite once per plugin (the Ascend plugin on its emulated CANN runtime), else cpu-reference.
+inline std::string plugin_under_test() {
+  const char* name = std::getenv("H2_TEST_PLUGIN");
+  return name != nullptr && *name != '\0' ? name : "cpu-reference";
+}
+
+// A Runtime holding only that plugin.
+inline RuntimeOptions plugin_under_test_only() {
+  RuntimeOptions options;
+  options.plugins = {plugin_under_test()};
+  return options;
+}
+
 // A Runtime holding only the cpu-reference plugin.
 inline RuntimeOptions cpu_reference_only() {
   RuntimeOptions options;

@@ -1,0 +1,98 @@
+// The emulated machine between aclInit and aclFinalize: its devices and their memory, the streams and
+// events handed out, pinned host memory, the threads subscribed for callbacks, and injected faults.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "device_memory.hpp"
+#include "emulator_config.hpp"
+#include "stream.hpp"
+
+namespace ascend_emulator {
+
+// One aclrtRecordEvent: done once its stream has reached it. A wait holds the record it saw, so a
+// later record of the same event never releases it.
+struct EventRecord {
+  bool done = false;
+  std::chrono::steady_clock::time_point done_at{};
+};
+
+struct Event {
+  int32_t device = 0;
+  uint32_t flags = 0;
+  std::mutex mutex;  // guards latest and every record's fields
+  std::condition_variable record_done;
+  std::shared_ptr<EventRecord> latest;  // NULL: never recorded (counts as complete)
+};
+
+// Callbacks due for one subscribed thread (aclrtProcessReport runs them).
+struct ReportQueue {
+  struct Call {
+    aclrtCallback fn;
+    void* user_data;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Call> calls;
+};
+
+class Machine {
+ public:
+  explicit Machine(Config config);
+  ~Machine();
+
+  const Config& config() const { return config_; }
+  int32_t device_count() const { return static_cast<int32_t>(config_.visible.size()); }
+  void check_device(int32_t device) const;
+  DeviceMemory& memory(int32_t device);
+  // The live allocation holding [ptr, ptr + bytes) on any device: its writable view, or nullptr.
+  void* view(const void* ptr, size_t bytes);
+
+  aclrtStream add_stream(int32_t device);
+  std::shared_ptr<Stream> stream(aclrtStream handle) const;  // throws for an unknown handle
+  std::shared_ptr<Stream> take_stream(aclrtStream handle);
+  std::vector<std::shared_ptr<Stream>> streams_of(int32_t device) const;
+
+  aclrtEvent add_event(int32_t device, uint32_t flags);
+  std::shared_ptr<Event> event(aclrtEvent handle) const;
+  void remove_event(aclrtEvent handle);
+
+  void add_pinned(void* ptr, size_t bytes);
+  void remove_pinned(void* ptr);
+  bool is_pinned(const void* ptr, size_t bytes) const;
+
+  ReportQueue& report_queue(uint64_t thread_id);
+
+  // Called before every copy or kernel runs: counts it and applies injected faults.
+  void before_task(const std::string& name);
+  // Throws LOST_HEARTBEAT once the device has been lost (injected).
+  void check_alive() const;
+
+ private:
+  Config config_;
+  mutable std::mutex mutex_;
+  std::map<int, std::unique_ptr<DeviceMemory>> memory_;  // by physical device, made on first use
+  std::map<aclrtStream, std::shared_ptr<Stream>> streams_;
+  std::map<aclrtEvent, std::shared_ptr<Event>> events_;
+  std::map<const char*, size_t> pinned_;
+  std::map<uint64_t, std::unique_ptr<ReportQueue>> reports_;
+  std::atomic<int64_t> tasks_run_{0};
+  std::atomic<bool> lost_{false};
+};
+
+// The machine after aclInit; throws ACL_ERROR_UNINITIALIZE before it or after aclFinalize.
+Machine& machine();
+std::unique_ptr<Machine>& machine_slot();
+
+}  // namespace ascend_emulator

@@ -1,0 +1,309 @@
+// The Ascend plugin's C ABI table and its one exported entry point. Streams and events map one to one
+// onto aclrtStream and aclrtEvent; each slot checks what the ABI lets it check, forwards to the
+// Runtime, and maps failures to a status plus the thread's last error.
+#include <cstring>
+#include <memory>
+
+#include "acl_error.hpp"
+#include "h2/plugin_abi.h"
+#include "ops/op_table.hpp"
+#include "plugin_options.hpp"
+#include "runtime.hpp"
+
+namespace h2::ascend {
+namespace {
+
+using h2::plugin::fail;
+using h2::plugin::guarded;
+using h2::plugin::require;
+
+H2_Status initialize(const H2_InitArgs* args) {
+  return guarded("initialize", [&] {
+    require(args, "args");
+    if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
+      fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
+    if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
+    // It takes no options yet; any key is refused rather than ignored (ABI 1.4).
+    h2::plugin::read_init_options(*args, nullptr, 0, "ascend");
+    runtime_slot() = std::make_unique<Runtime>(*args);
+  });
+}
+
+// No documented keys (ABI 1.4): `h2 devices --plugin ascend --options` says it takes none.
+H2_Status option_list(const H2_OptionInfo** infos, size_t* count) {
+  return guarded("option_list", [&] {
+    require(infos, "infos");
+    require(count, "count");
+    *infos = nullptr;
+    *count = 0;
+  });
+}
+
+H2_Status shutdown() {
+  return guarded("shutdown", [&] { runtime_slot().reset(); });
+}
+
+const char* get_last_error() {
+  return h2::plugin::last_error();
+}
+
+H2_Status device_count(int32_t* count) {
+  return guarded("device_count", [&] {
+    require(count, "count");
+    *count = runtime().device_count();
+  });
+}
+
+H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
+  return guarded("device_properties", [&] {
+    require(props, "props");
+    runtime().properties(device, *props);
+  });
+}
+
+H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
+  return guarded("mem_alloc", [&] {
+    require(ptr, "ptr");
+    *ptr = runtime().allocate(device, bytes);
+  });
+}
+
+H2_Status mem_free(int32_t device, void* ptr) {
+  return guarded("mem_free", [&] {
+    require(ptr, "ptr");
+    runtime().release(device, ptr);
+  });
+}
+
+H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
+  return guarded("mem_alloc_async", [&] {
+    require(ptr, "ptr");
+    *ptr = runtime().allocate_async(device, bytes, *runtime().stream(stream));
+  });
+}
+
+H2_Status mem_free_async(int32_t device, void* ptr, H2_Stream* stream) {
+  return guarded("mem_free_async", [&] {
+    require(ptr, "ptr");
+    runtime().release_async(device, ptr, *runtime().stream(stream));
+  });
+}
+
+H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  return guarded("mem_info", [&] {
+    require(free_bytes, "free_bytes");
+    require(total_bytes, "total_bytes");
+    runtime().memory_info(device, *free_bytes, *total_bytes);
+  });
+}
+
+H2_Status host_alloc(size_t bytes, void** ptr) {
+  return guarded("host_alloc", [&] {
+    require(ptr, "ptr");
+    *ptr = runtime().allocate_host(bytes);
+  });
+}
+
+H2_Status host_free(void* ptr) {
+  return guarded("host_free", [&] {
+    require(ptr, "ptr");
+    runtime().release_host(ptr);
+  });
+}
+
+H2_Status stream_create(int32_t device, H2_Stream** stream) {
+  return guarded("stream_create", [&] {
+    require(stream, "stream");
+    *stream = runtime().create_stream(device);
+  });
+}
+
+H2_Status stream_destroy(H2_Stream* stream) {
+  return guarded("stream_destroy", [&] { runtime().destroy_stream(stream); });
+}
+
+H2_Status stream_synchronize(H2_Stream* stream) {
+  return guarded("stream_synchronize", [&] { runtime().synchronize(*runtime().stream(stream)); });
+}
+
+H2_Status stream_query(H2_Stream* stream) {
+  return guarded("stream_query", [&] { return runtime().query(*runtime().stream(stream)); });
+}
+
+H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
+  return guarded("stream_wait_event", [&] {
+    Runtime& r = runtime();
+    auto s = r.stream(stream);
+    auto e = r.event(event);
+    if (!e->recorded) return;  // the ABI: waiting for a never-recorded event is a no-op
+    r.bind(s->device);
+    H2_ACL(r.acl(), aclrtStreamWaitEvent, s->stream, e->event);
+  });
+}
+
+void check_device_range(const void* ptr, size_t bytes, const char* role) {
+  require(ptr, role);
+  if (!runtime().is_device_memory(ptr, bytes))
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
+                                         std::to_string(bytes) + " bytes)");
+}
+
+void check_host_pointer(const void* ptr, const char* role) {
+  require(ptr, role);
+  if (runtime().is_device_memory(ptr, 1))
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is device memory but the copy kind says it is host memory");
+}
+
+H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes) {
+  return guarded("memset_async", [&] {
+    Runtime& r = runtime();
+    auto s = r.stream(stream);
+    if (bytes == 0) return;
+    check_device_range(dst, bytes, "destination");
+    r.bind(s->device);
+    H2_ACL(r.acl(), aclrtMemsetAsync, dst, bytes, value, bytes, s->stream);
+  });
+}
+
+H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t bytes, H2_MemcpyKind kind) {
+  return guarded("memcpy_async", [&] {
+    Runtime& r = runtime();
+    auto s = r.stream(stream);
+    const uint32_t direction = h2::plugin::enum_bits(kind);
+    if (direction < H2_MEMCPY_HOST_TO_DEVICE || direction > H2_MEMCPY_DEVICE_TO_DEVICE)
+      fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(direction));
+    const char* a = static_cast<const char*>(dst);
+    const char* b = static_cast<const char*>(src);
+    if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
+    if (bytes == 0) return;
+    r.bind(s->device);
+    switch (direction) {
+      case H2_MEMCPY_HOST_TO_DEVICE:
+        check_host_pointer(src, "source");
+        check_device_range(dst, bytes, "destination");
+        if (r.is_host_allocation(src, bytes))
+          H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_HOST_TO_DEVICE, s->stream);
+        else
+          r.staging().to_device(s->stream, dst, src, bytes);
+        break;
+      case H2_MEMCPY_DEVICE_TO_HOST:
+        check_device_range(src, bytes, "source");
+        check_host_pointer(dst, "destination");
+        if (r.is_host_allocation(dst, bytes))
+          H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_DEVICE_TO_HOST, s->stream);
+        else
+          r.staging().to_host(s->stream, dst, src, bytes);
+        break;
+      default:
+        check_device_range(src, bytes, "source");
+        check_device_range(dst, bytes, "destination");
+        H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, s->stream);
+    }
+  });
+}
+
+H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
+  return guarded("event_create", [&] {
+    require(event, "event");
+    *event = runtime().create_event(device, flags);
+  });
+}
+
+H2_Status event_destroy(H2_Event* event) {
+  return guarded("event_destroy", [&] { runtime().destroy_event(event); });
+}
+
+H2_Status event_record(H2_Event* event, H2_Stream* stream) {
+  return guarded("event_record", [&] {
+    Runtime& r = runtime();
+    auto s = r.stream(stream);
+    auto e = r.event(event);
+    if (e->device != s->device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the event belongs to device " + std::to_string(e->device) +
+                                           " and the stream to device " + std::to_string(s->device));
+    r.bind(s->device);
+    H2_ACL(r.acl(), aclrtRecordEvent, e->event, s->stream);
+    e->recorded = true;
+  });
+}
+
+bool event_complete(Runtime& r, const Event& e) {
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  H2_ACL(r.acl(), aclrtQueryEventStatus, e.event, &status);
+  return status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
+}
+
+H2_Status event_query(H2_Event* event) {
+  return guarded("event_query", [&]() -> H2_Status {
+    Runtime& r = runtime();
+    return event_complete(r, *r.event(event)) ? H2_STATUS_OK : H2_STATUS_NOT_READY;
+  });
+}
+
+H2_Status event_synchronize(H2_Event* event) {
+  return guarded("event_synchronize", [&] {
+    Runtime& r = runtime();
+    H2_ACL(r.acl(), aclrtSynchronizeEvent, r.event(event)->event);
+  });
+}
+
+H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) {
+  return guarded("event_elapsed_ms", [&]() -> H2_Status {
+    require(milliseconds, "milliseconds");
+    Runtime& r = runtime();
+    auto first = r.event(start);
+    auto second = r.event(end);
+    if (!first->timing || !second->timing)
+      fail(H2_STATUS_INVALID_ARGUMENT, "an event was created with H2_EVENT_DISABLE_TIMING");
+    if (!first->recorded || !second->recorded) fail(H2_STATUS_INVALID_ARGUMENT, "an event has never been recorded");
+    if (!event_complete(r, *first) || !event_complete(r, *second)) return H2_STATUS_NOT_READY;
+    H2_ACL(r.acl(), aclrtEventElapsedTime, milliseconds, first->event, second->event);
+    return H2_STATUS_OK;
+  });
+}
+
+const H2_PluginApi kApi = {
+    .struct_size = sizeof(H2_PluginApi),
+    .abi_major = H2_ABI_MAJOR,
+    .abi_minor = H2_ABI_MINOR,
+    .plugin_name = "ascend",
+    .plugin_version = H2_VERSION,
+    .initialize = initialize,
+    .shutdown = shutdown,
+    .last_error = get_last_error,
+    .device_count = device_count,
+    .device_properties = device_properties,
+    .mem_alloc = mem_alloc,
+    .mem_free = mem_free,
+    .mem_info = mem_info,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .stream_create = stream_create,
+    .stream_destroy = stream_destroy,
+    .stream_synchronize = stream_synchronize,
+    .stream_query = stream_query,
+    .stream_wait_event = stream_wait_event,
+    .memset_async = memset_async,
+    .memcpy_async = memcpy_async,
+    .event_create = event_create,
+    .event_destroy = event_destroy,
+    .event_record = event_record,
+    .event_query = event_query,
+    .event_synchronize = event_synchronize,
+    .event_elapsed_ms = event_elapsed_ms,
+    .op_table = &kOpTable,
+    .stream_create_with_flags = nullptr,
+    .mem_export = nullptr,
+    .mem_import = nullptr,
+    .mem_close = nullptr,
+    .mem_alloc_async = mem_alloc_async,
+    .mem_free_async = mem_free_async,
+    .option_list = option_list,
+};
+
+}  // namespace
+}  // namespace h2::ascend
+
+extern "C" H2_PLUGIN_EXPORT const H2_PluginApi* h2_plugin_get_api(uint32_t /*abi_major*/) {
+  return &h2::ascend::kApi;
+}

@@ -1,0 +1,371 @@
+#include "runtime.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "acl_error.hpp"
+#include "plugin_error.hpp"
+
+namespace h2::ascend {
+
+using h2::plugin::fail;
+
+namespace {
+
+// Public figures for the SoCs AscendCL names, where Huawei or its partners published them (dense
+// FLOP/s of the Cube unit, HBM bandwidth); 0 where nothing public is known. The planner measures
+// devices anyway (`h2 train --profile`); these only seed it.
+struct SocFigures {
+  const char* prefix;
+  uint32_t ai_cores;
+  double f16_flops, bf16_flops, bandwidth;
+};
+constexpr SocFigures kSocs[] = {
+    {"Ascend910B1", 24, 0, 0, 0}, {"Ascend910B2", 24, 0, 0, 0},         {"Ascend910B3", 20, 313e12, 313e12, 1.6e12},
+    {"Ascend910B4", 20, 0, 0, 0}, {"Ascend910", 32, 256e12, 0, 1.2e12},  // the first 910 (no bf16)
+};
+
+const SocFigures* figures_for(const std::string& soc) {
+  for (const SocFigures& figures : kSocs)
+    if (soc.rfind(figures.prefix, 0) == 0) return &figures;
+  return nullptr;
+}
+
+// Which device the calling thread made current, and for which Runtime (a generation, since a new
+// Runtime may reuse an old one's address after shutdown and initialize).
+std::atomic<uint64_t> runtime_generations{0};
+thread_local int32_t bound_device = -1;
+thread_local uint64_t bound_generation = 0;
+
+}  // namespace
+
+std::unique_ptr<Runtime>& runtime_slot() {
+  static std::unique_ptr<Runtime> slot;
+  return slot;
+}
+
+Runtime& runtime() {
+  if (!runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is not initialized");
+  return *runtime_slot();
+}
+
+Runtime::Runtime(const H2_InitArgs& /*args*/)
+    : acl_(std::make_unique<AclLibrary>()), generation_(++runtime_generations) {
+  const aclError init = acl_->aclInit(nullptr);
+  if (init != ACL_SUCCESS && init != ACL_ERROR_REPEAT_INITIALIZE) acl_check(*acl_, init, "aclInit");
+  uint32_t count = 0;
+  const aclError counted = acl_->aclrtGetDeviceCount(&count);
+  if (counted == ACL_ERROR_RT_NO_DEVICE || (counted == ACL_SUCCESS && count == 0)) {
+    const char* detail = acl_->aclGetRecentErrMsg();
+    acl_->aclFinalize();
+    fail(H2_STATUS_NO_DEVICE, "no Ascend device: the CANN runtime (" + acl_->library.path() + ") finds none" +
+                                  (detail && *detail ? std::string(" (") + detail + ")" : "") +
+                                  "; check the driver with npu-smi info, and ASCEND_RT_VISIBLE_DEVICES");
+  }
+  acl_check(*acl_, counted, "aclrtGetDeviceCount");
+  for (int32_t d = 0; d < static_cast<int32_t>(count); ++d) {
+    H2_ACL(*acl_, aclrtSetDevice, d);
+    DeviceInfo info;
+    const char* soc = acl_->aclrtGetSocName();
+    info.soc = soc != nullptr ? soc : "Ascend (unknown SoC)";
+    size_t free_bytes = 0, total_bytes = 0;
+    H2_ACL(*acl_, aclrtGetMemInfo, ACL_HBM_MEM, &free_bytes, &total_bytes);
+    info.total_memory = total_bytes;
+    devices_.push_back(info);
+    callback_threads_.push_back(std::make_unique<CallbackThread>(*acl_, d));
+  }
+  staging_ = std::make_unique<HostStaging>(*acl_);
+}
+
+Runtime::~Runtime() {
+  // The core has destroyed every stream and freed every allocation; what is left is the plugin's.
+  for (int32_t d = 0; d < device_count(); ++d) release_freed_blocks(d, true);
+  staging_.reset();
+  callback_threads_.clear();
+  for (int32_t d = 0; d < device_count(); ++d) acl_->aclrtResetDevice(d);
+  acl_->aclFinalize();
+  bound_device = -1;
+}
+
+void Runtime::check_device(int32_t device) const {
+  if (device < 0 || device >= device_count())
+    fail(H2_STATUS_INVALID_ARGUMENT,
+         "device " + std::to_string(device) + " does not exist (" + std::to_string(device_count()) + " devices)");
+}
+
+void Runtime::bind(int32_t device) const {
+  check_device(device);
+  if (bound_generation == generation_ && bound_device == device) return;
+  H2_ACL(*acl_, aclrtSetDevice, device);
+  bound_generation = generation_;
+  bound_device = device;
+}
+
+void Runtime::properties(int32_t device, H2_DeviceProperties& props) const {
+  check_device(device);
+  if (props.struct_size < H2_DEVICE_PROPERTIES_SIZE_1_0)
+    fail(H2_STATUS_INVALID_ARGUMENT, "props->struct_size is smaller than ABI 1.0's H2_DeviceProperties");
+  const DeviceInfo& info = devices_[static_cast<size_t>(device)];
+  std::snprintf(props.name, sizeof props.name, "%s", info.soc.c_str());
+  std::snprintf(props.vendor, sizeof props.vendor, "%s", "Huawei");
+  props.bus_id[0] = '\0';
+  props.kind = H2_DEVICE_KIND_NPU;
+  props.total_memory_bytes = info.total_memory;
+  if (const SocFigures* figures = figures_for(info.soc)) {
+    props.compute_units = figures->ai_cores;
+    props.memory_bandwidth_bytes_per_s = figures->bandwidth;
+    props.peak_flops[H2_DTYPE_F16] = figures->f16_flops;
+    props.peak_flops[H2_DTYPE_BF16] = figures->bf16_flops;
+  }
+  props.supported_dtypes =
+      (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16) | (1u << H2_DTYPE_I32) | (1u << H2_DTYPE_I64);
+  props.nic_direct_memory = H2_NIC_DIRECT_HOST;
+  props.host_accessible = 0;
+}
+
+void Runtime::memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_bytes) const {
+  bind(device);
+  size_t free_now = 0, total = 0;
+  H2_ACL(*acl_, aclrtGetMemInfo, ACL_HBM_MEM, &free_now, &total);
+  free_bytes = free_now;
+  total_bytes = total;
+}
+
+void Runtime::out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message) {
+  uint64_t free_bytes = 0, total_bytes = 0;
+  memory_info(device, free_bytes, total_bytes);
+  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " (" + devices_[static_cast<size_t>(device)].soc +
+                                    ") cannot allocate " + std::to_string(bytes) +
+                                    " bytes: " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
+                                    " bytes are free (" + runtime_message + ")");
+}
+
+// aclrtMalloc, and when the device is full, once more after giving back the blocks that
+// mem_free_async returned (waiting for the streams that freed them).
+void* Runtime::malloc_or_reclaim(int32_t device, size_t bytes) {
+  bind(device);
+  void* ptr = nullptr;
+  aclError code = acl_->aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
+  if (code == ACL_ERROR_RT_MEMORY_ALLOCATION) {
+    release_freed_blocks(device, true);
+    code = acl_->aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
+  }
+  if (code == ACL_ERROR_RT_MEMORY_ALLOCATION || code == ACL_ERROR_BAD_ALLOC) {
+    const char* detail = acl_->aclGetRecentErrMsg();
+    out_of_memory(device, bytes, detail != nullptr ? detail : "aclrtMalloc failed");
+  }
+  acl_check(*acl_, code, "aclrtMalloc");
+  std::lock_guard lock(memory_mutex_);
+  allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, bytes});
+  return ptr;
+}
+
+void* Runtime::allocate(int32_t device, size_t bytes) {
+  check_device(device);
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+  return malloc_or_reclaim(device, bytes);
+}
+
+void Runtime::synchronize_device(int32_t device) {
+  bind(device);
+  H2_ACL(*acl_, aclrtSynchronizeDevice);
+}
+
+void Runtime::release(int32_t device, void* ptr) {
+  check_device(device);
+  {
+    std::lock_guard lock(memory_mutex_);
+    auto it = allocations_.find(static_cast<const char*>(ptr));
+    if (it == allocations_.end() || it->second.device != device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
+    allocations_.erase(it);
+  }
+  // aclrtFree does not wait for queued work; the ABI's mem_free does.
+  synchronize_device(device);
+  H2_ACL(*acl_, aclrtFree, ptr);
+}
+
+void* Runtime::allocate_async(int32_t device, size_t bytes, Stream& stream) {
+  check_device(device);
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+  if (stream.device != device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
+                                         ", the allocation to device " + std::to_string(device));
+  bind(device);
+  // A block of this size that mem_free_async gave back: on its own stream it is free in stream order
+  // already; another stream first waits for the free's event, which never blocks the host.
+  std::unique_lock lock(memory_mutex_);
+  for (auto it = freed_.begin(); it != freed_.end(); ++it) {
+    if (it->second.device != device || it->second.bytes != bytes) continue;
+    void* ptr = it->first;
+    const FreedBlock block = it->second;
+    freed_.erase(it);
+    allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, bytes});
+    lock.unlock();
+    if (block.stream_id != stream.id) H2_ACL(*acl_, aclrtStreamWaitEvent, stream.stream, block.freed);
+    H2_ACL(*acl_, aclrtDestroyEvent, block.freed);
+    return ptr;
+  }
+  lock.unlock();
+  release_freed_blocks(device, false);
+  return malloc_or_reclaim(device, bytes);
+}
+
+void Runtime::release_async(int32_t device, void* ptr, Stream& stream) {
+  check_device(device);
+  if (stream.device != device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
+                                         ", the memory to device " + std::to_string(device));
+  bind(device);
+  aclrtEvent freed = nullptr;
+  H2_ACL(*acl_, aclrtCreateEventWithFlag, &freed, ACL_EVENT_SYNC);
+  std::lock_guard lock(memory_mutex_);
+  auto it = allocations_.find(static_cast<const char*>(ptr));
+  if (it == allocations_.end() || it->second.device != device) {
+    acl_->aclrtDestroyEvent(freed);
+    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
+  }
+  const aclError recorded = acl_->aclrtRecordEvent(freed, stream.stream);
+  if (recorded != ACL_SUCCESS) {
+    acl_->aclrtDestroyEvent(freed);
+    acl_check(*acl_, recorded, "aclrtRecordEvent");
+  }
+  freed_.emplace_back(ptr, FreedBlock{device, it->second.bytes, stream.id, freed});
+  allocations_.erase(it);
+}
+
+// Gives the blocks mem_free_async returned on `device` back to AscendCL: those whose free has
+// completed, or with `wait` all of them after waiting for their streams.
+void Runtime::release_freed_blocks(int32_t device, bool wait) {
+  std::vector<std::pair<void*, FreedBlock>> done;
+  {
+    std::lock_guard lock(memory_mutex_);
+    for (auto it = freed_.begin(); it != freed_.end();) {
+      aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+      const bool complete = it->second.device == device &&
+                            (wait || (acl_->aclrtQueryEventStatus(it->second.freed, &status) == ACL_SUCCESS &&
+                                      status == ACL_EVENT_RECORDED_STATUS_COMPLETE));
+      if (!complete) {
+        ++it;
+        continue;
+      }
+      done.push_back(*it);
+      it = freed_.erase(it);
+    }
+  }
+  if (done.empty()) return;
+  bind(device);
+  for (const auto& [ptr, block] : done) {
+    if (wait) acl_->aclrtSynchronizeEvent(block.freed);
+    acl_->aclrtDestroyEvent(block.freed);
+    H2_ACL(*acl_, aclrtFree, ptr);
+  }
+}
+
+bool Runtime::is_device_memory(const void* ptr, size_t bytes) const {
+  const char* address = static_cast<const char*>(ptr);
+  std::lock_guard lock(memory_mutex_);
+  auto it = allocations_.upper_bound(address);
+  if (it == allocations_.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second.bytes;
+}
+
+void* Runtime::allocate_host(size_t bytes) {
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
+  void* ptr = nullptr;
+  const aclError code = acl_->aclrtMallocHost(&ptr, bytes);
+  if (code == ACL_ERROR_BAD_ALLOC || code == ACL_ERROR_RT_MEMORY_ALLOCATION)
+    fail(H2_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of page-locked host memory");
+  acl_check(*acl_, code, "aclrtMallocHost");
+  std::lock_guard lock(memory_mutex_);
+  host_allocations_.emplace(static_cast<const char*>(ptr), bytes);
+  return ptr;
+}
+
+void Runtime::release_host(void* ptr) {
+  {
+    std::lock_guard lock(memory_mutex_);
+    if (host_allocations_.erase(static_cast<const char*>(ptr)) == 0)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
+  }
+  for (const auto& stream : streams_.snapshot()) synchronize(*stream);
+  H2_ACL(*acl_, aclrtFreeHost, ptr);
+}
+
+bool Runtime::is_host_allocation(const void* ptr, size_t bytes) const {
+  const char* address = static_cast<const char*>(ptr);
+  std::lock_guard lock(memory_mutex_);
+  auto it = host_allocations_.upper_bound(address);
+  if (it == host_allocations_.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
+
+H2_Stream* Runtime::create_stream(int32_t device) {
+  bind(device);
+  auto stream = std::make_shared<Stream>();
+  stream->device = device;
+  stream->id = next_stream_id_++;
+  H2_ACL(*acl_, aclrtCreateStream, &stream->stream);
+  try {
+    callback_threads_[static_cast<size_t>(device)]->subscribe(stream->stream);
+  } catch (...) {
+    acl_->aclrtDestroyStream(stream->stream);
+    throw;
+  }
+  return streams_.add(std::move(stream));
+}
+
+void Runtime::destroy_stream(H2_Stream* handle) {
+  auto stream = streams_.take(handle);
+  bind(stream->device);
+  // AscendCL destroys only a drained stream; the ABI's stream_destroy waits, and its errors are the
+  // stream's business, reported by synchronize: none is left to report once it is gone.
+  acl_->aclrtSynchronizeStream(stream->stream);
+  callback_threads_[static_cast<size_t>(stream->device)]->unsubscribe(stream->stream);
+  H2_ACL(*acl_, aclrtDestroyStream, stream->stream);
+}
+
+void Runtime::synchronize(Stream& stream) {
+  bind(stream.device);
+  const aclError code = acl_->aclrtSynchronizeStream(stream.stream);
+  std::lock_guard lock(stream.mutex);
+  if (code != ACL_SUCCESS && stream.sticky_status == H2_STATUS_OK) {
+    const char* detail = acl_->aclGetRecentErrMsg();
+    stream.sticky_status = status_of(code);
+    stream.sticky = "work on the stream failed with AscendCL error " + std::to_string(code) +
+                    (detail != nullptr && *detail ? std::string(": ") + detail : std::string());
+  }
+  if (stream.sticky_status != H2_STATUS_OK) fail(stream.sticky_status, stream.sticky);
+}
+
+H2_Status Runtime::query(Stream& stream) {
+  {
+    std::lock_guard lock(stream.mutex);
+    if (stream.sticky_status != H2_STATUS_OK) fail(stream.sticky_status, stream.sticky);
+  }
+  bind(stream.device);
+  aclrtStreamStatus status = ACL_STREAM_STATUS_NOT_READY;
+  H2_ACL(*acl_, aclrtStreamQuery, stream.stream, &status);
+  if (status != ACL_STREAM_STATUS_COMPLETE) return H2_STATUS_NOT_READY;
+  synchronize(stream);  // drained already: this only collects an error of its work
+  return H2_STATUS_OK;
+}
+
+H2_Event* Runtime::create_event(int32_t device, uint32_t flags) {
+  bind(device);
+  auto event = std::make_shared<Event>();
+  event->device = device;
+  event->timing = (flags & H2_EVENT_DISABLE_TIMING) == 0;
+  H2_ACL(*acl_, aclrtCreateEventWithFlag, &event->event, event->timing ? ACL_EVENT_TIME_LINE : ACL_EVENT_SYNC);
+  return events_.add(std::move(event));
+}
+
+void Runtime::destroy_event(H2_Event* handle) {
+  auto event = events_.take(handle);
+  bind(event->device);
+  H2_ACL(*acl_, aclrtDestroyEvent, event->event);
+}
+
+}  // namespace h2::ascend

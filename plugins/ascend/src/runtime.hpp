@@ -1,0 +1,119 @@
+// The state of an initialized Ascend plugin: AscendCL loaded and initialized, its devices and their
+// properties, the streams and events handed out (one aclrtStream or aclrtEvent each), every live
+// device allocation (so a pointer of another plugin or a freed one is an error naming it, not a
+// fault in the runtime), device memory ordered by streams, and host copies staged through
+// page-locked memory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "acl_library.hpp"
+#include "callback_thread.hpp"
+#include "h2/plugin_abi.h"
+#include "handle_registry.hpp"
+#include "host_staging.hpp"
+
+namespace h2::ascend {
+
+struct Stream {
+  int32_t device = 0;
+  uint64_t id = 0;  // never reused, unlike the handle's address
+  aclrtStream stream = nullptr;
+  std::mutex mutex;    // guards sticky
+  std::string sticky;  // the first asynchronous error the stream reported
+  H2_Status sticky_status = H2_STATUS_OK;
+};
+
+struct Event {
+  int32_t device = 0;
+  aclrtEvent event = nullptr;
+  bool timing = true;
+  std::atomic<bool> recorded = false;
+};
+
+struct DeviceInfo {
+  std::string soc;  // aclrtGetSocName: "Ascend910B3"
+  uint64_t total_memory = 0;
+};
+
+class Runtime {
+ public:
+  explicit Runtime(const H2_InitArgs& args);  // throws PluginError: RUNTIME_MISSING, NO_DEVICE, ...
+  ~Runtime();
+
+  const AclLibrary& acl() const { return *acl_; }
+  int32_t device_count() const { return static_cast<int32_t>(devices_.size()); }
+  void check_device(int32_t device) const;
+  // Makes `device` current on the calling thread (AscendCL's memory, stream and event calls act on it).
+  void bind(int32_t device) const;
+  void properties(int32_t device, H2_DeviceProperties& props) const;
+  void memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_bytes) const;
+
+  void* allocate(int32_t device, size_t bytes);
+  void release(int32_t device, void* ptr);  // blocking: waits for the device's streams first
+  void* allocate_async(int32_t device, size_t bytes, Stream& stream);
+  void release_async(int32_t device, void* ptr, Stream& stream);
+  // Whether [ptr, ptr + bytes) lies inside one live allocation of this plugin (of any device).
+  bool is_device_memory(const void* ptr, size_t bytes) const;
+
+  void* allocate_host(size_t bytes);
+  void release_host(void* ptr);  // waits for every stream first, as the ABI says
+  // Whether [ptr, ptr + bytes) lies inside one host_alloc allocation (page-locked memory).
+  bool is_host_allocation(const void* ptr, size_t bytes) const;
+  HostStaging& staging() { return *staging_; }
+
+  H2_Stream* create_stream(int32_t device);
+  void destroy_stream(H2_Stream* handle);
+  std::shared_ptr<Stream> stream(H2_Stream* handle) const { return streams_.get(handle); }
+  void synchronize(Stream& stream);
+  H2_Status query(Stream& stream);
+
+  H2_Event* create_event(int32_t device, uint32_t flags);
+  void destroy_event(H2_Event* handle);
+  std::shared_ptr<Event> event(H2_Event* handle) const { return events_.get(handle); }
+
+ private:
+  struct Allocation {
+    int32_t device;
+    size_t bytes;
+  };
+  // A block given back by mem_free_async: reusable at once on the stream that freed it, and on
+  // another stream once that stream waits for `freed` (recorded where it was freed).
+  struct FreedBlock {
+    int32_t device;
+    size_t bytes;
+    uint64_t stream_id;
+    aclrtEvent freed;
+  };
+
+  void* malloc_or_reclaim(int32_t device, size_t bytes);
+  void release_freed_blocks(int32_t device, bool wait);
+  void synchronize_device(int32_t device);
+  [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
+
+  std::unique_ptr<AclLibrary> acl_;
+  uint64_t generation_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<std::unique_ptr<CallbackThread>> callback_threads_;  // one per device
+  std::unique_ptr<HostStaging> staging_;
+
+  mutable std::mutex memory_mutex_;
+  std::map<const char*, Allocation> allocations_;    // by start address
+  std::vector<std::pair<void*, FreedBlock>> freed_;  // oldest first
+  std::map<const char*, size_t> host_allocations_;
+
+  std::atomic<uint64_t> next_stream_id_{1};
+  h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};
+  h2::plugin::HandleRegistry<H2_Event, Event> events_{"event"};
+};
+
+Runtime& runtime();  // throws when the plugin is not initialized
+std::unique_ptr<Runtime>& runtime_slot();
+
+}  // namespace h2::ascend
