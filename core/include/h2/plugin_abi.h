@@ -302,9 +302,9 @@ typedef struct H2_OpCapability {
 
 /* C = alpha * op(A) @ op(B) + beta * C + bias, where op(X) is X or, with transpose_x, X with its last
  * two dimensions swapped. Rank 2: op(A) [m, k], op(B) [k, n], C [m, n]. Rank 3 (batched): C [batch,
- * m, n] and A, B [batch or 1, ...]; a batch of 1 is used for every batch. A and B share a dtype; C and
- * bias have A's dtype or F32. With beta == 0, C is not read (NaN in it does not propagate). bias [n]
- * is optional and added to every row. */
+ * m, n] and A, B [batch or 1, ...] or [...]: a batch of 1, or an operand of rank 2, is used for
+ * every batch. A and B share a dtype; C and bias have A's dtype or F32. With beta == 0, C is not read
+ * (NaN in it does not propagate). bias [n] is optional and added to every row. */
 typedef struct H2_GemmArgs {
   size_t struct_size;
   H2_Tensor a, b, c, bias;

@@ -51,6 +51,7 @@ Runtime& runtime() {
 
 Runtime::Runtime(const H2_InitArgs& /*args*/)
     : acl_(std::make_unique<AclLibrary>()), generation_(++runtime_generations) {
+  aclnn_ = std::make_unique<AclnnLibrary>();
   const aclError init = acl_->aclInit(nullptr);
   if (init != ACL_SUCCESS && init != ACL_ERROR_REPEAT_INITIALIZE) acl_check(*acl_, init, "aclInit");
   uint32_t count = 0;
@@ -269,6 +270,17 @@ bool Runtime::is_device_memory(const void* ptr, size_t bytes) const {
   if (it == allocations_.begin()) return false;
   --it;
   return address + bytes <= it->first + it->second.bytes;
+}
+
+std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
+  const char* address = static_cast<const char*>(ptr);
+  std::lock_guard lock(memory_mutex_);
+  auto it = allocations_.upper_bound(address);
+  if (it != allocations_.begin()) {
+    --it;
+    if (address < it->first + it->second.bytes) return {it->first, it->second.bytes};
+  }
+  fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
 }
 
 void* Runtime::allocate_host(size_t bytes) {

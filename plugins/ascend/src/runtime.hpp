@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "acl_library.hpp"
+#include "aclnn_library.hpp"
 #include "callback_thread.hpp"
 #include "h2/plugin_abi.h"
 #include "handle_registry.hpp"
@@ -48,6 +49,7 @@ class Runtime {
   ~Runtime();
 
   const AclLibrary& acl() const { return *acl_; }
+  const AclnnLibrary& aclnn() const { return *aclnn_; }
   int32_t device_count() const { return static_cast<int32_t>(devices_.size()); }
   void check_device(int32_t device) const;
   // Makes `device` current on the calling thread (AscendCL's memory, stream and event calls act on it).
@@ -61,6 +63,8 @@ class Runtime {
   void release_async(int32_t device, void* ptr, Stream& stream);
   // Whether [ptr, ptr + bytes) lies inside one live allocation of this plugin (of any device).
   bool is_device_memory(const void* ptr, size_t bytes) const;
+  // The live allocation holding `ptr`: its start and size (aclnn describes tensors from there).
+  std::pair<const char*, size_t> allocation_of(const void* ptr) const;
 
   void* allocate_host(size_t bytes);
   void release_host(void* ptr);  // waits for every stream first, as the ABI says
@@ -98,6 +102,7 @@ class Runtime {
   [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
 
   std::unique_ptr<AclLibrary> acl_;
+  std::unique_ptr<AclnnLibrary> aclnn_;
   uint64_t generation_;
   std::vector<DeviceInfo> devices_;
   std::vector<std::unique_ptr<CallbackThread>> callback_threads_;  // one per device

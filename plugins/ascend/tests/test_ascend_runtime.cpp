@@ -206,8 +206,9 @@ TEST(AscendRuntime, ADeviceThatStopsAnsweringFailsItsStreamWithTheRuntimesText) 
   Device device = runtime.device("ascend", 0);
   Stream stream = device.create_stream();
   DeviceBuffer buffer = device.allocate(4096);
-  for (int i = 0; i < 5; ++i) stream.memset(buffer, static_cast<uint8_t>(i));
+  // The loss shows in the stream's error, or already in a later call once the device has gone.
   try {
+    for (int i = 0; i < 5; ++i) stream.memset(buffer, static_cast<uint8_t>(i));
     stream.synchronize();
     FAIL() << "the lost device was not reported";
   } catch (const Error& e) {
@@ -215,6 +216,44 @@ TEST(AscendRuntime, ADeviceThatStopsAnsweringFailsItsStreamWithTheRuntimesText) 
     EXPECT_THAT(e.what(), AllOf(HasSubstr("507010"), HasSubstr("stopped answering")));
   }
   EXPECT_THROW(stream.synchronize(), Error) << "a stream's error is sticky";
+}
+
+// An operator that fails on the device (an AI core exception) fails its stream, naming the aclnn
+// operator, and the error is the device's, not an invalid argument.
+TEST(AscendRuntime, AFailingOperatorFailsItsStreamNamingTheKernel) {
+  test::ScopedEnv fail("ASCEND_EMULATOR_FAIL", "kernel=aclnnAdd");
+  Runtime runtime(ascend_only());
+  Device device = runtime.device("ascend", 0);
+  Stream stream = device.create_stream();
+  const Tensor a = Tensor::from_host(stream, std::vector<double>{1, 2, 3}, {3}, DType::f32);
+  const Tensor y = Tensor::empty(stream, {3}, DType::f32);
+  ops::add(stream, a, a, y);
+  try {
+    stream.synchronize();
+    FAIL() << "the failing kernel was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_DEVICE_ERROR);
+    EXPECT_THAT(e.what(), AllOf(HasSubstr("507015"), HasSubstr("aclnnAdd")));
+  }
+}
+
+// The operators run through aclnn's two phases with workspaces from stream-ordered memory: a small
+// chain (gemm with bias in f16, f32 accumulation, elementwise) gives the values computed by hand.
+TEST(AscendRuntime, OperatorsComputeThroughAclnn) {
+  Runtime runtime(ascend_only());
+  Device device = runtime.device("ascend", 0);
+  Stream stream = device.create_stream();
+  const Tensor a = Tensor::from_host(stream, std::vector<double>{1, 2, 3, 4}, {2, 2}, DType::f16);
+  const Tensor b = Tensor::from_host(stream, std::vector<double>{5, 6, 7, 8}, {2, 2}, DType::f16);
+  const Tensor bias = Tensor::from_host(stream, std::vector<double>{0.5, -0.5}, {2}, DType::f16);
+  const Tensor c = Tensor::empty(stream, {2, 2}, DType::f16);
+  ops::gemm(stream, a, b, c, {}, bias);
+  EXPECT_EQ(c.to_host(stream), (std::vector<double>{19.5, 21.5, 43.5, 49.5}));
+  const Tensor sum = Tensor::empty(stream, {2, 2}, DType::f16);
+  ops::add(stream, c, c, sum);
+  ops::fill(stream, c, 0.25);
+  EXPECT_EQ(sum.to_host(stream), (std::vector<double>{39, 43, 87, 99}));
+  EXPECT_EQ(c.to_host(stream), (std::vector<double>(4, 0.25)));
 }
 
 TEST(AscendRuntimeDeathTest, HostCodeCannotReadDeviceMemory) {

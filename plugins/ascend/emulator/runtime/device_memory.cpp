@@ -57,7 +57,7 @@ void* DeviceMemory::allocate(size_t bytes) {
     const size_t rest = it->second - size;
     free_.erase(it);
     if (rest > 0) free_.emplace(offset + size, rest);
-    live_.emplace(offset, size);
+    live_.emplace(offset, Block{size, bytes});
     used_ += size;
     return device_base_ + offset;
   }
@@ -74,7 +74,7 @@ void DeviceMemory::release(void* ptr) {
     throw Error(ACL_ERROR_INVALID_PARAM, "aclrtFree: the pointer is not a live allocation of device " +
                                              std::to_string(device_) + " (freed twice, or an interior pointer?)");
   size_t offset = it->first;
-  size_t size = it->second;
+  size_t size = it->second.size;
   live_.erase(it);
   used_ -= size;
   auto next = free_.lower_bound(offset);
@@ -105,7 +105,7 @@ void* DeviceMemory::view(const void* ptr, size_t bytes) const {
   auto it = live_.upper_bound(offset);
   if (it == live_.begin()) return nullptr;
   --it;
-  if (offset + bytes > it->first + it->second) return nullptr;
+  if (offset + bytes > it->first + it->second.requested) return nullptr;
   return host_base_ + offset;
 }
 

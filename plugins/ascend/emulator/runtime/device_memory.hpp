@@ -35,7 +35,11 @@ class DeviceMemory {
   char* host_base_ = nullptr;    // what the emulator reads and writes
   mutable std::mutex mutex_;
   std::map<size_t, size_t> free_;  // offset -> size, coalesced
-  std::map<size_t, size_t> live_;  // offset -> size
+  struct Block {
+    size_t size;       // as carved, rounded
+    size_t requested;  // what the caller asked for: all it may use
+  };
+  std::map<size_t, Block> live_;  // by offset
   size_t used_ = 0;
 };
 

@@ -1,4 +1,5 @@
-// The Ascend plugin's operator table (plugin_abi.h section 8).
+// The Ascend plugin's operator table (plugin_abi.h section 8) and the operators it provides, each
+// defined in the file of its family.
 #pragma once
 
 #include "h2/plugin_abi.h"
@@ -6,5 +7,20 @@
 namespace h2::ascend {
 
 extern const H2_OpTable kOpTable;
+
+H2_Status op_gemm(H2_Stream* stream, const H2_GemmArgs* args);
+H2_Status op_binary(H2_Stream* stream, const H2_BinaryArgs* args);
+H2_Status op_binary_scalar(H2_Stream* stream, const H2_BinaryScalarArgs* args);
+H2_Status op_unary(H2_Stream* stream, const H2_UnaryArgs* args);
+H2_Status op_copy(H2_Stream* stream, const H2_CopyArgs* args);
+H2_Status op_fill(H2_Stream* stream, const H2_FillArgs* args);
+H2_Status op_where(H2_Stream* stream, const H2_WhereArgs* args);
+H2_Status op_masked_fill(H2_Stream* stream, const H2_MaskedFillArgs* args);
+H2_Status op_arange(H2_Stream* stream, const H2_ArangeArgs* args);
+H2_Status op_reduce(H2_Stream* stream, const H2_ReduceArgs* args);
+H2_Status op_gelu(H2_Stream* stream, const H2_GeluArgs* args);
+H2_Status op_gelu_backward(H2_Stream* stream, const H2_GeluBackwardArgs* args);
+H2_Status op_silu(H2_Stream* stream, const H2_SiluArgs* args);
+H2_Status op_silu_backward(H2_Stream* stream, const H2_SiluBackwardArgs* args);
 
 }  // namespace h2::ascend

@@ -13,16 +13,22 @@ namespace {
 constexpr double kTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kTanhCubic = 0.044715;
 
+// (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)): the tanh form of Phi without the cancellation of 1 + tanh(u)
+// far left of 0 (at x = -6, 1 + tanh keeps only 5 digits of fp64).
+double tanh_cdf(double x) {
+  return 1 / (1 + std::exp(-2 * kTanhScale * (x + kTanhCubic * x * x * x)));
+}
+
 double gelu(double x, bool approximate) {
-  if (approximate) return 0.5 * x * (1 + std::tanh(kTanhScale * (x + kTanhCubic * x * x * x)));
+  if (approximate) return std::isinf(x) ? (x > 0 ? x : 0.0) : x * tanh_cdf(x);
   // Phi(x) as erfc: 1 + erf(x / sqrt 2) loses every digit to cancellation far left of 0 (x = -7 keeps 4).
   return 0.5 * x * std::erfc(-x * std::numbers::sqrt2 / 2);
 }
 
 double gelu_derivative(double x, bool approximate) {
   if (approximate) {
-    const double t = std::tanh(kTanhScale * (x + kTanhCubic * x * x * x));
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kTanhScale * (1 + 3 * kTanhCubic * x * x);
+    const double s = tanh_cdf(x);  // (1 + t) / 2, so (1 - t^2) / 2 = 2 s (1 - s)
+    return s + 2 * x * s * (1 - s) * kTanhScale * (1 + 3 * kTanhCubic * x * x);
   }
   const double cdf = 0.5 * std::erfc(-x * std::numbers::sqrt2 / 2);
   const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);

@@ -1,0 +1,73 @@
+// Emulated aclnn selection and factories: SWhere, InplaceMaskedFillScalar and Arange.
+#include "elementwise.hpp"
+#include "emulated_op.hpp"
+
+using namespace ascend_emulator;
+
+namespace {
+
+void check_mask(const aclTensor* mask, const aclTensor* target, const char* role) {
+  check_tensor(mask, role);
+  if (mask->dtype != ACL_BOOL)
+    throw Error(ACLNN_ERR_PARAM_INVALID, std::string(role) + " is " + dtype_name(mask->dtype) + ", not BOOL");
+  if (!broadcasts(mask->view, target->view))
+    throw Error(ACLNN_ERR_PARAM_INVALID, std::string(role) + " " + shape_text(mask->view) + " does not broadcast to " +
+                                             shape_text(target->view));
+}
+
+}  // namespace
+
+ASCEND_EMULATOR_C aclnnStatus aclnnSWhereGetWorkspaceSize(const aclTensor* condition, const aclTensor* self,
+                                                          const aclTensor* other, aclTensor* out,
+                                                          uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_operator("aclnnSWhere", workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+    check_float_map("aclnnSWhere", out, {self, other});
+    check_mask(condition, out, "condition");
+    return [c = *condition, a = *self, b = *other, y = *out](void*) {
+      const Elements out_elements(y), cond(c, y.view), first(a, y.view), second(b, y.view);
+      for (int64_t i = 0; i < out_elements.count(); ++i)
+        out_elements.store(i, cond.load(i) != 0 ? first.load(i) : second.load(i));
+    };
+  });
+}
+H2_EMULATED_RUN(aclnnSWhere)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor* self_ref, const aclTensor* mask,
+                                                                           const aclScalar* value,
+                                                                           uint64_t* workspace_size,
+                                                                           aclOpExecutor** executor) {
+  return plan_operator(
+      "aclnnInplaceMaskedFillScalar", workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+        check_float_map("aclnnInplaceMaskedFillScalar", self_ref, {});
+        check_mask(mask, self_ref, "mask");
+        if (value == nullptr) throw Error(ACLNN_ERR_PARAM_NULLPTR, "value is NULL");
+        const double fill = self_ref->dtype == ACL_DOUBLE ? value->value : static_cast<float>(value->value);
+        return [y = *self_ref, m = *mask, fill](void*) {
+          const Elements target(y), selected(m, y.view);
+          for (int64_t i = 0; i < target.count(); ++i)
+            if (selected.load(i) != 0) target.store(i, fill);
+        };
+      });
+}
+H2_EMULATED_RUN(aclnnInplaceMaskedFillScalar)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnArangeGetWorkspaceSize(const aclScalar* start, const aclScalar* end,
+                                                          const aclScalar* step, aclTensor* out,
+                                                          uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_operator("aclnnArange", workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+    check_tensor(out, "out");
+    if (start == nullptr || end == nullptr || step == nullptr)
+      throw Error(ACLNN_ERR_PARAM_NULLPTR, "start, end or step is NULL");
+    if (out->view.size() != 1) throw Error(ACLNN_ERR_PARAM_INVALID, "out must be 1-D");
+    if (step->value == 0) throw Error(ACLNN_ERR_PARAM_INVALID, "step is 0");
+    const double count = std::ceil((end->value - start->value) / step->value);
+    if (count != static_cast<double>(out->view[0]))
+      throw Error(ACLNN_ERR_PARAM_INVALID,
+                  "out has " + std::to_string(out->view[0]) + " elements, the range " + std::to_string(count));
+    return [y = *out, first = start->value, by = step->value](void*) {
+      const Elements values(y);
+      for (int64_t i = 0; i < values.count(); ++i) values.store(i, first + static_cast<double>(i) * by);
+    };
+  });
+}
+H2_EMULATED_RUN(aclnnArange)

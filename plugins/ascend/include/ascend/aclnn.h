@@ -1,0 +1,191 @@
+/*
+ * The subset of aclnn (CANN's single-operator API: libnnopbase.so for descriptors and executors,
+ * libopapi.so for the operators) that H2's Ascend plugin uses.
+ *
+ * Written for H2 from Huawei's public documentation of CANN 8.0.0: the aclnn API reference
+ * (acl_meta.h's aclCreateTensor family, the two-phase call, aclnn return codes) and the operator
+ * pages of aclnnInplaceCopy, aclnnInplaceFillScalar, aclnnAdd/Sub/Mul/Div, aclnnAdds/Subs/Muls/Divs,
+ * aclnnMaximum/Minimum, aclnnPow*, aclnnClampMin/Max, aclnnExp/Log/Sqrt/Rsqrt/Neg/Reciprocal/Abs,
+ * aclnnInplaceAddmm, aclnnBaddbmm, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
+ * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu and
+ * aclnnSiluBackward. Declarations only, resolved by name at run time, and
+ * implemented with the same signatures by the emulator (plugins/ascend/emulator).
+ *
+ * Every operator has two phases: aclnnXxxGetWorkspaceSize(inputs..., outputs..., &workspace_size,
+ * &executor) checks the descriptors and plans the work without touching device memory; then
+ * aclnnXxx(workspace, workspace_size, executor, stream) enqueues it on the stream. An executor runs
+ * once and is then freed by the runtime; the workspace (device memory of at least workspace_size
+ * bytes) must stay allocated until the work has run. Descriptors may be destroyed once the second
+ * phase has returned.
+ */
+#ifndef H2_ASCEND_ACLNN_H
+#define H2_ASCEND_ACLNN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "acl_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t aclnnStatus;
+#define ACLNN_SUCCESS 0
+#define ACLNN_ERR_PARAM_NULLPTR 161001
+#define ACLNN_ERR_PARAM_INVALID 161002
+#define ACLNN_ERR_RUNTIME_ERROR 361001
+#define ACLNN_ERR_INNER 561000
+
+/* acl_base.h's element types (the values aclCreateTensor takes). */
+typedef enum aclDataType {
+  ACL_DT_UNDEFINED = -1,
+  ACL_FLOAT = 0,
+  ACL_FLOAT16 = 1,
+  ACL_INT8 = 2,
+  ACL_INT32 = 3,
+  ACL_UINT8 = 4,
+  ACL_INT64 = 9,
+  ACL_DOUBLE = 11,
+  ACL_BOOL = 12,
+  ACL_BF16 = 27
+} aclDataType;
+
+typedef enum aclFormat { ACL_FORMAT_UNDEFINED = -1, ACL_FORMAT_ND = 2 } aclFormat;
+
+/* cubeMathType of the matrix operators: how the Cube unit computes (Atlas A2, the 910B):
+ * KEEP_DTYPE computes in the inputs' type (FP32 stays FP32); ALLOW_FP32_DOWN_PRECISION and USE_HF32
+ * round FP32 inputs to HFLOAT32; USE_FP16 rounds to FP16 (not for BF16); USE_FP32_ADD keeps the
+ * bias addition of FP16/BF16 matrix products in FP32. */
+#define KEEP_DTYPE 0
+#define ALLOW_FP32_DOWN_PRECISION 1
+#define USE_FP16 2
+#define USE_HF32 3
+#define USE_FP32_ADD 4
+
+typedef struct aclTensor aclTensor;
+typedef struct aclScalar aclScalar;
+typedef struct aclIntArray aclIntArray;
+typedef struct aclOpExecutor aclOpExecutor;
+
+/* ---- Descriptors (libnnopbase.so) ----
+ * A tensor: the view (view_dims, strides and offset in elements) of storage that starts at `data`
+ * (device memory, the start of an allocation or 32-byte aligned) and holds storage_dims elements.
+ * The descriptor is owned by the caller until aclDestroyTensor; `data` is borrowed. */
+typedef aclTensor* (*aclCreateTensorFn)(const int64_t* view_dims, uint64_t view_dims_num, aclDataType data_type,
+                                        const int64_t* stride, int64_t offset, aclFormat format,
+                                        const int64_t* storage_dims, uint64_t storage_dims_num, void* data);
+typedef aclnnStatus (*aclDestroyTensorFn)(const aclTensor* tensor);
+/* A host scalar: `value` points to one element of `data_type`, copied by the call. */
+typedef aclScalar* (*aclCreateScalarFn)(void* value, aclDataType data_type);
+typedef aclnnStatus (*aclDestroyScalarFn)(const aclScalar* scalar);
+/* A host array of `size` int64 values (dimensions), copied by the call. */
+typedef aclIntArray* (*aclCreateIntArrayFn)(const int64_t* value, uint64_t size);
+typedef aclnnStatus (*aclDestroyIntArrayFn)(const aclIntArray* array);
+
+/* ---- Operators (libopapi.so): phase 2 has the same signature for every operator ---- */
+typedef aclnnStatus (*aclnnRunFn)(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
+                                  aclrtStream stream);
+
+/* selfRef = src converted to selfRef's type, any strides, src broadcast to selfRef's shape. */
+typedef aclnnStatus (*aclnnInplaceCopyGetWorkspaceSizeFn)(aclTensor* self_ref, const aclTensor* src,
+                                                          uint64_t* workspace_size, aclOpExecutor** executor);
+/* selfRef = value. */
+typedef aclnnStatus (*aclnnInplaceFillScalarGetWorkspaceSizeFn)(aclTensor* self_ref, const aclScalar* value,
+                                                                uint64_t* workspace_size,
+                                                                aclOpExecutor** executor);
+/* out = self + alpha * other, out = self - alpha * other (inputs broadcast to out). */
+typedef aclnnStatus (*aclnnAddGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* other,
+                                                  const aclScalar* alpha, aclTensor* out,
+                                                  uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnAddGetWorkspaceSizeFn aclnnSubGetWorkspaceSizeFn;
+/* out = self (op) other: Mul, Div, Maximum, Minimum, PowTensorTensor. */
+typedef aclnnStatus (*aclnnBinaryGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* other, aclTensor* out,
+                                                     uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnBinaryGetWorkspaceSizeFn aclnnMulGetWorkspaceSizeFn;
+typedef aclnnBinaryGetWorkspaceSizeFn aclnnDivGetWorkspaceSizeFn;
+typedef aclnnBinaryGetWorkspaceSizeFn aclnnMaximumGetWorkspaceSizeFn;
+typedef aclnnBinaryGetWorkspaceSizeFn aclnnMinimumGetWorkspaceSizeFn;
+typedef aclnnBinaryGetWorkspaceSizeFn aclnnPowTensorTensorGetWorkspaceSizeFn;
+/* out = self + alpha * other, self - alpha * other, other - alpha * self (Rsubs) with a scalar other. */
+typedef aclnnStatus (*aclnnAddsGetWorkspaceSizeFn)(const aclTensor* self, const aclScalar* other,
+                                                   const aclScalar* alpha, aclTensor* out,
+                                                   uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnAddsGetWorkspaceSizeFn aclnnSubsGetWorkspaceSizeFn;
+typedef aclnnAddsGetWorkspaceSizeFn aclnnRsubsGetWorkspaceSizeFn;
+/* out = self (op) scalar: Muls, Divs, PowTensorScalar, ClampMin (max), ClampMax (min). */
+typedef aclnnStatus (*aclnnScalarGetWorkspaceSizeFn)(const aclTensor* self, const aclScalar* other, aclTensor* out,
+                                                     uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnScalarGetWorkspaceSizeFn aclnnMulsGetWorkspaceSizeFn;
+typedef aclnnScalarGetWorkspaceSizeFn aclnnDivsGetWorkspaceSizeFn;
+typedef aclnnScalarGetWorkspaceSizeFn aclnnPowTensorScalarGetWorkspaceSizeFn;
+typedef aclnnScalarGetWorkspaceSizeFn aclnnClampMinGetWorkspaceSizeFn;
+typedef aclnnScalarGetWorkspaceSizeFn aclnnClampMaxGetWorkspaceSizeFn;
+/* out = scalar ^ exponent. */
+typedef aclnnStatus (*aclnnPowScalarTensorGetWorkspaceSizeFn)(const aclScalar* self, const aclTensor* exponent,
+                                                              aclTensor* out, uint64_t* workspace_size,
+                                                              aclOpExecutor** executor);
+/* out = f(self): Exp, Log, Sqrt, Rsqrt, Neg, Reciprocal. */
+typedef aclnnStatus (*aclnnUnaryGetWorkspaceSizeFn)(const aclTensor* self, aclTensor* out,
+                                                    uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnExpGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnLogGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnSqrtGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnRsqrtGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnNegGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnReciprocalGetWorkspaceSizeFn;
+/* selfRef = beta * selfRef + alpha * (mat1 @ mat2); 2-D, any strides (a transpose is a view). With
+ * beta == 0 selfRef is not read. */
+typedef aclnnStatus (*aclnnInplaceAddmmGetWorkspaceSizeFn)(const aclTensor* self_ref, const aclTensor* mat1,
+                                                           const aclTensor* mat2, const aclScalar* beta,
+                                                           const aclScalar* alpha, int8_t cube_math_type,
+                                                           uint64_t* workspace_size, aclOpExecutor** executor);
+/* out = beta * self + alpha * (batch1 @ batch2); 3-D, batch dimensions of 1 broadcast. With beta == 0
+ * self is not read. */
+typedef aclnnStatus (*aclnnBaddbmmGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* batch1,
+                                                      const aclTensor* batch2, const aclScalar* beta,
+                                                      const aclScalar* alpha, aclTensor* out, int8_t cube_math_type,
+                                                      uint64_t* workspace_size, aclOpExecutor** executor);
+
+/* out = condition ? self : other (condition BOOL; all broadcast to out). */
+typedef aclnnStatus (*aclnnSWhereGetWorkspaceSizeFn)(const aclTensor* condition, const aclTensor* self,
+                                                     const aclTensor* other, aclTensor* out, uint64_t* workspace_size,
+                                                     aclOpExecutor** executor);
+/* selfRef = mask ? value : selfRef (mask BOOL, broadcast to selfRef). */
+typedef aclnnStatus (*aclnnInplaceMaskedFillScalarGetWorkspaceSizeFn)(aclTensor* self_ref, const aclTensor* mask,
+                                                                      const aclScalar* value, uint64_t* workspace_size,
+                                                                      aclOpExecutor** executor);
+/* out[i] = start + i * step for the 1-D out (end bounds the count: ceil((end - start) / step)). */
+typedef aclnnStatus (*aclnnArangeGetWorkspaceSizeFn)(const aclScalar* start, const aclScalar* end,
+                                                     const aclScalar* step, aclTensor* out, uint64_t* workspace_size,
+                                                     aclOpExecutor** executor);
+/* Reductions over `dims` (the dimensions; keep_dims keeps them with size 1) into out of `dtype`. */
+typedef aclnnStatus (*aclnnReduceSumGetWorkspaceSizeFn)(const aclTensor* self, const aclIntArray* dims, bool keep_dims,
+                                                        aclDataType dtype, aclTensor* out, uint64_t* workspace_size,
+                                                        aclOpExecutor** executor);
+typedef aclnnReduceSumGetWorkspaceSizeFn aclnnMeanGetWorkspaceSizeFn;
+/* The largest value over `dims`; NaN propagates. */
+typedef aclnnStatus (*aclnnAmaxGetWorkspaceSizeFn)(const aclTensor* self, const aclIntArray* dims, bool keep_dims,
+                                                   aclTensor* out, uint64_t* workspace_size, aclOpExecutor** executor);
+/* The largest value over one dimension and the index (INT64) of its first occurrence. */
+typedef aclnnStatus (*aclnnMaxDimGetWorkspaceSizeFn)(const aclTensor* self, int64_t dim, bool keepdim, aclTensor* out,
+                                                     aclTensor* indices, uint64_t* workspace_size,
+                                                     aclOpExecutor** executor);
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnAbsGetWorkspaceSizeFn;
+/* GELU: approximate 0 is the exact erf form, 1 the tanh form. */
+typedef aclnnStatus (*aclnnGeluV2GetWorkspaceSizeFn)(const aclTensor* x, int64_t approximate, aclTensor* y,
+                                                     uint64_t* workspace_size, aclOpExecutor** executor);
+/* approximate: "none" or "tanh". */
+typedef aclnnStatus (*aclnnGeluBackwardV2GetWorkspaceSizeFn)(const aclTensor* grad_output, const aclTensor* self,
+                                                             char* approximate, aclTensor* grad_input,
+                                                             uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnSiluGetWorkspaceSizeFn;
+typedef aclnnStatus (*aclnnSiluBackwardGetWorkspaceSizeFn)(const aclTensor* grad_output, const aclTensor* self,
+                                                           aclTensor* grad_input, uint64_t* workspace_size,
+                                                           aclOpExecutor** executor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* H2_ASCEND_ACLNN_H */

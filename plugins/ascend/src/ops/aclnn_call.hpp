@@ -1,0 +1,95 @@
+// How the plugin calls an aclnn operator: descriptors made from the ABI's tensors, scalars, and the
+// two phases with a workspace taken from memory ordered by the stream (allocated before the operator
+// and freed after it on the same stream, so it never blocks and is reused at once).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "../runtime.hpp"
+#include "ascend/aclnn.h"
+
+namespace h2::ascend {
+
+aclDataType acl_dtype(uint32_t dtype);  // an H2_DType; throws UNSUPPORTED for one aclnn lacks
+size_t dtype_bytes(uint32_t dtype);
+
+// An aclTensor describing an H2_Tensor as a view of the allocation that holds it: storage from the
+// allocation's start, an element offset to the tensor's first element, its shape and strides.
+class AclTensor {
+ public:
+  AclTensor(const H2_Tensor& tensor);
+  ~AclTensor();
+  AclTensor(const AclTensor&) = delete;
+  AclTensor& operator=(const AclTensor&) = delete;
+  aclTensor* get() const { return tensor_; }
+
+ private:
+  aclTensor* tensor_ = nullptr;
+};
+
+class AclScalar {
+ public:
+  explicit AclScalar(double value);  // a DOUBLE scalar: the operator converts it
+  ~AclScalar();
+  AclScalar(const AclScalar&) = delete;
+  AclScalar& operator=(const AclScalar&) = delete;
+  aclScalar* get() const { return scalar_; }
+
+ private:
+  aclScalar* scalar_ = nullptr;
+};
+
+class AclIntArray {
+ public:
+  explicit AclIntArray(const std::vector<int64_t>& values);
+  ~AclIntArray();
+  AclIntArray(const AclIntArray&) = delete;
+  AclIntArray& operator=(const AclIntArray&) = delete;
+  aclIntArray* get() const { return array_; }
+
+ private:
+  aclIntArray* array_ = nullptr;
+};
+
+// Device memory for one operator's temporaries on `stream`, ordered by it: freed in stream order
+// when it goes out of scope (after the work that uses it has been enqueued).
+class StreamScratch {
+ public:
+  StreamScratch(Stream& stream, size_t bytes);
+  ~StreamScratch();
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  Stream& stream_;
+  void* data_ = nullptr;
+};
+
+// A contiguous H2_Tensor of `shape` and `dtype` in scratch memory of `stream`.
+struct ScratchTensor {
+  ScratchTensor(Stream& stream, uint32_t dtype, const std::vector<int64_t>& shape);
+  StreamScratch memory;
+  H2_Tensor tensor;
+};
+
+// `tensor` itself when it is BOOL, else a BOOL copy of it in scratch memory (aclnn takes BOOL masks;
+// the ABI takes U8 ones too).
+struct BoolMask {
+  BoolMask(Stream& stream, const H2_Tensor& tensor);
+  std::optional<ScratchTensor> copy;
+  H2_Tensor mask;
+};
+
+// y = x (any dtypes and strides) with aclnnInplaceCopy.
+void copy_tensor(Stream& stream, const H2_Tensor& y, const H2_Tensor& x);
+
+// Runs aclnn operator `name`: `plan(&workspace_size, &executor)` is its phase 1 (returning its
+// aclnnStatus), `run` its phase 2.
+void run_aclnn(Stream& stream, const char* name, const std::function<aclnnStatus(uint64_t*, aclOpExecutor**)>& plan,
+               aclnnRunFn run);
+
+}  // namespace h2::ascend
