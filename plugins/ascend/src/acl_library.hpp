@@ -17,12 +17,13 @@ struct AclLibrary {
   X(aclGetRecentErrMsg)                                                                                                \
   X(aclInit)                                                                                                           \
   X(aclFinalize)                                                                                                       \
-  X(aclrtGetDeviceCount) X(aclrtSetDevice) X(aclrtResetDevice) X(aclrtSynchronizeDevice) X(aclrtGetSocName)            \
-      X(aclrtMalloc) X(aclrtFree) X(aclrtGetMemInfo) X(aclrtMallocHost) X(aclrtFreeHost) X(aclrtMemcpy)                \
-          X(aclrtCreateStream) X(aclrtDestroyStream) X(aclrtSynchronizeStream) X(aclrtStreamQuery) X(aclrtMemcpyAsync) \
-              X(aclrtMemsetAsync) X(aclrtCreateEventWithFlag) X(aclrtDestroyEvent) X(aclrtRecordEvent)                 \
-                  X(aclrtQueryEventStatus) X(aclrtSynchronizeEvent) X(aclrtStreamWaitEvent) X(aclrtEventElapsedTime)   \
-                      X(aclrtSubscribeReport) X(aclrtUnSubscribeReport) X(aclrtLaunchCallback) X(aclrtProcessReport)
+  X(aclrtGetDeviceCount)                                                                                               \
+  X(aclrtSetDevice) X(aclrtResetDevice) X(aclrtSynchronizeDevice) X(aclrtGetSocName) X(aclrtMalloc) X(aclrtFree)       \
+      X(aclrtGetMemInfo) X(aclrtMallocHost) X(aclrtFreeHost) X(aclrtMemcpy) X(aclrtCreateStream) X(aclrtDestroyStream) \
+          X(aclrtSynchronizeStream) X(aclrtStreamQuery) X(aclrtMemcpyAsync) X(aclrtMemsetAsync)                        \
+              X(aclrtCreateEventWithFlag) X(aclrtDestroyEvent) X(aclrtRecordEvent) X(aclrtQueryEventStatus)            \
+                  X(aclrtSynchronizeEvent) X(aclrtStreamWaitEvent) X(aclrtEventElapsedTime) X(aclrtSubscribeReport)    \
+                      X(aclrtUnSubscribeReport) X(aclrtLaunchCallback) X(aclrtProcessReport)
 #define H2_ACL_MEMBER(name) name##Fn name;
   H2_ACL_FUNCTIONS(H2_ACL_MEMBER)
 #undef H2_ACL_MEMBER

@@ -24,6 +24,10 @@ struct aclIntArray {
   std::vector<int64_t> values;
 };
 
+struct aclBoolArray {
+  std::vector<bool> values;
+};
+
 struct aclScalar {
   aclDataType dtype = ACL_DT_UNDEFINED;
   double value = 0;

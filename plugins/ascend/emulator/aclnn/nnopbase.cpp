@@ -124,6 +124,18 @@ EXPORT aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
   return ACLNN_SUCCESS;
 }
 
+EXPORT aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
+  if (value == nullptr && size > 0) return nullptr;
+  return new aclBoolArray{std::vector<bool>(value, value + size)};
+}
+
+EXPORT aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+static_assert(std::is_same_v<decltype(&aclCreateBoolArray), aclCreateBoolArrayFn>);
+static_assert(std::is_same_v<decltype(&aclDestroyBoolArray), aclDestroyBoolArrayFn>);
 static_assert(std::is_same_v<decltype(&aclCreateIntArray), aclCreateIntArrayFn>);
 static_assert(std::is_same_v<decltype(&aclDestroyIntArray), aclDestroyIntArrayFn>);
 static_assert(std::is_same_v<decltype(&aclCreateTensor), aclCreateTensorFn>);

@@ -1,4 +1,4 @@
-// Emulated aclnn selection and factories: SWhere, InplaceMaskedFillScalar and Arange.
+// Emulated aclnn selection, comparison and factories: SWhere, InplaceMaskedFillScalar, GtScalar and Arange.
 #include "elementwise.hpp"
 #include "emulated_op.hpp"
 
@@ -50,6 +50,23 @@ ASCEND_EMULATOR_C aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTe
       });
 }
 H2_EMULATED_RUN(aclnnInplaceMaskedFillScalar)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnGtScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
+                                                            aclTensor* out, uint64_t* workspace_size,
+                                                            aclOpExecutor** executor) {
+  return plan_operator("aclnnGtScalar", workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+    check_tensor(self, "self");
+    check_tensor(out, "out");
+    if (other == nullptr) throw Error(ACLNN_ERR_PARAM_NULLPTR, "other is NULL");
+    if (out->dtype != ACL_BOOL || out->view != self->view)
+      throw Error(ACLNN_ERR_PARAM_INVALID, "aclnnGtScalar: out must be BOOL of self's shape");
+    return [x = *self, y = *out, threshold = other->value](void*) {
+      const Elements in(x), result(y);
+      for (int64_t i = 0; i < result.count(); ++i) result.store(i, in.load(i) > threshold ? 1 : 0);
+    };
+  });
+}
+H2_EMULATED_RUN(aclnnGtScalar)
 
 ASCEND_EMULATOR_C aclnnStatus aclnnArangeGetWorkspaceSize(const aclScalar* start, const aclScalar* end,
                                                           const aclScalar* step, aclTensor* out,

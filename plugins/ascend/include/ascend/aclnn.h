@@ -6,9 +6,11 @@
  * (acl_meta.h's aclCreateTensor family, the two-phase call, aclnn return codes) and the operator
  * pages of aclnnInplaceCopy, aclnnInplaceFillScalar, aclnnAdd/Sub/Mul/Div, aclnnAdds/Subs/Muls/Divs,
  * aclnnMaximum/Minimum, aclnnPow*, aclnnClampMin/Max, aclnnExp/Log/Sqrt/Rsqrt/Neg/Reciprocal/Abs,
- * aclnnInplaceAddmm, aclnnBaddbmm, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
- * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu and
- * aclnnSiluBackward. Declarations only, resolved by name at run time, and
+ * aclnnInplaceAddmm, aclnnBaddbmm, aclnnGtScalar, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
+ * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu,
+ * aclnnSiluBackward, aclnnIndexSelect, aclnnGather, aclnnScatterAdd, aclnnEmbedding,
+ * aclnnEmbeddingDenseBackward, aclnnSoftmax, aclnnSoftmaxBackward, aclnnLayerNorm,
+ * aclnnLayerNormBackward, aclnnRmsNorm and aclnnRmsNormGrad. Declarations only, resolved by name at run time, and
  * implemented with the same signatures by the emulator (plugins/ascend/emulator).
  *
  * Every operator has two phases: aclnnXxxGetWorkspaceSize(inputs..., outputs..., &workspace_size,
@@ -66,6 +68,7 @@ typedef enum aclFormat { ACL_FORMAT_UNDEFINED = -1, ACL_FORMAT_ND = 2 } aclForma
 typedef struct aclTensor aclTensor;
 typedef struct aclScalar aclScalar;
 typedef struct aclIntArray aclIntArray;
+typedef struct aclBoolArray aclBoolArray;
 typedef struct aclOpExecutor aclOpExecutor;
 
 /* ---- Descriptors (libnnopbase.so) ----
@@ -82,6 +85,8 @@ typedef aclnnStatus (*aclDestroyScalarFn)(const aclScalar* scalar);
 /* A host array of `size` int64 values (dimensions), copied by the call. */
 typedef aclIntArray* (*aclCreateIntArrayFn)(const int64_t* value, uint64_t size);
 typedef aclnnStatus (*aclDestroyIntArrayFn)(const aclIntArray* array);
+typedef aclBoolArray* (*aclCreateBoolArrayFn)(const bool* value, uint64_t size);
+typedef aclnnStatus (*aclDestroyBoolArrayFn)(const aclBoolArray* array);
 
 /* ---- Operators (libopapi.so): phase 2 has the same signature for every operator ---- */
 typedef aclnnStatus (*aclnnRunFn)(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
@@ -155,6 +160,8 @@ typedef aclnnStatus (*aclnnSWhereGetWorkspaceSizeFn)(const aclTensor* condition,
 typedef aclnnStatus (*aclnnInplaceMaskedFillScalarGetWorkspaceSizeFn)(aclTensor* self_ref, const aclTensor* mask,
                                                                       const aclScalar* value, uint64_t* workspace_size,
                                                                       aclOpExecutor** executor);
+/* out (BOOL) = self > other. */
+typedef aclnnScalarGetWorkspaceSizeFn aclnnGtScalarGetWorkspaceSizeFn;
 /* out[i] = start + i * step for the 1-D out (end bounds the count: ceil((end - start) / step)). */
 typedef aclnnStatus (*aclnnArangeGetWorkspaceSizeFn)(const aclScalar* start, const aclScalar* end,
                                                      const aclScalar* step, aclTensor* out, uint64_t* workspace_size,
@@ -183,6 +190,60 @@ typedef aclnnUnaryGetWorkspaceSizeFn aclnnSiluGetWorkspaceSizeFn;
 typedef aclnnStatus (*aclnnSiluBackwardGetWorkspaceSizeFn)(const aclTensor* grad_output, const aclTensor* self,
                                                            aclTensor* grad_input, uint64_t* workspace_size,
                                                            aclOpExecutor** executor);
+
+/* ---- Indexing (index INT32 or INT64; an index out of range fails the stream) ---- */
+/* out = self with dimension dim replaced by the rows index names (index 1-D). */
+typedef aclnnStatus (*aclnnIndexSelectGetWorkspaceSizeFn)(const aclTensor* self, int64_t dim, const aclTensor* index,
+                                                          aclTensor* out, uint64_t* workspace_size,
+                                                          aclOpExecutor** executor);
+/* out[p] = self[p with its dim coordinate replaced by index[p]] (torch.gather). */
+typedef aclnnStatus (*aclnnGatherGetWorkspaceSizeFn)(const aclTensor* self, const int64_t dim, const aclTensor* index,
+                                                     aclTensor* out, uint64_t* workspace_size,
+                                                     aclOpExecutor** executor);
+/* out = self, then out[p with its dim coordinate replaced by index[p]] += src[p] (torch.scatter_add). */
+typedef aclnnStatus (*aclnnScatterAddGetWorkspaceSizeFn)(const aclTensor* self, int64_t dim, const aclTensor* index,
+                                                         const aclTensor* src, aclTensor* out,
+                                                         uint64_t* workspace_size, aclOpExecutor** executor);
+/* out[p, :] = weight[indices[p], :]. */
+typedef aclnnStatus (*aclnnEmbeddingGetWorkspaceSizeFn)(const aclTensor* weight, const aclTensor* indices,
+                                                        const aclTensor* out, uint64_t* workspace_size,
+                                                        aclOpExecutor** executor);
+/* out[v, :] = the sum of grad[p, :] over indices[p] == v (rows never named: 0; padding_idx's row is
+ * skipped, and a padding_idx outside [0, num_weights) skips none). */
+typedef aclnnStatus (*aclnnEmbeddingDenseBackwardGetWorkspaceSizeFn)(const aclTensor* grad, const aclTensor* indices,
+                                                                     uint64_t num_weights, uint64_t padding_idx,
+                                                                     bool scale_grad_by_freq, const aclTensor* out,
+                                                                     uint64_t* workspace_size,
+                                                                     aclOpExecutor** executor);
+
+/* ---- Rows: softmax and normalisation over the last dimension(s) ---- */
+typedef aclnnStatus (*aclnnSoftmaxGetWorkspaceSizeFn)(const aclTensor* self, int64_t dim, aclTensor* out,
+                                                      uint64_t* workspace_size, aclOpExecutor** executor);
+/* out = output * (grad_output - sum(grad_output * output)) over dim. */
+typedef aclnnStatus (*aclnnSoftmaxBackwardGetWorkspaceSizeFn)(const aclTensor* grad_output, const aclTensor* output,
+                                                              int64_t dim, aclTensor* out, uint64_t* workspace_size,
+                                                              aclOpExecutor** executor);
+/* Over the trailing normalized_shape: out = (input - mean) * rstd * weight + bias; mean and rstd
+ * (FLOAT) have input's shape with the normalized dimensions of size 1. */
+typedef aclnnStatus (*aclnnLayerNormGetWorkspaceSizeFn)(const aclTensor* input, const aclIntArray* normalized_shape,
+                                                        const aclTensor* weight_optional,
+                                                        const aclTensor* bias_optional, double eps, aclTensor* out,
+                                                        aclTensor* mean_out_optional, aclTensor* rstd_out_optional,
+                                                        uint64_t* workspace_size, aclOpExecutor** executor);
+/* output_mask (3 values) selects which of grad_input, grad_weight and grad_bias to compute. */
+typedef aclnnStatus (*aclnnLayerNormBackwardGetWorkspaceSizeFn)(
+    const aclTensor* grad_out, const aclTensor* input, const aclIntArray* normalized_shape, const aclTensor* mean,
+    const aclTensor* rstd, const aclTensor* weight_optional, const aclTensor* bias_optional,
+    const aclBoolArray* output_mask, aclTensor* grad_input_out, aclTensor* grad_weight_out, aclTensor* grad_bias_out,
+    uint64_t* workspace_size, aclOpExecutor** executor);
+/* y = x * rstd * gamma over the trailing dimensions of gamma's rank; rstd (FLOAT) as in LayerNorm. */
+typedef aclnnStatus (*aclnnRmsNormGetWorkspaceSizeFn)(const aclTensor* x, const aclTensor* gamma, double epsilon,
+                                                      const aclTensor* y_out, const aclTensor* rstd_out,
+                                                      uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnStatus (*aclnnRmsNormGradGetWorkspaceSizeFn)(const aclTensor* dy, const aclTensor* x,
+                                                          const aclTensor* rstd, const aclTensor* gamma,
+                                                          const aclTensor* dx_out, const aclTensor* dgamma_out,
+                                                          uint64_t* workspace_size, aclOpExecutor** executor);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,7 @@ size_t dtype_bytes(uint32_t dtype) {
 }
 
 AclTensor::AclTensor(const H2_Tensor& tensor) {
+  if (tensor.data == nullptr) return;
   const Runtime& r = runtime();
   const size_t element = dtype_bytes(tensor.dtype);
   const auto [base, bytes] = r.allocation_of(tensor.data);
@@ -54,7 +55,7 @@ AclTensor::AclTensor(const H2_Tensor& tensor) {
 }
 
 AclTensor::~AclTensor() {
-  runtime().aclnn().aclDestroyTensor(tensor_);
+  if (tensor_ != nullptr) runtime().aclnn().aclDestroyTensor(tensor_);
 }
 
 AclScalar::AclScalar(double value) {

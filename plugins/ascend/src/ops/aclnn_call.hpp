@@ -17,7 +17,8 @@ aclDataType acl_dtype(uint32_t dtype);  // an H2_DType; throws UNSUPPORTED for o
 size_t dtype_bytes(uint32_t dtype);
 
 // An aclTensor describing an H2_Tensor as a view of the allocation that holds it: storage from the
-// allocation's start, an element offset to the tensor's first element, its shape and strides.
+// allocation's start, an element offset to the tensor's first element, its shape and strides. An
+// absent optional tensor (data NULL) is described as NULL, which aclnn takes for "none".
 class AclTensor {
  public:
   AclTensor(const H2_Tensor& tensor);

@@ -1,4 +1,6 @@
-// gelu, silu and their backwards on aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu and aclnnSiluBackward.
+// gelu, silu and their backwards on aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu and aclnnSiluBackward;
+// swiglu and its backward composed from them and aclnnMul (aclnnSwiGlu takes gate and up as the two
+// halves of one tensor, the ABI as two tensors).
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
 
@@ -62,6 +64,67 @@ H2_Status op_silu_backward(H2_Stream* handle, const H2_SiluBackwardArgs* args) {
           return nn.aclnnSiluBackwardWorkspace(dy.get(), x.get(), dx.get(), size, executor);
         },
         nn.aclnnSiluBackward);
+  });
+}
+
+namespace {
+
+std::vector<int64_t> shape_of(const H2_Tensor& t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.rank);
+}
+
+void silu_into(Stream& stream, const H2_Tensor& y, const H2_Tensor& x) {
+  const AclnnLibrary& nn = runtime().aclnn();
+  AclTensor in(x), out(y);
+  run_aclnn(
+      stream, "aclnnSilu",
+      [&](uint64_t* size, aclOpExecutor** executor) {
+        return nn.aclnnSiluWorkspace(in.get(), out.get(), size, executor);
+      },
+      nn.aclnnSilu);
+}
+
+void multiply(Stream& stream, const H2_Tensor& y, const H2_Tensor& a, const H2_Tensor& b) {
+  const AclnnLibrary& nn = runtime().aclnn();
+  AclTensor first(a), second(b), out(y);
+  run_aclnn(
+      stream, "aclnnMul",
+      [&](uint64_t* size, aclOpExecutor** executor) {
+        return nn.aclnnMulWorkspace(first.get(), second.get(), out.get(), size, executor);
+      },
+      nn.aclnnMul);
+}
+
+}  // namespace
+
+H2_Status op_swiglu(H2_Stream* handle, const H2_SwigluArgs* args) {
+  return guarded("swiglu", [&] {
+    auto stream = runtime().stream(handle);
+    ScratchTensor activated(*stream, args->gate.dtype, shape_of(args->gate));
+    silu_into(*stream, activated.tensor, args->gate);
+    multiply(*stream, args->y, activated.tensor, args->up);
+  });
+}
+
+// dgate = silu'(gate) * dy * up, dup = silu(gate) * dy.
+H2_Status op_swiglu_backward(H2_Stream* handle, const H2_SwigluBackwardArgs* args) {
+  return guarded("swiglu_backward", [&] {
+    auto stream = runtime().stream(handle);
+    const AclnnLibrary& nn = runtime().aclnn();
+    ScratchTensor through_up(*stream, args->dy.dtype, shape_of(args->dy));
+    ScratchTensor activated(*stream, args->gate.dtype, shape_of(args->gate));
+    multiply(*stream, through_up.tensor, args->dy, args->up);
+    silu_into(*stream, activated.tensor, args->gate);
+    {
+      AclTensor dy_up(through_up.tensor), gate(args->gate), dgate(args->dgate);
+      run_aclnn(
+          *stream, "aclnnSiluBackward",
+          [&](uint64_t* size, aclOpExecutor** executor) {
+            return nn.aclnnSiluBackwardWorkspace(dy_up.get(), gate.get(), dgate.get(), size, executor);
+          },
+          nn.aclnnSiluBackward);
+    }
+    multiply(*stream, args->dup, activated.tensor, args->dy);
   });
 }
 

@@ -25,7 +25,20 @@ bool provided(uint32_t op) {
     case H2_OP_GELU:
     case H2_OP_GELU_BACKWARD:
     case H2_OP_SILU:
-    case H2_OP_SILU_BACKWARD: return true;
+    case H2_OP_SILU_BACKWARD:
+    case H2_OP_SWIGLU:
+    case H2_OP_SWIGLU_BACKWARD:
+    case H2_OP_SOFTMAX:
+    case H2_OP_SOFTMAX_BACKWARD:
+    case H2_OP_LAYER_NORM:
+    case H2_OP_LAYER_NORM_BACKWARD:
+    case H2_OP_RMS_NORM:
+    case H2_OP_RMS_NORM_BACKWARD:
+    case H2_OP_EMBEDDING:
+    case H2_OP_EMBEDDING_BACKWARD:
+    case H2_OP_INDEX_SELECT:
+    case H2_OP_GATHER:
+    case H2_OP_SCATTER_ADD: return true;
     default: return false;
   }
 }
@@ -50,10 +63,20 @@ const H2_OpTable kOpTable = {
     .struct_size = sizeof(H2_OpTable),
     .capability = capability,
     .gemm = op_gemm,
+    .softmax = op_softmax,
+    .softmax_backward = op_softmax_backward,
+    .layer_norm = op_layer_norm,
+    .layer_norm_backward = op_layer_norm_backward,
+    .rms_norm = op_rms_norm,
+    .rms_norm_backward = op_rms_norm_backward,
     .gelu = op_gelu,
     .gelu_backward = op_gelu_backward,
     .silu = op_silu,
     .silu_backward = op_silu_backward,
+    .swiglu = op_swiglu,
+    .swiglu_backward = op_swiglu_backward,
+    .embedding = op_embedding,
+    .embedding_backward = op_embedding_backward,
     .binary = op_binary,
     .binary_scalar = op_binary_scalar,
     .unary = op_unary,
@@ -63,6 +86,9 @@ const H2_OpTable kOpTable = {
     .arange = op_arange,
     .where = op_where,
     .masked_fill = op_masked_fill,
+    .index_select = op_index_select,
+    .gather = op_gather,
+    .scatter_add = op_scatter_add,
 };
 
 }  // namespace h2::ascend

@@ -22,5 +22,18 @@ H2_Status op_gelu(H2_Stream* stream, const H2_GeluArgs* args);
 H2_Status op_gelu_backward(H2_Stream* stream, const H2_GeluBackwardArgs* args);
 H2_Status op_silu(H2_Stream* stream, const H2_SiluArgs* args);
 H2_Status op_silu_backward(H2_Stream* stream, const H2_SiluBackwardArgs* args);
+H2_Status op_swiglu(H2_Stream* stream, const H2_SwigluArgs* args);
+H2_Status op_swiglu_backward(H2_Stream* stream, const H2_SwigluBackwardArgs* args);
+H2_Status op_softmax(H2_Stream* stream, const H2_SoftmaxArgs* args);
+H2_Status op_softmax_backward(H2_Stream* stream, const H2_SoftmaxBackwardArgs* args);
+H2_Status op_layer_norm(H2_Stream* stream, const H2_LayerNormArgs* args);
+H2_Status op_layer_norm_backward(H2_Stream* stream, const H2_LayerNormBackwardArgs* args);
+H2_Status op_rms_norm(H2_Stream* stream, const H2_RmsNormArgs* args);
+H2_Status op_rms_norm_backward(H2_Stream* stream, const H2_RmsNormBackwardArgs* args);
+H2_Status op_embedding(H2_Stream* stream, const H2_EmbeddingArgs* args);
+H2_Status op_embedding_backward(H2_Stream* stream, const H2_EmbeddingBackwardArgs* args);
+H2_Status op_index_select(H2_Stream* stream, const H2_IndexSelectArgs* args);
+H2_Status op_gather(H2_Stream* stream, const H2_GatherArgs* args);
+H2_Status op_scatter_add(H2_Stream* stream, const H2_ScatterAddArgs* args);
 
 }  // namespace h2::ascend
