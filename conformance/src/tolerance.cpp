@@ -103,6 +103,12 @@ const OperatorModel kOperatorModels[] = {
     {"swiglu", "*", "*", Magnitude::exact, 8, false},
     {"dropout", "*", "mask", Magnitude::exact, 0, kBitExact},  // every device draws the same mask
     {"dropout", "*", "*", Magnitude::exact, 2, false},
+    // The first moment b1 m + (1 - b1) g, and the parameter p (1 - lr wd) - lr u, lose digits where
+    // their two terms nearly cancel; an FP32 optimizer (PyTorch's own on a GPU) keeps its error within
+    // ulps of the terms, not of what is left: of the sum of |terms| for the moment, and of the largest
+    // parameter for the parameters (the update's terms are signed even for |inputs|).
+    {"adamw", "*", "exp_avg[0-9]*", Magnitude::abs_inputs, 32, false},
+    {"adamw", "*", "param[0-9]*", Magnitude::tensor, 32, false},
     {"adamw", "*", "*", Magnitude::exact, 32, false},
     {"grad_norm", "inf", "*", Magnitude::exact, 0, kBitExact},  // a maximum picks a value
     {"grad_norm", "*", "*", Magnitude::exact, 4, false},

@@ -49,6 +49,9 @@ namespace h2::ascend {
   X(aclnnInplaceAddmm) \
   X(aclnnBaddbmm) \
   X(aclnnGtScalar) \
+  X(aclnnEqScalar) \
+  X(aclnnIsFinite) \
+  X(aclnnLogicalNot) \
   X(aclnnSWhere) \
   X(aclnnInplaceMaskedFillScalar) \
   X(aclnnArange) \

@@ -51,22 +51,61 @@ ASCEND_EMULATOR_C aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTe
 }
 H2_EMULATED_RUN(aclnnInplaceMaskedFillScalar)
 
-ASCEND_EMULATOR_C aclnnStatus aclnnGtScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
-                                                            aclTensor* out, uint64_t* workspace_size,
-                                                            aclOpExecutor** executor) {
-  return plan_operator("aclnnGtScalar", workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+namespace {
+
+// out (BOOL, self's shape) = test(self element), for comparisons and predicates; `make_test` builds
+// the test while the arguments are checked (it may throw).
+aclnnStatus plan_predicate(const char* op, const aclTensor* self, aclTensor* out, uint64_t* workspace_size,
+                           aclOpExecutor** executor, const std::function<std::function<bool(double)>()>& make_test) {
+  return plan_operator(op, workspace_size, executor, 0, [&]() -> std::function<void(void*)> {
+    const std::function<bool(double)> test = make_test();
     check_tensor(self, "self");
     check_tensor(out, "out");
-    if (other == nullptr) throw Error(ACLNN_ERR_PARAM_NULLPTR, "other is NULL");
     if (out->dtype != ACL_BOOL || out->view != self->view)
-      throw Error(ACLNN_ERR_PARAM_INVALID, "aclnnGtScalar: out must be BOOL of self's shape");
-    return [x = *self, y = *out, threshold = other->value](void*) {
+      throw Error(ACLNN_ERR_PARAM_INVALID, std::string(op) + ": out must be BOOL of self's shape");
+    return [x = *self, y = *out, test](void*) {
       const Elements in(x), result(y);
-      for (int64_t i = 0; i < result.count(); ++i) result.store(i, in.load(i) > threshold ? 1 : 0);
+      for (int64_t i = 0; i < result.count(); ++i) result.store(i, test(in.load(i)) ? 1 : 0);
     };
   });
 }
+
+double scalar_of(const aclScalar* scalar) {
+  if (scalar == nullptr) throw Error(ACLNN_ERR_PARAM_NULLPTR, "other is NULL");
+  return scalar->value;
+}
+
+}  // namespace
+
+ASCEND_EMULATOR_C aclnnStatus aclnnGtScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
+                                                            uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_predicate("aclnnGtScalar", self, out, workspace_size, executor, [&] {
+    return [threshold = scalar_of(other)](double x) { return x > threshold; };
+  });
+}
 H2_EMULATED_RUN(aclnnGtScalar)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnEqScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
+                                                            uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_predicate("aclnnEqScalar", self, out, workspace_size, executor, [&] {
+    return [value = scalar_of(other)](double x) { return x == value; };
+  });
+}
+H2_EMULATED_RUN(aclnnEqScalar)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnIsFiniteGetWorkspaceSize(const aclTensor* self, aclTensor* out,
+                                                            uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_predicate("aclnnIsFinite", self, out, workspace_size, executor,
+                        [] { return [](double x) { return std::isfinite(x); }; });
+}
+H2_EMULATED_RUN(aclnnIsFinite)
+
+ASCEND_EMULATOR_C aclnnStatus aclnnLogicalNotGetWorkspaceSize(const aclTensor* self, aclTensor* out,
+                                                              uint64_t* workspace_size, aclOpExecutor** executor) {
+  return plan_predicate("aclnnLogicalNot", self, out, workspace_size, executor,
+                        [] { return [](double x) { return x == 0; }; });
+}
+H2_EMULATED_RUN(aclnnLogicalNot)
 
 ASCEND_EMULATOR_C aclnnStatus aclnnArangeGetWorkspaceSize(const aclScalar* start, const aclScalar* end,
                                                           const aclScalar* step, aclTensor* out,

@@ -6,7 +6,7 @@
  * (acl_meta.h's aclCreateTensor family, the two-phase call, aclnn return codes) and the operator
  * pages of aclnnInplaceCopy, aclnnInplaceFillScalar, aclnnAdd/Sub/Mul/Div, aclnnAdds/Subs/Muls/Divs,
  * aclnnMaximum/Minimum, aclnnPow*, aclnnClampMin/Max, aclnnExp/Log/Sqrt/Rsqrt/Neg/Reciprocal/Abs,
- * aclnnInplaceAddmm, aclnnBaddbmm, aclnnGtScalar, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
+ * aclnnInplaceAddmm, aclnnBaddbmm, aclnnGtScalar, aclnnEqScalar, aclnnIsFinite, aclnnLogicalNot, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
  * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu,
  * aclnnSiluBackward, aclnnIndexSelect, aclnnGather, aclnnScatterAdd, aclnnEmbedding,
  * aclnnEmbeddingDenseBackward, aclnnSoftmax, aclnnSoftmaxBackward, aclnnLayerNorm,
@@ -160,8 +160,12 @@ typedef aclnnStatus (*aclnnSWhereGetWorkspaceSizeFn)(const aclTensor* condition,
 typedef aclnnStatus (*aclnnInplaceMaskedFillScalarGetWorkspaceSizeFn)(aclTensor* self_ref, const aclTensor* mask,
                                                                       const aclScalar* value, uint64_t* workspace_size,
                                                                       aclOpExecutor** executor);
-/* out (BOOL) = self > other. */
+/* out (BOOL) = self > other, self == other. */
 typedef aclnnScalarGetWorkspaceSizeFn aclnnGtScalarGetWorkspaceSizeFn;
+typedef aclnnScalarGetWorkspaceSizeFn aclnnEqScalarGetWorkspaceSizeFn;
+/* out (BOOL) = self is neither infinite nor NaN; out (BOOL) = !self. */
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnIsFiniteGetWorkspaceSizeFn;
+typedef aclnnUnaryGetWorkspaceSizeFn aclnnLogicalNotGetWorkspaceSizeFn;
 /* out[i] = start + i * step for the 1-D out (end bounds the count: ceil((end - start) / step)). */
 typedef aclnnStatus (*aclnnArangeGetWorkspaceSizeFn)(const aclScalar* start, const aclScalar* end,
                                                      const aclScalar* step, aclTensor* out, uint64_t* workspace_size,

@@ -34,6 +34,29 @@ size_t dtype_bytes(uint32_t dtype) {
   }
 }
 
+std::vector<int64_t> shape_of(const H2_Tensor& t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.rank);
+}
+
+std::vector<int64_t> all_dims(const H2_Tensor& t) {
+  std::vector<int64_t> dims;
+  for (uint32_t d = 0; d < t.rank; ++d) dims.push_back(d);
+  return dims;
+}
+
+H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape) {
+  H2_Tensor view = t;
+  view.rank = static_cast<uint32_t>(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    view.shape[d] = shape[d];
+    view.strides[d] = stride;
+    stride *= shape[d];
+  }
+  for (size_t d = shape.size(); d < H2_MAX_RANK; ++d) view.shape[d] = view.strides[d] = 0;
+  return view;
+}
+
 AclTensor::AclTensor(const H2_Tensor& tensor) {
   if (tensor.data == nullptr) return;
   const Runtime& r = runtime();

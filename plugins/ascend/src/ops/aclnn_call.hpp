@@ -15,6 +15,10 @@ namespace h2::ascend {
 
 aclDataType acl_dtype(uint32_t dtype);  // an H2_DType; throws UNSUPPORTED for one aclnn lacks
 size_t dtype_bytes(uint32_t dtype);
+std::vector<int64_t> shape_of(const H2_Tensor& t);
+std::vector<int64_t> all_dims(const H2_Tensor& t);  // 0, 1, ..., rank - 1
+// `t`'s memory seen with `shape` and row-major contiguous strides (for contiguous scratch tensors).
+H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape);
 
 // An aclTensor describing an H2_Tensor as a view of the allocation that holds it: storage from the
 // allocation's start, an element offset to the tensor's first element, its shape and strides. An

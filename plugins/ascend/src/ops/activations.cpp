@@ -69,9 +69,6 @@ H2_Status op_silu_backward(H2_Stream* handle, const H2_SiluBackwardArgs* args) {
 
 namespace {
 
-std::vector<int64_t> shape_of(const H2_Tensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.rank);
-}
 
 void silu_into(Stream& stream, const H2_Tensor& y, const H2_Tensor& x) {
   const AclnnLibrary& nn = runtime().aclnn();

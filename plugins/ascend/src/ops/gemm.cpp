@@ -34,9 +34,6 @@ H2_Tensor operand(H2_Tensor t, bool transpose, uint32_t c_rank) {
   return t;
 }
 
-std::vector<int64_t> shape_of(const H2_Tensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.rank);
-}
 
 // c = beta * c + alpha * a @ b with a, b and c of one type.
 void product(Stream& stream, const H2_Tensor& a, const H2_Tensor& b, const H2_Tensor& c, double alpha, double beta) {

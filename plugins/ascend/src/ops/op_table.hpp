@@ -35,5 +35,17 @@ H2_Status op_embedding_backward(H2_Stream* stream, const H2_EmbeddingBackwardArg
 H2_Status op_index_select(H2_Stream* stream, const H2_IndexSelectArgs* args);
 H2_Status op_gather(H2_Stream* stream, const H2_GatherArgs* args);
 H2_Status op_scatter_add(H2_Stream* stream, const H2_ScatterAddArgs* args);
+H2_Status op_dropout(H2_Stream* stream, const H2_DropoutArgs* args);
+H2_Status op_uniform(H2_Stream* stream, const H2_UniformArgs* args);
+H2_Status op_normal(H2_Stream* stream, const H2_NormalArgs* args);
+H2_Status op_adamw(H2_Stream* stream, const H2_AdamWArgs* args);
+H2_Status op_grad_norm(H2_Stream* stream, const H2_GradNormArgs* args);
+H2_Status op_clip_by_norm(H2_Stream* stream, const H2_ClipByNormArgs* args);
+H2_Status op_unscale(H2_Stream* stream, const H2_UnscaleArgs* args);
+H2_Status op_rotary(H2_Stream* stream, const H2_RotaryArgs* args);
+H2_Status op_cross_entropy(H2_Stream* stream, const H2_CrossEntropyArgs* args);
+H2_Status op_cross_entropy_backward(H2_Stream* stream, const H2_CrossEntropyBackwardArgs* args);
+H2_Status op_attention(H2_Stream* stream, const H2_AttentionArgs* args);
+H2_Status op_attention_backward(H2_Stream* stream, const H2_AttentionBackwardArgs* args);
 
 }  // namespace h2::ascend

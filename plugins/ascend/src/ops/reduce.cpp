@@ -12,9 +12,6 @@ using h2::plugin::guarded;
 
 namespace {
 
-std::vector<int64_t> shape_of(const H2_Tensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.rank);
-}
 
 // y = the largest of x over `dims`, through scratch memory when y's dtype is not x's.
 void amax(Stream& stream, const H2_Tensor& x, const std::vector<int64_t>& dims, bool keep, const H2_Tensor& y) {
