@@ -73,7 +73,9 @@ namespace h2::ascend {
   X(aclnnLayerNorm) \
   X(aclnnLayerNormBackward) \
   X(aclnnRmsNorm) \
-  X(aclnnRmsNormGrad)
+  X(aclnnRmsNormGrad) \
+  X(aclnnFlashAttentionScore) \
+  X(aclnnFlashAttentionScoreGrad)
 // clang-format on
 
 struct AclnnLibrary {

@@ -66,6 +66,8 @@ Runtime::Runtime(const H2_InitArgs& /*args*/)
   acl_check(*acl_, counted, "aclrtGetDeviceCount");
   for (int32_t d = 0; d < static_cast<int32_t>(count); ++d) {
     H2_ACL(*acl_, aclrtSetDevice, d);
+    // Fixed summation orders, so that the capability's `deterministic` is true on hardware too.
+    H2_ACL(*acl_, aclrtCtxSetSysParamOpt, ACL_OPT_DETERMINISTIC, 1);
     DeviceInfo info;
     const char* soc = acl_->aclrtGetSocName();
     info.soc = soc != nullptr ? soc : "Ascend (unknown SoC)";

@@ -77,19 +77,19 @@ double scalar_of(const aclScalar* scalar) {
 
 }  // namespace
 
-ASCEND_EMULATOR_C aclnnStatus aclnnGtScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
-                                                            uint64_t* workspace_size, aclOpExecutor** executor) {
-  return plan_predicate("aclnnGtScalar", self, out, workspace_size, executor, [&] {
-    return [threshold = scalar_of(other)](double x) { return x > threshold; };
-  });
+ASCEND_EMULATOR_C aclnnStatus aclnnGtScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
+                                                            aclTensor* out, uint64_t* workspace_size,
+                                                            aclOpExecutor** executor) {
+  return plan_predicate("aclnnGtScalar", self, out, workspace_size, executor,
+                        [&] { return [threshold = scalar_of(other)](double x) { return x > threshold; }; });
 }
 H2_EMULATED_RUN(aclnnGtScalar)
 
-ASCEND_EMULATOR_C aclnnStatus aclnnEqScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
-                                                            uint64_t* workspace_size, aclOpExecutor** executor) {
-  return plan_predicate("aclnnEqScalar", self, out, workspace_size, executor, [&] {
-    return [value = scalar_of(other)](double x) { return x == value; };
-  });
+ASCEND_EMULATOR_C aclnnStatus aclnnEqScalarGetWorkspaceSize(const aclTensor* self, const aclScalar* other,
+                                                            aclTensor* out, uint64_t* workspace_size,
+                                                            aclOpExecutor** executor) {
+  return plan_predicate("aclnnEqScalar", self, out, workspace_size, executor,
+                        [&] { return [value = scalar_of(other)](double x) { return x == value; }; });
 }
 H2_EMULATED_RUN(aclnnEqScalar)
 

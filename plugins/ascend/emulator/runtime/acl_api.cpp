@@ -149,6 +149,15 @@ EXPORT aclError aclrtSynchronizeDevice() {
   });
 }
 
+EXPORT aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+  return guarded("aclrtCtxSetSysParamOpt", [&] {
+    current_device();
+    if (opt != ACL_OPT_DETERMINISTIC || value < 0 || value > 3)
+      throw Error(ACL_ERROR_INVALID_PARAM, "only ACL_OPT_DETERMINISTIC 0..3 is emulated");
+    // The emulated kernels always sum in a fixed order: the option changes nothing here.
+  });
+}
+
 EXPORT const char* aclrtGetSocName() {
   const aclError status = guarded("aclrtGetSocName", [] { machine(); });
   return status == ACL_SUCCESS ? soc_name.c_str() : nullptr;
@@ -478,6 +487,7 @@ H2_CHECK_SIGNATURE(aclrtSetDevice);
 H2_CHECK_SIGNATURE(aclrtResetDevice);
 H2_CHECK_SIGNATURE(aclrtSynchronizeDevice);
 H2_CHECK_SIGNATURE(aclrtGetSocName);
+H2_CHECK_SIGNATURE(aclrtCtxSetSysParamOpt);
 H2_CHECK_SIGNATURE(aclrtMalloc);
 H2_CHECK_SIGNATURE(aclrtFree);
 H2_CHECK_SIGNATURE(aclrtGetMemInfo);

@@ -60,6 +60,10 @@ typedef aclError (*aclrtSetDeviceFn)(int32_t device);
 typedef aclError (*aclrtResetDeviceFn)(int32_t device);
 /* Waits for every stream of the calling thread's current device. */
 typedef aclError (*aclrtSynchronizeDeviceFn)(void);
+/* Context-wide options of the current device. ACL_OPT_DETERMINISTIC 1 makes the operators that sum
+ * in a scheduling-dependent order (FlashAttentionScoreGrad, IndexAdd, ...) sum in a fixed one. */
+typedef enum aclSysParamOpt { ACL_OPT_DETERMINISTIC = 0 } aclSysParamOpt;
+typedef aclError (*aclrtCtxSetSysParamOptFn)(aclSysParamOpt opt, int64_t value);
 /* The SoC of the current device, e.g. "Ascend910B3"; owned by the runtime, NULL on failure. */
 typedef const char* (*aclrtGetSocNameFn)(void);
 

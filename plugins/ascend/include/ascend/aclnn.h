@@ -10,7 +10,8 @@
  * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu,
  * aclnnSiluBackward, aclnnIndexSelect, aclnnGather, aclnnScatterAdd, aclnnEmbedding,
  * aclnnEmbeddingDenseBackward, aclnnSoftmax, aclnnSoftmaxBackward, aclnnLayerNorm,
- * aclnnLayerNormBackward, aclnnRmsNorm and aclnnRmsNormGrad. Declarations only, resolved by name at run time, and
+ * aclnnLayerNormBackward, aclnnRmsNorm, aclnnRmsNormGrad, aclnnFlashAttentionScore and
+ * aclnnFlashAttentionScoreGrad. Declarations only, resolved by name at run time, and
  * implemented with the same signatures by the emulator (plugins/ascend/emulator).
  *
  * Every operator has two phases: aclnnXxxGetWorkspaceSize(inputs..., outputs..., &workspace_size,
@@ -248,6 +249,31 @@ typedef aclnnStatus (*aclnnRmsNormGradGetWorkspaceSizeFn)(const aclTensor* dy, c
                                                           const aclTensor* rstd, const aclTensor* gamma,
                                                           const aclTensor* dx_out, const aclTensor* dgamma_out,
                                                           uint64_t* workspace_size, aclOpExecutor** executor);
+
+/* ---- FlashAttention (Atlas A2/A3) ----
+ * attention_out = Softmax(Mask(scale * query key^T, atten_mask)) value per batch and head, query
+ * heads sharing key/value heads when head counts differ (GQA). input_layout "BNSD" (also BSND, BSH,
+ * SBH on hardware); any strides. atten_mask [Sq, Skv] BOOL or UINT8, 1 = masked; sparse_mode 0 uses
+ * it with the band pre_tokens/next_tokens. softmax_max_out and softmax_sum_out (FLOAT [B, N, Sq, 8],
+ * each value repeated 8 times) keep the row maximum and the sum of exp(score - maximum) for the
+ * backward. inner_precise 2 computes rows with every key masked (their output is 0). */
+typedef aclnnStatus (*aclnnFlashAttentionScoreGetWorkspaceSizeFn)(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* real_shift_optional,
+    const aclTensor* drop_mask_optional, const aclTensor* padding_mask_optional, const aclTensor* atten_mask_optional,
+    const aclIntArray* prefix_optional, double scale_value, double keep_prob, int64_t pre_tokens, int64_t next_tokens,
+    int64_t head_num, char* input_layout, int64_t inner_precise, int64_t sparse_mode, const aclTensor* softmax_max_out,
+    const aclTensor* softmax_sum_out, const aclTensor* softmax_out_out, const aclTensor* attention_out_out,
+    uint64_t* workspace_size, aclOpExecutor** executor);
+/* dq, dk, dv from dy with the forward's softmax_max, softmax_sum and attention_out; dk and dv sum
+ * over the query heads sharing a key/value head. Deterministic only with ACL_OPT_DETERMINISTIC. */
+typedef aclnnStatus (*aclnnFlashAttentionScoreGradGetWorkspaceSizeFn)(
+    const aclTensor* query, const aclTensor* key_in, const aclTensor* value, const aclTensor* dy,
+    const aclTensor* pse_shift_optional, const aclTensor* drop_mask_optional, const aclTensor* padding_mask_optional,
+    const aclTensor* atten_mask_optional, const aclTensor* softmax_max_optional, const aclTensor* softmax_sum_optional,
+    const aclTensor* softmax_in_optional, const aclTensor* attention_in_optional, const aclIntArray* prefix_optional,
+    double scale_value, double keep_prob, int64_t pre_tokens, int64_t next_tokens, int64_t head_num,
+    char* input_layout, int64_t inner_precise, int64_t sparse_mode, const aclTensor* dq_out, const aclTensor* dk_out,
+    const aclTensor* dv_out, const aclTensor* dpse_out, uint64_t* workspace_size, aclOpExecutor** executor);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,6 @@ H2_Status op_silu_backward(H2_Stream* handle, const H2_SiluBackwardArgs* args) {
 
 namespace {
 
-
 void silu_into(Stream& stream, const H2_Tensor& y, const H2_Tensor& x) {
   const AclnnLibrary& nn = runtime().aclnn();
   AclTensor in(x), out(y);

@@ -34,7 +34,6 @@ H2_Tensor operand(H2_Tensor t, bool transpose, uint32_t c_rank) {
   return t;
 }
 
-
 // c = beta * c + alpha * a @ b with a, b and c of one type.
 void product(Stream& stream, const H2_Tensor& a, const H2_Tensor& b, const H2_Tensor& c, double alpha, double beta) {
   const AclnnLibrary& nn = runtime().aclnn();

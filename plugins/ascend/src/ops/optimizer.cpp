@@ -8,15 +8,14 @@
 #include <optional>
 
 #include "aclnn_call.hpp"
-#include "tensor_ops.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
 using h2::plugin::guarded;
 
 namespace {
-
 
 // A scalar F32 tensor of the same shape as `like` (one element).
 ScratchTensor scalar_like(Stream& stream, const H2_Tensor& like) {
@@ -68,7 +67,8 @@ H2_Status op_adamw(H2_Stream* handle, const H2_AdamWArgs* args) {
       ops.unary("aclnnSqrt", ops.nn.aclnnSqrtWorkspace, ops.nn.aclnnSqrt, denominator.tensor, denominator.tensor);
       ops.adds(denominator.tensor, denominator.tensor, args->eps);
       ops.divs(update.tensor, m_out, bias1);
-      ops.binary("aclnnDiv", ops.nn.aclnnDivWorkspace, ops.nn.aclnnDiv, update.tensor, update.tensor, denominator.tensor);
+      ops.binary("aclnnDiv", ops.nn.aclnnDivWorkspace, ops.nn.aclnnDiv, update.tensor, update.tensor,
+                 denominator.tensor);
       ops.add(p_out, p_out, update.tensor, args->lr, true);
       if (skip) {
         ops.where(param, skip->tensor, param, new_p->tensor);
@@ -112,7 +112,8 @@ H2_Status op_grad_norm(H2_Stream* handle, const H2_GradNormArgs* args) {
       ops.add(total.tensor, total.tensor, part.tensor, 1.0);
     }
     if (!infinity && args->norm_type != 1) {
-      if (args->norm_type == 2) ops.unary("aclnnSqrt", ops.nn.aclnnSqrtWorkspace, ops.nn.aclnnSqrt, total.tensor, total.tensor);
+      if (args->norm_type == 2)
+        ops.unary("aclnnSqrt", ops.nn.aclnnSqrtWorkspace, ops.nn.aclnnSqrt, total.tensor, total.tensor);
       else
         ops.scalar_op("aclnnPowTensorScalar", ops.nn.aclnnPowTensorScalarWorkspace, ops.nn.aclnnPowTensorScalar,
                       total.tensor, total.tensor, 1 / args->norm_type);
@@ -130,7 +131,8 @@ H2_Status op_clip_by_norm(H2_Stream* handle, const H2_ClipByNormArgs* args) {
     ops.adds(factor.tensor, args->norm, args->eps);
     ops.unary("aclnnReciprocal", ops.nn.aclnnReciprocalWorkspace, ops.nn.aclnnReciprocal, factor.tensor, factor.tensor);
     ops.muls(factor.tensor, factor.tensor, args->max_norm);
-    ops.scalar_op("aclnnClampMax", ops.nn.aclnnClampMaxWorkspace, ops.nn.aclnnClampMax, factor.tensor, factor.tensor, 1.0);
+    ops.scalar_op("aclnnClampMax", ops.nn.aclnnClampMaxWorkspace, ops.nn.aclnnClampMax, factor.tensor, factor.tensor,
+                  1.0);
     // 16-bit tensors are scaled in FP32 and rounded once (a 16-bit factor would round twice).
     for (uint32_t i = 0; i < args->count; ++i) {
       const H2_Tensor& t = args->tensors[i];

@@ -20,7 +20,6 @@ using h2::plugin::guarded;
 
 namespace {
 
-
 int64_t count_of(const H2_Tensor& t) {
   int64_t n = 1;
   for (uint32_t d = 0; d < t.rank; ++d) n *= t.shape[d];
@@ -64,7 +63,8 @@ H2_Status op_normal(H2_Stream* handle, const H2_NormalArgs* args) {
     const int64_t n = count_of(args->y);
     std::vector<float> values(static_cast<size_t>(n));
     for (int64_t block = 0; block * 4 < n; ++block) {
-      const h2::plugin::PhiloxBlock w = h2::plugin::philox_block(args->seed, args->offset + static_cast<uint64_t>(block));
+      const h2::plugin::PhiloxBlock w =
+          h2::plugin::philox_block(args->seed, args->offset + static_cast<uint64_t>(block));
       for (int pair = 0; pair < 2; ++pair) {
         const double u1 = (static_cast<double>(w[static_cast<size_t>(2 * pair)] >> 8) + 1) * 0x1p-24;
         const double u2 = static_cast<double>(w[static_cast<size_t>(2 * pair + 1)] >> 8) * 0x1p-24;

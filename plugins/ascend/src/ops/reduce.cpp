@@ -12,7 +12,6 @@ using h2::plugin::guarded;
 
 namespace {
 
-
 // y = the largest of x over `dims`, through scratch memory when y's dtype is not x's.
 void amax(Stream& stream, const H2_Tensor& x, const std::vector<int64_t>& dims, bool keep, const H2_Tensor& y) {
   const AclnnLibrary& nn = runtime().aclnn();

@@ -24,7 +24,8 @@ H2_Tensor half_view(const H2_Tensor& x, bool second, bool interleaved) {
   view.shape[last] = half;
   const int64_t step = interleaved ? 1 : half;
   if (interleaved) view.strides[last] = 2 * x.strides[last];
-  if (second) view.data = static_cast<char*>(x.data) + step * x.strides[last] * static_cast<int64_t>(dtype_bytes(x.dtype));
+  if (second)
+    view.data = static_cast<char*>(x.data) + step * x.strides[last] * static_cast<int64_t>(dtype_bytes(x.dtype));
   return view;
 }
 
@@ -43,13 +44,16 @@ H2_Status op_rotary(H2_Stream* handle, const H2_RotaryArgs* args) {
         const double angle = static_cast<double>(args->position_offset + p) *
                              std::pow(args->base, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
         cos_table[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(angle));
-        sin_table[static_cast<size_t>(p * half + i)] = static_cast<float>(args->inverse ? -std::sin(angle) : std::sin(angle));
+        sin_table[static_cast<size_t>(p * half + i)] =
+            static_cast<float>(args->inverse ? -std::sin(angle) : std::sin(angle));
       }
     // The tables as [seq, 1, half]: broadcast over the heads and any leading dimensions.
     ScratchTensor cos_t(*stream, H2_DTYPE_F32, {seq, 1, half}), sin_t(*stream, H2_DTYPE_F32, {seq, 1, half});
     if (!cos_table.empty()) {
-      runtime().staging().to_device(stream->stream, cos_t.tensor.data, cos_table.data(), cos_table.size() * sizeof(float));
-      runtime().staging().to_device(stream->stream, sin_t.tensor.data, sin_table.data(), sin_table.size() * sizeof(float));
+      runtime().staging().to_device(stream->stream, cos_t.tensor.data, cos_table.data(),
+                                    cos_table.size() * sizeof(float));
+      runtime().staging().to_device(stream->stream, sin_t.tensor.data, sin_table.data(),
+                                    sin_table.size() * sizeof(float));
     }
     const bool interleaved = args->interleaved != 0;
     std::vector<int64_t> half_shape = shape_of(x);

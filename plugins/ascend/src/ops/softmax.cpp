@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "aclnn_call.hpp"
-#include "tensor_ops.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 

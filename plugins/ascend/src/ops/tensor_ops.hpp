@@ -16,7 +16,9 @@ struct TensorOps {
     AclScalar factor(s);
     run_aclnn(
         stream, "aclnnMuls",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnMulsWorkspace(in.get(), factor.get(), out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnMulsWorkspace(in.get(), factor.get(), out.get(), size, e);
+        },
         nn.aclnnMuls);
   }
   void divs(const H2_Tensor& y, const H2_Tensor& x, double s) {
@@ -24,7 +26,9 @@ struct TensorOps {
     AclScalar divisor(s);
     run_aclnn(
         stream, "aclnnDivs",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnDivsWorkspace(in.get(), divisor.get(), out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnDivsWorkspace(in.get(), divisor.get(), out.get(), size, e);
+        },
         nn.aclnnDivs);
   }
   void adds(const H2_Tensor& y, const H2_Tensor& x, double s) {
@@ -44,15 +48,17 @@ struct TensorOps {
     const auto plan = subtract ? nn.aclnnSubWorkspace : nn.aclnnAddWorkspace;
     run_aclnn(
         stream, subtract ? "aclnnSub" : "aclnnAdd",
-        [&](uint64_t* size, aclOpExecutor** e) { return plan(first.get(), second.get(), factor.get(), out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return plan(first.get(), second.get(), factor.get(), out.get(), size, e);
+        },
         subtract ? nn.aclnnSub : nn.aclnnAdd);
   }
   void binary(const char* name, aclnnBinaryGetWorkspaceSizeFn plan, aclnnRunFn run, const H2_Tensor& y,
               const H2_Tensor& a, const H2_Tensor& b) {
     AclTensor first(a), second(b), out(y);
     run_aclnn(
-        stream, name, [&](uint64_t* size, aclOpExecutor** e) { return plan(first.get(), second.get(), out.get(), size, e); },
-        run);
+        stream, name,
+        [&](uint64_t* size, aclOpExecutor** e) { return plan(first.get(), second.get(), out.get(), size, e); }, run);
   }
   void unary(const char* name, aclnnUnaryGetWorkspaceSizeFn plan, aclnnRunFn run, const H2_Tensor& y,
              const H2_Tensor& x) {
@@ -65,8 +71,8 @@ struct TensorOps {
     AclTensor in(x), out(y);
     AclScalar value(s);
     run_aclnn(
-        stream, name, [&](uint64_t* size, aclOpExecutor** e) { return plan(in.get(), value.get(), out.get(), size, e); },
-        run);
+        stream, name,
+        [&](uint64_t* size, aclOpExecutor** e) { return plan(in.get(), value.get(), out.get(), size, e); }, run);
   }
   // The sum of every element of x into the F32 scalar y.
   void sum_all(const H2_Tensor& y, const H2_Tensor& x) {
@@ -84,7 +90,9 @@ struct TensorOps {
     AclIntArray dims(all_dims(x));
     run_aclnn(
         stream, "aclnnAmax",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnAmaxWorkspace(in.get(), dims.get(), false, out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnAmaxWorkspace(in.get(), dims.get(), false, out.get(), size, e);
+        },
         nn.aclnnAmax);
   }
   void fill(const H2_Tensor& y, double value) {
@@ -92,7 +100,9 @@ struct TensorOps {
     AclScalar v(value);
     run_aclnn(
         stream, "aclnnInplaceFillScalar",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnInplaceFillScalarWorkspace(out.get(), v.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnInplaceFillScalarWorkspace(out.get(), v.get(), size, e);
+        },
         nn.aclnnInplaceFillScalar);
   }
   // y = cond ? a : b.
@@ -100,7 +110,9 @@ struct TensorOps {
     AclTensor c(cond), first(a), second(b), out(y);
     run_aclnn(
         stream, "aclnnSWhere",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnSWhereWorkspace(c.get(), first.get(), second.get(), out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnSWhereWorkspace(c.get(), first.get(), second.get(), out.get(), size, e);
+        },
         nn.aclnnSWhere);
   }
   // y = the largest of x over `dims` (kept with size 1 when keep), in x's dtype.
@@ -109,7 +121,9 @@ struct TensorOps {
     AclIntArray reduced(dims);
     run_aclnn(
         stream, "aclnnAmax",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnAmaxWorkspace(in.get(), reduced.get(), keep, out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnAmaxWorkspace(in.get(), reduced.get(), keep, out.get(), size, e);
+        },
         nn.aclnnAmax);
   }
   // y = the sum (or mean) of x over `dims`, into y's dtype.
@@ -128,7 +142,9 @@ struct TensorOps {
     AclTensor in(x), where(index), out(y);
     run_aclnn(
         stream, "aclnnGather",
-        [&](uint64_t* size, aclOpExecutor** e) { return nn.aclnnGatherWorkspace(in.get(), dim, where.get(), out.get(), size, e); },
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnGatherWorkspace(in.get(), dim, where.get(), out.get(), size, e);
+        },
         nn.aclnnGather);
   }
   // y[index along dim] += src, in place.
@@ -149,8 +165,8 @@ struct TensorOps {
     run_aclnn(
         stream, "aclnnBaddbmm",
         [&](uint64_t* size, aclOpExecutor** e) {
-          return nn.aclnnBaddbmmWorkspace(out.get(), first.get(), second.get(), zero.get(), scale.get(), out.get(), cube, size,
-                                          e);
+          return nn.aclnnBaddbmmWorkspace(out.get(), first.get(), second.get(), zero.get(), scale.get(), out.get(),
+                                          cube, size, e);
         },
         nn.aclnnBaddbmm);
   }
