@@ -142,6 +142,41 @@ TEST_F(TrainTest, PipelinesAndReplicasTrainWhatOneProcessTrains) {
     EXPECT_TRUE(names.count(name)) << name;
 }
 
+// A pipeline whose second stage runs on the Ascend plugin (over the emulated CANN runtime) trains
+// what one cpu-reference process trains: the vendor plugin's operators, memory and streams carry a
+// real job, with activations and gradients crossing plugins through DiComm.
+TEST_F(TrainTest, AStageOnTheEmulatedAscendPluginTrainsWhatOneProcessTrains) {
+  nlohmann::json cluster = cluster_json("cpu-reference");
+  cluster["nodes"][0]["devices_per_node"] = 1;
+  nlohmann::json ascend_type = cluster["device_types"][0];
+  ascend_type["name"] = "ascend-emulated";
+  ascend_type["plugin"] = "ascend";
+  cluster["device_types"].push_back(ascend_type);
+  nlohmann::json ascend_group = cluster["nodes"][0];
+  ascend_group["name"] = "ascend";
+  ascend_group["device_type"] = "ascend-emulated";
+  cluster["nodes"].push_back(ascend_group);
+  write(dir_ / "cluster-cpu-ascend.json", cluster);
+
+  heteroauto::Plan plan = make_plan(model(), 2, {{{{0, 3}, {3, 2}}, {5}}});
+  heteroauto::PlanStage& second = plan.pipelines[0].stages[1];
+  second.node_group = "ascend";
+  second.device_type = "ascend-emulated";
+  plan.pipelines[0].replicas[0].devices[1] = {{"ascend", 0, 0, 1}};
+  const fs::path plan_file = dir_ / "cpu-ascend-plan.json";
+  write(plan_file, heteroauto::to_json(plan));
+  const fs::path out = dir_ / "cpu-ascend";
+  const auto result = run_h2("train --cluster " + (dir_ / "cluster-cpu-ascend.json").string() + " --model " +
+                             (dir_ / "model.json").string() + " --plan " + plan_file.string() + " --out " +
+                             out.string() + " --steps " + std::to_string(kSteps) + " --warmup 1 --lr 1e-2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("ascend:0"), std::string::npos) << result.output;
+  std::vector<double> losses;
+  std::ifstream metrics(out / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line).at("loss"));
+  expect_close(train("cpu-only", kSingle), losses, 0, "stage 0 on cpu-reference, stage 1 on the emulated Ascend");
+}
+
 // Stages cut over tensor-parallel groups train what one process trains; their checkpoints hold whole
 // layers, so a run resumes under a plan with other degrees.
 TEST_F(TrainTest, TensorParallelStagesTrainWhatOneProcessTrains) {
