@@ -69,25 +69,45 @@ void check_like(const char* op, const aclTensor* t, const aclTensor& like, const
     throw Error(ACLNN_ERR_PARAM_INVALID, std::string(op) + ": " + role + " must have the shape and dtype of its input");
 }
 
-// The unmasked scores of row (b, n, i): scale * q . k_j in FP32, -inf where masked.
-void scores(const Attention& a, const Elements& q, const Elements& k, const std::optional<Elements>& mask, int64_t b,
-            int64_t n, int64_t i, std::vector<float>& s) {
+// One head's q (or dy, o) and its kv head's k and v as FP32 rows, loaded once per head.
+struct Head {
+  std::vector<float> q, k, v;
+};
+
+void load_head(const Attention& a, const Elements& q, const Elements& k, const Elements& v, int64_t b, int64_t n,
+               Head& h) {
   const int64_t kv = n / (a.heads / a.kv_heads);
-  for (int64_t j = 0; j < a.seq_k; ++j) {
-    if (mask && mask->load(i * a.seq_k + j) != 0) {
-      s[static_cast<size_t>(j)] = -std::numeric_limits<float>::infinity();
-      continue;
-    }
-    float dot = 0;
-    for (int64_t d = 0; d < a.dim; ++d)
-      dot += static_cast<float>(q.load(a.at(b, n, i, d, a.heads, a.seq_q))) *
-             static_cast<float>(k.load(a.at(b, kv, j, d, a.kv_heads, a.seq_k)));
-    s[static_cast<size_t>(j)] = static_cast<float>(a.scale) * dot;
-  }
+  h.q.resize(static_cast<size_t>(a.seq_q * a.dim));
+  h.k.resize(static_cast<size_t>(a.seq_k * a.dim));
+  h.v.resize(static_cast<size_t>(a.seq_k * a.dim));
+  q.load_range(a.at(b, n, 0, 0, a.heads, a.seq_q), a.seq_q * a.dim, h.q.data());
+  k.load_range(a.at(b, kv, 0, 0, a.kv_heads, a.seq_k), a.seq_k * a.dim, h.k.data());
+  v.load_range(a.at(b, kv, 0, 0, a.kv_heads, a.seq_k), a.seq_k * a.dim, h.v.data());
 }
 
-bool masked(const std::optional<Elements>& mask, const Attention& a, int64_t i, int64_t j) {
-  return mask && mask->load(i * a.seq_k + j) != 0;
+// The mask as 0/1 per (i, j), or empty when there is none.
+std::vector<float> load_mask(const Attention& a) {
+  std::vector<float> mask;
+  if (!a.mask) return mask;
+  mask.resize(static_cast<size_t>(a.seq_q * a.seq_k));
+  Elements(*a.mask).load_range(0, a.seq_q * a.seq_k, mask.data());
+  return mask;
+}
+
+bool masked(const std::vector<float>& mask, const Attention& a, int64_t i, int64_t j) {
+  return !mask.empty() && mask[static_cast<size_t>(i * a.seq_k + j)] != 0;
+}
+
+// Row i's scores scale * q_i . k_j in FP32 (masked entries left as they are: callers skip them).
+void scores(const Attention& a, const Head& h, const std::vector<float>& mask, int64_t i, std::vector<float>& s) {
+  const float* qi = h.q.data() + i * a.dim;
+  for (int64_t j = 0; j < a.seq_k; ++j) {
+    if (masked(mask, a, i, j)) continue;
+    const float* kj = h.k.data() + j * a.dim;
+    float dot = 0;
+    for (int64_t d = 0; d < a.dim; ++d) dot += qi[d] * kj[d];
+    s[static_cast<size_t>(j)] = static_cast<float>(a.scale) * dot;
+  }
 }
 
 }  // namespace
@@ -108,27 +128,28 @@ ASCEND_EMULATOR_C aclnnStatus aclnnFlashAttentionScoreGetWorkspaceSize(
     check_like("aclnnFlashAttentionScore", attention_out_out, *query, "attentionOut");
     return [a, max_t = *softmax_max_out, sum_t = *softmax_sum_out, out_t = *attention_out_out](void*) {
       const Elements q(a.q), k(a.k), v(a.v), maxes(max_t), sums(sum_t), out(out_t);
-      std::optional<Elements> mask;
-      if (a.mask) mask.emplace(*a.mask);
+      const std::vector<float> mask = load_mask(a);
+      Head h;
       std::vector<float> s(static_cast<size_t>(a.seq_k)), o(static_cast<size_t>(a.dim));
       for (int64_t b = 0; b < a.batch; ++b)
         for (int64_t n = 0; n < a.heads; ++n) {
-          const int64_t kv = n / (a.heads / a.kv_heads);
+          load_head(a, q, k, v, b, n, h);
           for (int64_t i = 0; i < a.seq_q; ++i) {
-            scores(a, q, k, mask, b, n, i, s);
+            scores(a, h, mask, i, s);
             float largest = -std::numeric_limits<float>::infinity();
-            for (int64_t j = 0; j < a.seq_k; ++j)
-              if (!masked(mask, a, i, j))
-                largest = std::isnan(s[static_cast<size_t>(j)]) ? s[static_cast<size_t>(j)]
-                                                                : std::max(largest, s[static_cast<size_t>(j)]);
+            for (int64_t j = 0; j < a.seq_k; ++j) {
+              if (masked(mask, a, i, j)) continue;
+              const float x = s[static_cast<size_t>(j)];
+              largest = std::isnan(x) ? x : std::max(largest, x);
+            }
             float total = 0;
             std::fill(o.begin(), o.end(), 0.0f);
             for (int64_t j = 0; j < a.seq_k; ++j) {
               if (masked(mask, a, i, j)) continue;
               const float p = std::exp(s[static_cast<size_t>(j)] - largest);
               total += p;
-              for (int64_t d = 0; d < a.dim; ++d)
-                o[static_cast<size_t>(d)] += p * static_cast<float>(v.load(a.at(b, kv, j, d, a.kv_heads, a.seq_k)));
+              const float* vj = h.v.data() + j * a.dim;
+              for (int64_t d = 0; d < a.dim; ++d) o[static_cast<size_t>(d)] += p * vj[d];
             }
             for (int64_t d = 0; d < a.dim; ++d)
               out.store(a.at(b, n, i, d, a.heads, a.seq_q), total == 0 ? 0.0f : o[static_cast<size_t>(d)] / total);
@@ -173,40 +194,44 @@ ASCEND_EMULATOR_C aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(
                 o_t = *attention_in_optional, dq_t = *dq_out, dk_t = *dk_out, dv_t = *dv_out](void*) {
           const Elements q(a.q), k(a.k), v(a.v), grad(dy_t), maxes(max_t), sums(sum_t), out(o_t);
           const Elements dq(dq_t), dk(dk_t), dv(dv_t);
-          std::optional<Elements> mask;
-          if (a.mask) mask.emplace(*a.mask);
+          const std::vector<float> mask = load_mask(a);
           const size_t kv_size = static_cast<size_t>(a.batch * a.kv_heads * a.seq_k * a.dim);
           std::vector<float> dk_sum(kv_size, 0.0f), dv_sum(kv_size, 0.0f);
           std::vector<float> s(static_cast<size_t>(a.seq_k)), dq_row(static_cast<size_t>(a.dim));
+          std::vector<float> dy_head(static_cast<size_t>(a.seq_q * a.dim)), o_head(dy_head.size());
+          Head h;
           for (int64_t b = 0; b < a.batch; ++b)
             for (int64_t n = 0; n < a.heads; ++n) {
               const int64_t kv = n / (a.heads / a.kv_heads);
+              load_head(a, q, k, v, b, n, h);
+              grad.load_range(a.at(b, n, 0, 0, a.heads, a.seq_q), a.seq_q * a.dim, dy_head.data());
+              out.load_range(a.at(b, n, 0, 0, a.heads, a.seq_q), a.seq_q * a.dim, o_head.data());
+              float* dk_head = dk_sum.data() + a.at(b, kv, 0, 0, a.kv_heads, a.seq_k);
+              float* dv_head = dv_sum.data() + a.at(b, kv, 0, 0, a.kv_heads, a.seq_k);
               for (int64_t i = 0; i < a.seq_q; ++i) {
-                scores(a, q, k, mask, b, n, i, s);
+                scores(a, h, mask, i, s);
                 const int64_t stat = ((b * a.heads + n) * a.seq_q + i) * 8;
                 const auto largest = static_cast<float>(maxes.load(stat));
                 const auto total = static_cast<float>(sums.load(stat));
+                const float* dyi = dy_head.data() + i * a.dim;
+                const float* oi = o_head.data() + i * a.dim;
+                const float* qi = h.q.data() + i * a.dim;
                 float row_dot = 0;  // D_i = dy_i . o_i
-                for (int64_t d = 0; d < a.dim; ++d)
-                  row_dot += static_cast<float>(grad.load(a.at(b, n, i, d, a.heads, a.seq_q))) *
-                             static_cast<float>(out.load(a.at(b, n, i, d, a.heads, a.seq_q)));
+                for (int64_t d = 0; d < a.dim; ++d) row_dot += dyi[d] * oi[d];
                 std::fill(dq_row.begin(), dq_row.end(), 0.0f);
                 for (int64_t j = 0; j < a.seq_k; ++j) {
                   if (masked(mask, a, i, j)) continue;
                   const float p = std::exp(s[static_cast<size_t>(j)] - largest) / total;
+                  const float* vj = h.v.data() + j * a.dim;
+                  const float* kj = h.k.data() + j * a.dim;
                   float dp = 0;
-                  for (int64_t d = 0; d < a.dim; ++d)
-                    dp += static_cast<float>(grad.load(a.at(b, n, i, d, a.heads, a.seq_q))) *
-                          static_cast<float>(v.load(a.at(b, kv, j, d, a.kv_heads, a.seq_k)));
+                  for (int64_t d = 0; d < a.dim; ++d) dp += dyi[d] * vj[d];
                   const float ds = p * (dp - row_dot);
+                  const float scaled_ds = static_cast<float>(a.scale) * ds;
                   for (int64_t d = 0; d < a.dim; ++d) {
-                    const int64_t kv_at = a.at(b, kv, j, d, a.kv_heads, a.seq_k);
-                    dq_row[static_cast<size_t>(d)] += ds * static_cast<float>(k.load(kv_at));
-                    dk_sum[static_cast<size_t>(kv_at)] +=
-                        static_cast<float>(a.scale) * ds *
-                        static_cast<float>(q.load(a.at(b, n, i, d, a.heads, a.seq_q)));
-                    dv_sum[static_cast<size_t>(kv_at)] +=
-                        p * static_cast<float>(grad.load(a.at(b, n, i, d, a.heads, a.seq_q)));
+                    dq_row[static_cast<size_t>(d)] += ds * kj[d];
+                    dk_head[j * a.dim + d] += scaled_ds * qi[d];
+                    dv_head[j * a.dim + d] += p * dyi[d];
                   }
                 }
                 for (int64_t d = 0; d < a.dim; ++d)

@@ -6,6 +6,7 @@
 // USE_FP32_ADD. The accumulators live in the workspace the operator asks for.
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "tensor_access.hpp"
 
@@ -68,12 +69,20 @@ void run_product(const Product& p, float* accumulators) {
       for (int64_t j = 0; j < p.n; ++j) accumulators[i * p.n + j] = 0.0f;
     const int64_t a_base = (a_batch == 1 ? 0 : batch) * p.m * p.k;
     const int64_t b_base = (b_batch == 1 ? 0 : batch) * p.k * p.n;
-    for (int64_t i = 0; i < p.m; ++i)
+    // The operands as the Cube unit reads them, then the products in FP32, k in order.
+    std::vector<float> lhs(static_cast<size_t>(p.m * p.k)), rhs(static_cast<size_t>(p.k * p.n));
+    a.load_range(a_base, p.m * p.k, lhs.data());
+    b.load_range(b_base, p.k * p.n, rhs.data());
+    for (float& x : lhs) x = cube_input(p.a.dtype, p.cube, x);
+    for (float& x : rhs) x = cube_input(p.b.dtype, p.cube, x);
+    for (int64_t i = 0; i < p.m; ++i) {
+      float* row = accumulators + i * p.n;
       for (int64_t kk = 0; kk < p.k; ++kk) {
-        const float x = cube_input(p.a.dtype, p.cube, a.load(a_base + i * p.k + kk));
-        for (int64_t j = 0; j < p.n; ++j)
-          accumulators[i * p.n + j] += x * cube_input(p.b.dtype, p.cube, b.load(b_base + kk * p.n + j));
+        const float x = lhs[static_cast<size_t>(i * p.k + kk)];
+        const float* b_row = rhs.data() + kk * p.n;
+        for (int64_t j = 0; j < p.n; ++j) row[j] += x * b_row[j];
       }
+    }
     const Elements self(p.read_self ? p.self : p.out, out_shape);
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t j = 0; j < p.n; ++j) {

@@ -164,6 +164,45 @@ int64_t Elements::offset_of(int64_t index) const {
   return offset;
 }
 
+void Elements::load_range(int64_t first, int64_t count, float* out) const {
+  if (count <= 0) return;
+  const size_t rank = shape_.size();
+  std::vector<int64_t> coordinate(rank, 0);
+  int64_t rest = first;
+  for (size_t d = rank; d-- > 0;) {
+    coordinate[d] = rest % shape_[d];
+    rest /= shape_[d];
+  }
+  int64_t offset = offset_of(first);
+  const auto element = static_cast<int64_t>(element_size(dtype_));
+  for (int64_t i = 0; i < count; ++i) {
+    const char* at = base_ + offset * element;
+    switch (dtype_) {
+      case ACL_FLOAT: std::memcpy(&out[i], at, 4); break;
+      case ACL_FLOAT16: {
+        uint16_t v;
+        std::memcpy(&v, at, 2);
+        out[i] = half_to_float(v);
+        break;
+      }
+      case ACL_BF16: {
+        uint16_t v;
+        std::memcpy(&v, at, 2);
+        out[i] = bf16_to_float(v);
+        break;
+      }
+      default: out[i] = static_cast<float>(load(first + i)); break;
+    }
+    // Advance the multi-index (the last dimension fastest) and the offset with it.
+    for (size_t d = rank; d-- > 0;) {
+      offset += strides_[d];
+      if (++coordinate[d] < shape_[d]) break;
+      offset -= strides_[d] * shape_[d];
+      coordinate[d] = 0;
+    }
+  }
+}
+
 double Elements::load(int64_t index) const {
   const char* at = base_ + offset_of(index) * static_cast<int64_t>(element_size(dtype_));
   switch (dtype_) {

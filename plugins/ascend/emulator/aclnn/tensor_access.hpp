@@ -34,6 +34,9 @@ class Elements {
   int64_t count() const { return count_; }
   double load(int64_t index) const;               // exact for every emulated type
   void store(int64_t index, double value) const;  // rounds (and for integers truncates, saturating)
+  // Logical elements [first, first + count) in order, as FP32 (what the kernels compute in): one
+  // pass with a running multi-index instead of a division per element.
+  void load_range(int64_t first, int64_t count, float* out) const;
   // The storage element offset of logical element `index`.
   int64_t offset_of(int64_t index) const;
 
