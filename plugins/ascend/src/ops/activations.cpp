@@ -3,6 +3,7 @@
 // halves of one tensor, the ABI as two tensors).
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
@@ -67,38 +68,13 @@ H2_Status op_silu_backward(H2_Stream* handle, const H2_SiluBackwardArgs* args) {
   });
 }
 
-namespace {
-
-void silu_into(Stream& stream, const H2_Tensor& y, const H2_Tensor& x) {
-  const AclnnLibrary& nn = runtime().aclnn();
-  AclTensor in(x), out(y);
-  run_aclnn(
-      stream, "aclnnSilu",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnSiluWorkspace(in.get(), out.get(), size, executor);
-      },
-      nn.aclnnSilu);
-}
-
-void multiply(Stream& stream, const H2_Tensor& y, const H2_Tensor& a, const H2_Tensor& b) {
-  const AclnnLibrary& nn = runtime().aclnn();
-  AclTensor first(a), second(b), out(y);
-  run_aclnn(
-      stream, "aclnnMul",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnMulWorkspace(first.get(), second.get(), out.get(), size, executor);
-      },
-      nn.aclnnMul);
-}
-
-}  // namespace
-
 H2_Status op_swiglu(H2_Stream* handle, const H2_SwigluArgs* args) {
   return guarded("swiglu", [&] {
     auto stream = runtime().stream(handle);
+    TensorOps ops{*stream};
     ScratchTensor activated(*stream, args->gate.dtype, shape_of(args->gate));
-    silu_into(*stream, activated.tensor, args->gate);
-    multiply(*stream, args->y, activated.tensor, args->up);
+    ops.unary("aclnnSilu", ops.nn.aclnnSiluWorkspace, ops.nn.aclnnSilu, activated.tensor, args->gate);
+    ops.binary("aclnnMul", ops.nn.aclnnMulWorkspace, ops.nn.aclnnMul, args->y, activated.tensor, args->up);
   });
 }
 
@@ -106,11 +82,12 @@ H2_Status op_swiglu(H2_Stream* handle, const H2_SwigluArgs* args) {
 H2_Status op_swiglu_backward(H2_Stream* handle, const H2_SwigluBackwardArgs* args) {
   return guarded("swiglu_backward", [&] {
     auto stream = runtime().stream(handle);
-    const AclnnLibrary& nn = runtime().aclnn();
+    TensorOps ops{*stream};
+    const AclnnLibrary& nn = ops.nn;
     ScratchTensor through_up(*stream, args->dy.dtype, shape_of(args->dy));
     ScratchTensor activated(*stream, args->gate.dtype, shape_of(args->gate));
-    multiply(*stream, through_up.tensor, args->dy, args->up);
-    silu_into(*stream, activated.tensor, args->gate);
+    ops.binary("aclnnMul", nn.aclnnMulWorkspace, nn.aclnnMul, through_up.tensor, args->dy, args->up);
+    ops.unary("aclnnSilu", nn.aclnnSiluWorkspace, nn.aclnnSilu, activated.tensor, args->gate);
     {
       AclTensor dy_up(through_up.tensor), gate(args->gate), dgate(args->dgate);
       run_aclnn(
@@ -120,7 +97,7 @@ H2_Status op_swiglu_backward(H2_Stream* handle, const H2_SwigluBackwardArgs* arg
           },
           nn.aclnnSiluBackward);
     }
-    multiply(*stream, args->dup, activated.tensor, args->dy);
+    ops.binary("aclnnMul", nn.aclnnMulWorkspace, nn.aclnnMul, args->dup, activated.tensor, args->dy);
   });
 }
 

@@ -28,6 +28,14 @@ struct Targets {
   ScratchTensor as_float, ignored, index;
 };
 
+// A per-row tensor [n] seen as the column [n, 1] that broadcasts over a row.
+H2_Tensor as_column(H2_Tensor t) {
+  t.rank = 2;
+  t.shape[1] = 1;
+  t.strides[1] = 1;
+  return t;
+}
+
 }  // namespace
 
 H2_Status op_cross_entropy(H2_Stream* handle, const H2_CrossEntropyArgs* args) {
@@ -71,11 +79,7 @@ H2_Status op_cross_entropy_backward(H2_Stream* handle, const H2_CrossEntropyBack
     ScratchTensor weight(*stream, H2_DTYPE_F32, {n, 1});
     copy_tensor(*stream, grad.tensor, args->logits);
     // softmax = exp(logits - lse), lse [n] broadcast as [n, 1].
-    H2_Tensor lse_column = args->lse;
-    lse_column.rank = 2;
-    lse_column.shape[1] = 1;
-    lse_column.strides[1] = 1;
-    ops.add(grad.tensor, grad.tensor, lse_column, 1.0, true);
+    ops.add(grad.tensor, grad.tensor, as_column(args->lse), 1.0, true);
     ops.unary("aclnnExp", ops.nn.aclnnExpWorkspace, ops.nn.aclnnExp, grad.tensor, grad.tensor);
     const Targets targets(ops, args->targets, args->ignore_index);
     ops.fill(one_hot.tensor, 0.0);
@@ -83,13 +87,8 @@ H2_Status op_cross_entropy_backward(H2_Stream* handle, const H2_CrossEntropyBack
     ops.scatter_add(one_hot.tensor, 1, targets.index.tensor, weight.tensor);
     ops.add(grad.tensor, grad.tensor, one_hot.tensor, 1.0, true);
     if (s != 0) ops.adds(grad.tensor, grad.tensor, -s / static_cast<double>(vocab));
-    H2_Tensor dloss_column = args->dloss;
-    dloss_column.rank = 2;
-    dloss_column.shape[1] = 1;
-    dloss_column.strides[1] = 1;
-    ops.binary("aclnnMul", ops.nn.aclnnMulWorkspace, ops.nn.aclnnMul, grad.tensor, grad.tensor, dloss_column);
-    H2_Tensor ignored_column = reshaped(targets.ignored.tensor, {n, 1});
-    ops.masked_fill(grad.tensor, ignored_column, 0.0);
+    ops.binary("aclnnMul", ops.nn.aclnnMulWorkspace, ops.nn.aclnnMul, grad.tensor, grad.tensor, as_column(args->dloss));
+    ops.masked_fill(grad.tensor, as_column(targets.ignored.tensor), 0.0);
     copy_tensor(*stream, args->dlogits, grad.tensor);
   });
 }

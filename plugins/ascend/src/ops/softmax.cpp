@@ -15,51 +15,24 @@ namespace h2::ascend {
 
 using h2::plugin::guarded;
 
-namespace {
-
-void scale_into(Stream& stream, const H2_Tensor& y, const H2_Tensor& x, double scale) {
-  const AclnnLibrary& nn = runtime().aclnn();
-  AclTensor in(x), out(y);
-  AclScalar factor(scale);
-  run_aclnn(
-      stream, "aclnnMuls",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnMulsWorkspace(in.get(), factor.get(), out.get(), size, executor);
-      },
-      nn.aclnnMuls);
-}
-
-void masked_fill(Stream& stream, const H2_Tensor& y, const H2_Tensor& mask, double value) {
-  const AclnnLibrary& nn = runtime().aclnn();
-  AclTensor out(y), m(mask);
-  AclScalar v(value);
-  run_aclnn(
-      stream, "aclnnInplaceMaskedFillScalar",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnInplaceMaskedFillScalarWorkspace(out.get(), m.get(), v.get(), size, executor);
-      },
-      nn.aclnnInplaceMaskedFillScalar);
-}
-
-}  // namespace
-
 H2_Status op_softmax(H2_Stream* handle, const H2_SoftmaxArgs* args) {
   return guarded("softmax", [&] {
     auto stream = runtime().stream(handle);
-    const AclnnLibrary& nn = runtime().aclnn();
+    TensorOps ops{*stream};
+    const AclnnLibrary& nn = ops.nn;
     const H2_Tensor& x = args->x;
     const H2_Tensor& y = args->y;
     const bool causal = args->causal != 0 && y.rank >= 2;
     const bool scaled = args->scale != 1.0;
     if (scaled)
-      scale_into(*stream, y, x, args->scale);
+      ops.muls(y, x, args->scale);
     else if (causal && y.data != x.data)
       copy_tensor(*stream, y, x);
     std::optional<ScratchTensor> mask;
     if (causal) {
       mask.emplace(*stream, H2_DTYPE_BOOL, std::vector<int64_t>{y.shape[y.rank - 2], y.shape[y.rank - 1]});
       write_causal_mask(*stream, mask->tensor);
-      masked_fill(*stream, y, mask->tensor, -std::numeric_limits<double>::infinity());
+      ops.masked_fill(y, mask->tensor, -std::numeric_limits<double>::infinity());
     }
     {
       AclTensor in(scaled || causal ? y : x), out(y);
@@ -70,14 +43,15 @@ H2_Status op_softmax(H2_Stream* handle, const H2_SoftmaxArgs* args) {
           },
           nn.aclnnSoftmax);
     }
-    if (mask) masked_fill(*stream, y, mask->tensor, 0.0);
+    if (mask) ops.masked_fill(y, mask->tensor, 0.0);
   });
 }
 
 H2_Status op_softmax_backward(H2_Stream* handle, const H2_SoftmaxBackwardArgs* args) {
   return guarded("softmax_backward", [&] {
     auto stream = runtime().stream(handle);
-    const AclnnLibrary& nn = runtime().aclnn();
+    TensorOps ops{*stream};
+    const AclnnLibrary& nn = ops.nn;
     {
       AclTensor y(args->y), dy(args->dy), dx(args->dx);
       run_aclnn(
@@ -87,7 +61,7 @@ H2_Status op_softmax_backward(H2_Stream* handle, const H2_SoftmaxBackwardArgs* a
           },
           nn.aclnnSoftmaxBackward);
     }
-    if (args->scale != 1.0) scale_into(*stream, args->dx, args->dx, args->scale);
+    if (args->scale != 1.0) ops.muls(args->dx, args->dx, args->scale);
   });
 }
 
