@@ -20,7 +20,8 @@ H2_Status status_of(aclError code) {
     case ACL_ERROR_RT_CONTEXT_NULL:
     case ACL_ERROR_RT_STREAM_CONTEXT:
     case ACL_ERROR_RT_STREAM_SUBSCRIBE:
-    case ACL_ERROR_RT_STREAM_NO_CB_REG: return H2_STATUS_INTERNAL;
+    case ACL_ERROR_RT_STREAM_NO_CB_REG:
+    case ACL_ERROR_RT_ADDR_UNALIGNED: return H2_STATUS_INTERNAL;
     default: return H2_STATUS_DEVICE_ERROR;  // 507xxx: the device, its driver or a kernel failed
   }
 }

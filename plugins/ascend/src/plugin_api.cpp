@@ -6,6 +6,7 @@
 
 #include "acl_error.hpp"
 #include "h2/plugin_abi.h"
+#include "ops/device_copies.hpp"
 #include "ops/op_table.hpp"
 #include "plugin_options.hpp"
 #include "runtime.hpp"
@@ -176,29 +177,18 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
     const char* b = static_cast<const char*>(src);
     if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
     if (bytes == 0) return;
-    r.bind(s->device);
     switch (direction) {
       case H2_MEMCPY_HOST_TO_DEVICE:
         check_host_pointer(src, "source");
         check_device_range(dst, bytes, "destination");
-        if (r.is_host_allocation(src, bytes))
-          H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_HOST_TO_DEVICE, s->stream);
-        else
-          r.staging().to_device(s->stream, dst, src, bytes);
         break;
       case H2_MEMCPY_DEVICE_TO_HOST:
         check_device_range(src, bytes, "source");
         check_host_pointer(dst, "destination");
-        if (r.is_host_allocation(dst, bytes))
-          H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_DEVICE_TO_HOST, s->stream);
-        else
-          r.staging().to_host(s->stream, dst, src, bytes);
         break;
-      default:
-        check_device_range(src, bytes, "source");
-        check_device_range(dst, bytes, "destination");
-        H2_ACL(r.acl(), aclrtMemcpyAsync, dst, bytes, src, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE, s->stream);
+      default: check_device_range(src, bytes, "source"); check_device_range(dst, bytes, "destination");
     }
+    copy_async(*s, dst, src, bytes, direction);
   });
 }
 

@@ -135,6 +135,28 @@ TEST(AscendRuntime, CopiesFromPageableAndPinnedHostMemoryRoundTrip) {
   }
 }
 
+// aclrtMemcpyAsync takes 64-byte aligned addresses only; the ABI's copies take any offsets (a slice,
+// a chunk of a message), which go through aligned scratch and an aclnn byte copy.
+TEST(AscendRuntime, CopiesAtAnyOffsetRoundTrip) {
+  Runtime runtime(ascend_only());
+  Device device = runtime.device("ascend", 0);
+  Stream stream = device.create_stream();
+  constexpr size_t kBytes = 1000;
+  const std::vector<uint8_t> data = pattern(kBytes, 11);
+  DeviceBuffer a = device.allocate(4096), b = device.allocate(4096);
+  stream.memset(a, 0);
+  stream.copy_from_host(a, data.data() + 1, kBytes - 1, 3);  // unaligned on both sides
+  stream.copy(b, 7, a, 3, kBytes - 1);                       // device to device, unaligned
+  std::vector<uint8_t> back(kBytes + 1);
+  stream.copy_to_host(back.data() + 1, b, kBytes - 1, 7);
+  stream.synchronize();
+  EXPECT_TRUE(std::equal(data.begin() + 1, data.end(), back.begin() + 1));
+  PinnedHostBuffer pinned = device.allocate_pinned_host(kBytes);
+  stream.copy_to_host(static_cast<uint8_t*>(pinned.data()) + 5, a, 100, 3);  // pinned but unaligned
+  stream.synchronize();
+  EXPECT_TRUE(std::equal(data.begin() + 1, data.begin() + 101, static_cast<const uint8_t*>(pinned.data()) + 5));
+}
+
 // A pageable copy to the host is complete once an event recorded after it has completed: the
 // callback that moves the bytes out of the staging buffer blocks the stream.
 TEST(AscendRuntime, AnEventAfterACopyToPageableMemoryCompletesAfterTheBytesArrive) {

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -69,13 +70,17 @@ class Emulator : public testing::Test {
 TEST_F(Emulator, AsynchronousCopiesNeedPageLockedHostMemory) {
   void* device = nullptr;
   ASSERT_EQ(aclrtMalloc(&device, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  std::vector<char> pageable(4096);
-  EXPECT_EQ(aclrtMemcpyAsync(device, 4096, pageable.data(), 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream_),
+  void* pageable = std::aligned_alloc(64, 4096);  // aligned, so that only its kind is wrong
+  EXPECT_EQ(aclrtMemcpyAsync(device, 4096, pageable, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream_),
             ACL_ERROR_INVALID_PARAM);
   EXPECT_THAT(aclGetRecentErrMsg(), HasSubstr("aclrtMallocHost"));
+  std::free(pageable);
   void* pinned = nullptr;
   ASSERT_EQ(aclrtMallocHost(&pinned, 4096), ACL_SUCCESS);
   EXPECT_EQ(aclrtMemcpyAsync(device, 4096, pinned, 4096, ACL_MEMCPY_HOST_TO_DEVICE, stream_), ACL_SUCCESS);
+  // CANN 8.0.0: "the source address and destination address must be 64-byte aligned".
+  EXPECT_EQ(aclrtMemcpyAsync(static_cast<char*>(device) + 8, 64, pinned, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream_),
+            ACL_ERROR_RT_ADDR_UNALIGNED);
   aclrtSynchronizeStream(stream_);
   aclrtFreeHost(pinned);
   aclrtFree(device);

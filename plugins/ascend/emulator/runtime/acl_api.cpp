@@ -275,6 +275,9 @@ EXPORT aclError aclrtMemcpyAsync(void* dst, size_t dest_max, const void* src, si
     Stream& queue = stream_of_current_device(machine().stream(stream));
     machine().check_alive();
     if (count > dest_max) throw Error(ACL_ERROR_INVALID_PARAM, "count is larger than destMax");
+    if (reinterpret_cast<uintptr_t>(dst) % 64 != 0 || reinterpret_cast<uintptr_t>(src) % 64 != 0)
+      throw Error(ACL_ERROR_RT_ADDR_UNALIGNED,
+                  "the source and destination must be 64-byte aligned (CANN 8.0.0, aclrtMemcpyAsync, all models)");
     switch (kind) {
       case ACL_MEMCPY_HOST_TO_HOST:
         throw Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "asynchronous host-to-host copies are not supported");

@@ -31,6 +31,7 @@ typedef int aclError;
 #define ACL_ERROR_RT_INVALID_DEVICEID 107001
 #define ACL_ERROR_RT_CONTEXT_NULL 107002     /* no aclrtSetDevice on the calling thread */
 #define ACL_ERROR_RT_STREAM_CONTEXT 107003   /* the stream belongs to another device */
+#define ACL_ERROR_RT_ADDR_UNALIGNED 107008
 #define ACL_ERROR_RT_STREAM_SUBSCRIBE 107011 /* the stream already has a callback thread */
 #define ACL_ERROR_RT_STREAM_NO_CB_REG 107015 /* a callback on a stream no thread is subscribed to */
 #define ACL_ERROR_RT_INVALID_HANDLE 107017
@@ -113,7 +114,8 @@ typedef aclError (*aclrtCreateStreamFn)(aclrtStream* stream);
 typedef aclError (*aclrtDestroyStreamFn)(aclrtStream stream);
 typedef aclError (*aclrtSynchronizeStreamFn)(aclrtStream stream);
 typedef aclError (*aclrtStreamQueryFn)(aclrtStream stream, aclrtStreamStatus* status);
-/* Asynchronous copy and set, ordered on `stream`. H2H is not supported (FEATURE_NOT_SUPPORT). */
+/* Asynchronous copy and set, ordered on `stream`. H2H is not supported (FEATURE_NOT_SUPPORT). For
+ * aclrtMemcpyAsync the documentation (8.0.0, all models) asks both addresses to be 64-byte aligned. */
 typedef aclError (*aclrtMemcpyAsyncFn)(void* dst, size_t dest_max, const void* src, size_t count,
                                        aclrtMemcpyKind kind, aclrtStream stream);
 typedef aclError (*aclrtMemsetAsyncFn)(void* dev_ptr, size_t max_count, int32_t value, size_t count,
