@@ -66,4 +66,8 @@ void* VendorLibrary::symbol(const char* name) const {
   return address;
 }
 
+void* VendorLibrary::optional_symbol(const char* name) const {
+  return dlsym(handle_, name);
+}
+
 }  // namespace h2::plugin

@@ -35,11 +35,18 @@ class VendorLibrary {
   Fn function(const char* name) const {
     return reinterpret_cast<Fn>(symbol(name));
   }
+  // The function `name`, or NULL when the library lacks it: for functions newer than the oldest
+  // runtime the plugin supports, whose absence only turns a feature off.
+  template <typename Fn>
+  Fn optional_function(const char* name) const {
+    return reinterpret_cast<Fn>(optional_symbol(name));
+  }
   // Where it was loaded from: the file found in a home, or the name the loader resolved.
   const std::string& path() const { return path_; }
 
  private:
   void* symbol(const char* name) const;
+  void* optional_symbol(const char* name) const;
 
   void* handle_ = nullptr;
   std::string path_;

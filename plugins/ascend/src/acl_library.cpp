@@ -15,7 +15,11 @@ h2::plugin::VendorSearch acl_search() {
 }  // namespace
 
 #define H2_ACL_RESOLVE(name) , name(library.function<name##Fn>(#name))
-AclLibrary::AclLibrary() : library(acl_search()) H2_ACL_FUNCTIONS(H2_ACL_RESOLVE) {}
+AclLibrary::AclLibrary()
+    : library(acl_search()) H2_ACL_FUNCTIONS(H2_ACL_RESOLVE),
+      aclrtIpcMemGetExportKey(library.optional_function<aclrtIpcMemGetExportKeyFn>("aclrtIpcMemGetExportKey")),
+      aclrtIpcMemImportByKey(library.optional_function<aclrtIpcMemImportByKeyFn>("aclrtIpcMemImportByKey")),
+      aclrtIpcMemClose(library.optional_function<aclrtIpcMemCloseFn>("aclrtIpcMemClose")) {}
 #undef H2_ACL_RESOLVE
 
 }  // namespace h2::ascend

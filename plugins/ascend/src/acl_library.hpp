@@ -28,6 +28,11 @@ struct AclLibrary {
 #define H2_ACL_MEMBER(name) name##Fn name;
   H2_ACL_FUNCTIONS(H2_ACL_MEMBER)
 #undef H2_ACL_MEMBER
+  // Newer than CANN 8.0.0, NULL when the runtime lacks them (then memory export is unsupported).
+  aclrtIpcMemGetExportKeyFn aclrtIpcMemGetExportKey;
+  aclrtIpcMemImportByKeyFn aclrtIpcMemImportByKey;
+  aclrtIpcMemCloseFn aclrtIpcMemClose;
+  bool has_ipc() const { return aclrtIpcMemGetExportKey && aclrtIpcMemImportByKey && aclrtIpcMemClose; }
 };
 
 }  // namespace h2::ascend

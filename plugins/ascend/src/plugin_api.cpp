@@ -192,6 +192,31 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
   });
 }
 
+H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
+  return guarded("mem_export", [&] {
+    require(ptr, "ptr");
+    require(handle, "handle");
+    require(offset, "offset");
+    runtime().export_memory(device, ptr, *handle, *offset);
+  });
+}
+
+H2_Status mem_import(int32_t device, const H2_MemHandle* handle, void** ptr, uint64_t* bytes) {
+  return guarded("mem_import", [&] {
+    require(handle, "handle");
+    require(ptr, "ptr");
+    require(bytes, "bytes");
+    *ptr = runtime().import_memory(device, *handle, *bytes);
+  });
+}
+
+H2_Status mem_close(int32_t device, void* ptr) {
+  return guarded("mem_close", [&] {
+    require(ptr, "ptr");
+    runtime().close_import(device, ptr);
+  });
+}
+
 H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
   return guarded("event_create", [&] {
     require(event, "event");
@@ -283,9 +308,9 @@ const H2_PluginApi kApi = {
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
     .stream_create_with_flags = nullptr,
-    .mem_export = nullptr,
-    .mem_import = nullptr,
-    .mem_close = nullptr,
+    .mem_export = mem_export,
+    .mem_import = mem_import,
+    .mem_close = mem_close,
     .mem_alloc_async = mem_alloc_async,
     .mem_free_async = mem_free_async,
     .option_list = option_list,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "acl_error.hpp"
 #include "plugin_error.hpp"
@@ -179,8 +180,11 @@ void Runtime::release(int32_t device, void* ptr) {
   {
     std::lock_guard lock(memory_mutex_);
     auto it = allocations_.find(static_cast<const char*>(ptr));
-    if (it == allocations_.end() || it->second.device != device)
-      fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
+    if (it == allocations_.end() || it->second.device != device || it->second.imported)
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           "the pointer is not a live allocation of device " + std::to_string(device) +
+               (it != allocations_.end() && it->second.imported ? " (imported: mem_close it)" : ""));
+    close_export(it->second);
     allocations_.erase(it);
   }
   // aclrtFree does not wait for queued work; the ABI's mem_free does.
@@ -224,10 +228,11 @@ void Runtime::release_async(int32_t device, void* ptr, Stream& stream) {
   H2_ACL(*acl_, aclrtCreateEventWithFlag, &freed, ACL_EVENT_SYNC);
   std::lock_guard lock(memory_mutex_);
   auto it = allocations_.find(static_cast<const char*>(ptr));
-  if (it == allocations_.end() || it->second.device != device) {
+  if (it == allocations_.end() || it->second.device != device || it->second.imported) {
     acl_->aclrtDestroyEvent(freed);
     fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
   }
+  close_export(it->second);
   const aclError recorded = acl_->aclrtRecordEvent(freed, stream.stream);
   if (recorded != ACL_SUCCESS) {
     acl_->aclrtDestroyEvent(freed);
@@ -283,6 +288,94 @@ std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
     if (address < it->first + it->second.bytes) return {it->first, it->second.bytes};
   }
   fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
+}
+
+namespace {
+
+// What mem_export writes into the ABI's 128-byte handle.
+struct AscendMemHandle {
+  char magic[8];
+  uint64_t bytes;
+  char key[ACL_RT_IPC_MEM_KEY_LENGTH];
+};
+static_assert(sizeof(AscendMemHandle) <= sizeof(H2_MemHandle));
+constexpr char kHandleMagic[8] = "H2ASCND";
+
+}  // namespace
+
+void Runtime::require_ipc() const {
+  if (!acl_->has_ipc())
+    fail(H2_STATUS_UNSUPPORTED, "the CANN runtime " + acl_->library.path() +
+                                    " has no aclrtIpcMem* functions (they came after CANN 8.0.0): device memory "
+                                    "cannot be shared between processes here");
+}
+
+void Runtime::close_export(Allocation& allocation) {
+  if (allocation.ipc_key.empty() || allocation.imported) return;
+  H2_ACL(*acl_, aclrtIpcMemClose, allocation.ipc_key.c_str());
+  allocation.ipc_key.clear();
+}
+
+void Runtime::export_memory(int32_t device, const void* ptr, H2_MemHandle& handle, uint64_t& offset) {
+  check_device(device);
+  require_ipc();
+  bind(device);
+  std::lock_guard lock(memory_mutex_);
+  const char* address = static_cast<const char*>(ptr);
+  auto it = allocations_.upper_bound(address);
+  if (it == allocations_.begin() || (--it, address >= it->first + it->second.bytes) || it->second.device != device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not inside a live allocation of device " + std::to_string(device));
+  if (it->second.imported) fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
+  if (it->second.ipc_key.empty()) {
+    char key[ACL_RT_IPC_MEM_KEY_LENGTH] = {};
+    H2_ACL(*acl_, aclrtIpcMemGetExportKey, const_cast<char*>(it->first), it->second.bytes, key, sizeof key,
+           ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION);  // the ABI does not know its importers
+    it->second.ipc_key = key;
+  }
+  AscendMemHandle written{};
+  std::memcpy(written.magic, kHandleMagic, sizeof written.magic);
+  written.bytes = it->second.bytes;
+  std::snprintf(written.key, sizeof written.key, "%s", it->second.ipc_key.c_str());
+  handle = H2_MemHandle{};
+  std::memcpy(handle.bytes, &written, sizeof written);
+  offset = static_cast<uint64_t>(address - it->first);
+}
+
+void* Runtime::import_memory(int32_t device, const H2_MemHandle& handle, uint64_t& bytes) {
+  check_device(device);
+  require_ipc();
+  AscendMemHandle read{};
+  std::memcpy(&read, handle.bytes, sizeof read);
+  if (std::memcmp(read.magic, kHandleMagic, sizeof read.magic) != 0 || read.key[sizeof read.key - 1] != '\0')
+    fail(H2_STATUS_INVALID_ARGUMENT, "the handle is not one of the Ascend plugin's");
+  bind(device);
+  void* ptr = nullptr;
+  const aclError code = acl_->aclrtIpcMemImportByKey(&ptr, read.key, ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT);
+  if (code == ACL_ERROR_RT_NO_PERMISSION) {
+    const char* detail = acl_->aclGetRecentErrMsg();
+    fail(H2_STATUS_UNSUPPORTED,
+         std::string("the memory cannot be opened here") + (detail ? std::string(": ") + detail : ""));
+  }
+  acl_check(*acl_, code, "aclrtIpcMemImportByKey");
+  std::lock_guard lock(memory_mutex_);
+  allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, read.bytes, read.key, true});
+  bytes = read.bytes;
+  return ptr;
+}
+
+void Runtime::close_import(int32_t device, void* ptr) {
+  check_device(device);
+  std::string key;
+  {
+    std::lock_guard lock(memory_mutex_);
+    auto it = allocations_.find(static_cast<const char*>(ptr));
+    if (it == allocations_.end() || !it->second.imported || it->second.device != device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not memory imported on device " + std::to_string(device));
+    key = it->second.ipc_key;
+    allocations_.erase(it);
+  }
+  synchronize_device(device);  // as mem_free: queued work that may use it completes first
+  H2_ACL(*acl_, aclrtIpcMemClose, key.c_str());
 }
 
 void* Runtime::allocate_host(size_t bytes) {

@@ -66,6 +66,12 @@ class Runtime {
   // The live allocation holding `ptr`: its start and size (aclnn describes tensors from there).
   std::pair<const char*, size_t> allocation_of(const void* ptr) const;
 
+  // Device memory shared between processes (ABI 1.3) on AscendCL's IPC keys: the allocation holding
+  // `ptr` is exported once (its key kept until it is freed), another process imports the key.
+  void export_memory(int32_t device, const void* ptr, H2_MemHandle& handle, uint64_t& offset);
+  void* import_memory(int32_t device, const H2_MemHandle& handle, uint64_t& bytes);
+  void close_import(int32_t device, void* ptr);
+
   void* allocate_host(size_t bytes);
   void release_host(void* ptr);  // waits for every stream first, as the ABI says
   // Whether [ptr, ptr + bytes) lies inside one host_alloc allocation (page-locked memory).
@@ -86,7 +92,12 @@ class Runtime {
   struct Allocation {
     int32_t device;
     size_t bytes;
+    std::string ipc_key = {};  // set once exported, or for an import
+    bool imported = false;     // from another process: closed by mem_close, not freed
   };
+  void require_ipc() const;
+  // Closes an exported allocation's key before its memory is freed (CANN's order).
+  void close_export(Allocation& allocation);
   // A block given back by mem_free_async: reusable at once on the stream that freed it, and on
   // another stream once that stream waits for `freed` (recorded where it was freed).
   struct FreedBlock {

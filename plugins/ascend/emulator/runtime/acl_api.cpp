@@ -185,6 +185,8 @@ EXPORT aclError aclrtMalloc(void** dev_ptr, size_t size, aclrtMemMallocPolicy po
 EXPORT aclError aclrtFree(void* dev_ptr) {
   return guarded("aclrtFree", [&] {
     if (!dev_ptr) throw Error(ACL_ERROR_INVALID_PARAM, "devPtr is NULL");
+    if (machine().exported(dev_ptr))
+      throw Error(ACL_ERROR_INVALID_PARAM, "the memory is still exported: close its IPC key (aclrtIpcMemClose) first");
     for (int32_t d = 0; d < machine().device_count(); ++d) {
       if (machine().memory(d).view(dev_ptr, 1) != nullptr) {
         machine().memory(d).release(dev_ptr);
@@ -415,6 +417,33 @@ EXPORT aclError aclrtEventElapsedTime(float* milliseconds, aclrtEvent start, acl
   });
 }
 
+EXPORT aclError aclrtIpcMemGetExportKey(void* dev_ptr, size_t size, char* key, size_t len, uint64_t flags) {
+  return guarded("aclrtIpcMemGetExportKey", [&] {
+    if (!dev_ptr || !key) throw Error(ACL_ERROR_INVALID_PARAM, "devPtr or key is NULL");
+    if (len != ACL_RT_IPC_MEM_KEY_LENGTH) throw Error(ACL_ERROR_INVALID_PARAM, "len must be 65");
+    if (flags > ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
+      throw Error(ACL_ERROR_INVALID_PARAM, "unknown flags");
+    const std::string made = machine().export_key(dev_ptr, size, flags);
+    std::snprintf(key, len, "%s", made.c_str());
+  });
+}
+
+EXPORT aclError aclrtIpcMemImportByKey(void** dev_ptr, const char* key, uint64_t flags) {
+  return guarded("aclrtIpcMemImportByKey", [&] {
+    if (!dev_ptr || !key) throw Error(ACL_ERROR_INVALID_PARAM, "devPtr or key is NULL");
+    if (flags > 1) throw Error(ACL_ERROR_INVALID_PARAM, "unknown flags");
+    current_device();
+    *dev_ptr = machine().import_key(key);
+  });
+}
+
+EXPORT aclError aclrtIpcMemClose(const char* key) {
+  return guarded("aclrtIpcMemClose", [&] {
+    if (!key) throw Error(ACL_ERROR_INVALID_PARAM, "key is NULL");
+    machine().close_key(key);
+  });
+}
+
 EXPORT aclError aclrtSubscribeReport(uint64_t thread_id, aclrtStream stream) {
   return guarded("aclrtSubscribeReport", [&] {
     auto found = machine().stream(stream);
@@ -514,3 +543,6 @@ H2_CHECK_SIGNATURE(aclrtSubscribeReport);
 H2_CHECK_SIGNATURE(aclrtUnSubscribeReport);
 H2_CHECK_SIGNATURE(aclrtLaunchCallback);
 H2_CHECK_SIGNATURE(aclrtProcessReport);
+H2_CHECK_SIGNATURE(aclrtIpcMemGetExportKey);
+H2_CHECK_SIGNATURE(aclrtIpcMemImportByKey);
+H2_CHECK_SIGNATURE(aclrtIpcMemClose);

@@ -26,6 +26,11 @@ class DeviceMemory {
 
   // Whether [ptr, ptr + bytes) lies inside one live allocation; its writable view, or nullptr.
   void* view(const void* ptr, size_t bytes) const;
+  // For sharing with another process: the memory file and where `ptr` lies in it.
+  int file() const { return file_; }
+  size_t file_offset(const void* ptr) const {
+    return static_cast<size_t>(static_cast<const char*>(ptr) - device_base_);
+  }
 
  private:
   int device_;

@@ -1,5 +1,13 @@
 #include "machine.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include "emulator.hpp"
 
 namespace ascend_emulator {
@@ -9,6 +17,10 @@ Machine::Machine(Config config) : config_(std::move(config)) {}
 Machine::~Machine() {
   // Streams first: their workers may still finish tasks that read memory.
   streams_.clear();
+  for (const Import& import : imports_) {
+    munmap(import.device_map, import.map_length);
+    munmap(import.host_map, import.map_length);
+  }
 }
 
 void Machine::check_device(int32_t device) const {
@@ -30,7 +42,82 @@ void* Machine::view(const void* ptr, size_t bytes) {
   std::lock_guard lock(mutex_);
   for (auto& [physical, memory] : memory_)
     if (void* host = memory->view(ptr, bytes)) return host;
+  const char* address = static_cast<const char*>(ptr);
+  for (const Import& import : imports_) {
+    const char* start = import.device_map + import.skip;
+    if (address >= start && address + bytes <= start + import.size)
+      return import.host_map + (address - import.device_map);
+  }
   return nullptr;
+}
+
+std::string Machine::export_key(void* ptr, size_t bytes, uint64_t flags) {
+  std::lock_guard lock(mutex_);
+  for (auto& [physical, memory] : memory_) {
+    if (memory->view(ptr, 1) == nullptr) continue;
+    if (memory->view(ptr, bytes) == nullptr)
+      throw Error(ACL_ERROR_INVALID_PARAM,
+                  "aclrtIpcMemGetExportKey: [devPtr, devPtr + size) is not inside one allocation");
+    const std::string key = "h2emu:" + std::to_string(getpid()) + ":" + std::to_string(memory->file()) + ":" +
+                            std::to_string(memory->file_offset(ptr)) + ":" + std::to_string(bytes) + ":" +
+                            std::to_string(flags);
+    if (key.size() >= ACL_RT_IPC_MEM_KEY_LENGTH) throw Error(ACL_ERROR_INTERNAL_ERROR, "an IPC key grew too long");
+    exports_.emplace(key, std::pair{static_cast<const char*>(ptr), bytes});
+    return key;
+  }
+  throw Error(ACL_ERROR_INVALID_PARAM, "aclrtIpcMemGetExportKey: devPtr is not device memory of this process");
+}
+
+void* Machine::import_key(const std::string& key) {
+  unsigned long long pid = 0, file = 0, offset = 0, size = 0, flags = 0;
+  if (std::sscanf(key.c_str(), "h2emu:%llu:%llu:%llu:%llu:%llu", &pid, &file, &offset, &size, &flags) != 5)
+    throw Error(ACL_ERROR_INVALID_PARAM, "aclrtIpcMemImportByKey: '" + key + "' is not an IPC key of this runtime");
+  if (flags != ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION)
+    throw Error(ACL_ERROR_RT_NO_PERMISSION,
+                "aclrtIpcMemImportByKey: the key was exported with pid validation and "
+                "aclrtIpcMemSetImportPid is not emulated; export with "
+                "ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION");
+  if (pid == static_cast<unsigned long long>(getpid()))
+    throw Error(ACL_ERROR_INVALID_PARAM, "aclrtIpcMemImportByKey: the key was exported by this process");
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(file);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(ACL_ERROR_RT_NO_PERMISSION, "aclrtIpcMemImportByKey: the exporting process " + std::to_string(pid) +
+                                                " cannot be reached (" + std::strerror(errno) + ")");
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t start = offset / page * page, skip = offset - start, length = skip + size;
+  void* device = mmap(nullptr, length, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));
+  void* host = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));
+  ::close(fd);
+  if (device == MAP_FAILED || host == MAP_FAILED) {
+    if (device != MAP_FAILED) munmap(device, length);
+    if (host != MAP_FAILED) munmap(host, length);
+    throw Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "aclrtIpcMemImportByKey: mapping the shared memory failed");
+  }
+  std::lock_guard lock(mutex_);
+  imports_.push_back({static_cast<char*>(device), static_cast<char*>(host), length, skip, size, key});
+  return static_cast<char*>(device) + skip;
+}
+
+bool Machine::exported(const void* ptr) const {
+  const char* address = static_cast<const char*>(ptr);
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, range] : exports_)
+    if (address >= range.first && address < range.first + range.second) return true;
+  return false;
+}
+
+void Machine::close_key(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  for (auto it = imports_.begin(); it != imports_.end(); ++it) {
+    if (it->key != key) continue;
+    munmap(it->device_map, it->map_length);
+    munmap(it->host_map, it->map_length);
+    imports_.erase(it);
+    return;
+  }
+  if (exports_.erase(key) == 0)
+    throw Error(ACL_ERROR_INVALID_PARAM, "aclrtIpcMemClose: '" + key + "' is not an open IPC key of this process");
 }
 
 aclrtStream Machine::add_stream(int32_t device) {

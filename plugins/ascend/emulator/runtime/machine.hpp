@@ -74,6 +74,15 @@ class Machine {
 
   ReportQueue& report_queue(uint64_t thread_id);
 
+  // IPC (aclrtIpcMem*): a key for [ptr, ptr + bytes) of a live allocation; a device pointer of this
+  // process for another process's key (the other process's memory file mapped twice, as our own);
+  // closing either. A key names "h2emu" with the exporter's pid, memory file, offset, size and flags.
+  std::string export_key(void* ptr, size_t bytes, uint64_t flags);
+  void* import_key(const std::string& key);
+  void close_key(const std::string& key);
+  // Whether an open export key covers `ptr` (CANN: close the key before freeing the memory).
+  bool exported(const void* ptr) const;
+
   // Called before every copy or kernel runs: counts it and applies injected faults.
   void before_task(const std::string& name);
   // Throws LOST_HEARTBEAT once the device has been lost (injected).
@@ -87,6 +96,16 @@ class Machine {
   std::map<aclrtEvent, std::shared_ptr<Event>> events_;
   std::map<const char*, size_t> pinned_;
   std::map<uint64_t, std::unique_ptr<ReportQueue>> reports_;
+  struct Import {
+    char* device_map;  // PROT_NONE, what the importer's pointers point into
+    char* host_map;    // the same pages, readable and writable by the emulator
+    size_t map_length;
+    size_t skip;  // the key's offset within the mapping (mappings start on a page)
+    size_t size;
+    std::string key;
+  };
+  std::vector<Import> imports_;
+  std::map<std::string, std::pair<const char*, size_t>> exports_;  // key -> exported range
   std::atomic<int64_t> tasks_run_{0};
   std::atomic<bool> lost_{false};
 };

@@ -38,6 +38,7 @@ typedef int aclError;
 #define ACL_ERROR_RT_FEATURE_NOT_SUPPORT 207000
 #define ACL_ERROR_RT_MEMORY_ALLOCATION 207001 /* out of device memory */
 #define ACL_ERROR_RT_NO_DEVICE 207004
+#define ACL_ERROR_RT_NO_PERMISSION 207006
 #define ACL_ERROR_RT_INTERNAL_ERROR 507000
 #define ACL_ERROR_RT_STREAM_NOT_COMPLETE 507004
 #define ACL_ERROR_RT_EVENT_NOT_COMPLETE 507006
@@ -137,6 +138,19 @@ typedef aclError (*aclrtQueryEventStatusFn)(aclrtEvent event, aclrtEventRecorded
 typedef aclError (*aclrtSynchronizeEventFn)(aclrtEvent event);
 typedef aclError (*aclrtStreamWaitEventFn)(aclrtStream stream, aclrtEvent event);
 typedef aclError (*aclrtEventElapsedTimeFn)(float* milliseconds, aclrtEvent start, aclrtEvent end);
+
+/* ---- Device memory shared between processes (IPC) ----
+ * From the CANN runtime documentation after 8.0.0 (aclrtIpcMem*; Atlas A2/A3): a runtime without them
+ * still loads the plugin, which then says memory export is unsupported. The exporter turns an
+ * allocation into a key (65 bytes with the NUL); a process of the same node imports the key as a device
+ * pointer of its own; each side closes the key (importers first) before the exporter frees. */
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT 0x0UL                /* importers' pids must be listed */
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL /* any process may import */
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_KEY_LENGTH 65
+typedef aclError (*aclrtIpcMemGetExportKeyFn)(void* dev_ptr, size_t size, char* key, size_t len, uint64_t flags);
+typedef aclError (*aclrtIpcMemImportByKeyFn)(void** dev_ptr, const char* key, uint64_t flags);
+typedef aclError (*aclrtIpcMemCloseFn)(const char* key);
 
 /* ---- Host callbacks on a stream ----
  * A thread loops on aclrtProcessReport(timeout); aclrtSubscribeReport binds it to a stream (one
