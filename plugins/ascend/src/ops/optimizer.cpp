@@ -1,6 +1,9 @@
 // adamw, grad_norm, clip_by_norm and unscale composed from aclnn's elementwise operators and
 // reductions, in FP32 (master weights and optimizer state are FP32 already; 16-bit gradients are
-// widened in scratch memory). Nothing reads a value back to the host: found_inf and the norm stay on
+// widened in scratch memory). AdamW is composed although aclnn has aclnnApplyAdamWV2: that operator
+// takes beta1 and beta2 as FLOAT, and 1 - beta2 formed from FLOAT 0.999 is off by 1.3e-5 relative,
+// an error the second moment then carries (torch forms it in FP64); composed, the scalars stay DOUBLE
+// until each multiplication (tried: with aclnnApplyAdamWV2, 15 of 21 AdamW cases fail). Nothing reads a value back to the host: found_inf and the norm stay on
 // the device and act through masks and broadcasts, so a skipped AdamW step is an aclnnSWhere that
 // keeps the old values, not a host branch.
 #include <cmath>
