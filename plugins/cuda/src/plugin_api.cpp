@@ -9,91 +9,15 @@
 #include "cuda_error.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
-#include "plugin_options.hpp"
 #include "runtime.hpp"
+#include "runtime_slots.hpp"
 
 namespace h2::cuda {
 namespace {
 
-H2_Status initialize(const H2_InitArgs* args) {
-  return guarded("initialize", [&] {
-    require(args, "args");
-    if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
-      fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
-    if (runtime_slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
-    // It takes no options yet; any key is refused rather than ignored (ABI 1.4).
-    h2::plugin::read_init_options(*args, nullptr, 0, "cuda");
-    runtime_slot() = std::make_unique<Runtime>(*args);
-  });
-}
-
-// No documented keys (ABI 1.4): `h2 devices --plugin cuda --options` says it takes none.
-H2_Status option_list(const H2_OptionInfo** infos, size_t* count) {
-  return guarded("option_list", [&] {
-    require(infos, "infos");
-    require(count, "count");
-    *infos = nullptr;
-    *count = 0;
-  });
-}
-
-H2_Status shutdown() {
-  return guarded("shutdown", [&] { runtime_slot().reset(); });
-}
-
-const char* get_last_error() {
-  return h2::plugin::last_error();
-}
-
-H2_Status device_count(int32_t* count) {
-  return guarded("device_count", [&] {
-    require(count, "count");
-    *count = runtime().device_count();
-  });
-}
-
-H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
-  return guarded("device_properties", [&] {
-    require(props, "props");
-    runtime().properties(device, *props);
-  });
-}
-
-H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
-  return guarded("mem_alloc", [&] {
-    require(ptr, "ptr");
-    *ptr = runtime().allocate(device, bytes);
-  });
-}
-
-H2_Status mem_free(int32_t device, void* ptr) {
-  return guarded("mem_free", [&] {
-    require(ptr, "ptr");
-    runtime().release(device, ptr);
-  });
-}
-
-H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
-  return guarded("mem_alloc_async", [&] {
-    require(ptr, "ptr");
-    *ptr = runtime().allocate_async(device, bytes, *runtime().stream(stream));
-  });
-}
-
-H2_Status mem_free_async(int32_t device, void* ptr, H2_Stream* stream) {
-  return guarded("mem_free_async", [&] {
-    require(ptr, "ptr");
-    runtime().release_async(device, ptr, *runtime().stream(stream));
-  });
-}
-
-H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
-  return guarded("mem_info", [&] {
-    require(free_bytes, "free_bytes");
-    require(total_bytes, "total_bytes");
-    runtime().memory_info(device, *free_bytes, *total_bytes);
-  });
-}
+constexpr char kPluginName[] = "cuda";
+// The slots that only forward to the Runtime (plugins/common/runtime_slots.hpp).
+using Slots = h2::plugin::RuntimeSlots<Runtime, runtime_slot, kPluginName>;
 
 H2_Status host_alloc(size_t bytes, void** ptr) {
   return guarded("host_alloc", [&] {
@@ -119,25 +43,6 @@ H2_Status host_free(void* ptr) {
     }
     H2_CUDA_CHECK(cudaFreeHost(ptr));
   });
-}
-
-H2_Status stream_create(int32_t device, H2_Stream** stream) {
-  return guarded("stream_create", [&] {
-    require(stream, "stream");
-    *stream = runtime().create_stream(device);
-  });
-}
-
-H2_Status stream_destroy(H2_Stream* stream) {
-  return guarded("stream_destroy", [&] { runtime().destroy_stream(stream); });
-}
-
-H2_Status stream_synchronize(H2_Stream* stream) {
-  return guarded("stream_synchronize", [&] { runtime().synchronize(*runtime().stream(stream)); });
-}
-
-H2_Status stream_query(H2_Stream* stream) {
-  return guarded("stream_query", [&] { return runtime().query(*runtime().stream(stream)); });
 }
 
 H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
@@ -210,17 +115,6 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
   });
 }
 
-H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
-  return guarded("event_create", [&] {
-    require(event, "event");
-    *event = runtime().create_event(device, flags);
-  });
-}
-
-H2_Status event_destroy(H2_Event* event) {
-  return guarded("event_destroy", [&] { runtime().destroy_event(event); });
-}
-
 H2_Status event_record(H2_Event* event, H2_Stream* stream) {
   return guarded("event_record", [&] {
     auto s = runtime().stream(stream);
@@ -273,35 +167,35 @@ const H2_PluginApi kApi = {
     .struct_size = sizeof(H2_PluginApi),
     .abi_major = H2_ABI_MAJOR,
     .abi_minor = H2_ABI_MINOR,
-    .plugin_name = "cuda",
+    .plugin_name = kPluginName,
     .plugin_version = H2_VERSION,
-    .initialize = initialize,
-    .shutdown = shutdown,
-    .last_error = get_last_error,
-    .device_count = device_count,
-    .device_properties = device_properties,
-    .mem_alloc = mem_alloc,
-    .mem_free = mem_free,
-    .mem_info = mem_info,
+    .initialize = Slots::initialize,
+    .shutdown = Slots::shutdown,
+    .last_error = Slots::get_last_error,
+    .device_count = Slots::device_count,
+    .device_properties = Slots::device_properties,
+    .mem_alloc = Slots::mem_alloc,
+    .mem_free = Slots::mem_free,
+    .mem_info = Slots::mem_info,
     .host_alloc = host_alloc,
     .host_free = host_free,
-    .stream_create = stream_create,
-    .stream_destroy = stream_destroy,
-    .stream_synchronize = stream_synchronize,
-    .stream_query = stream_query,
+    .stream_create = Slots::stream_create,
+    .stream_destroy = Slots::stream_destroy,
+    .stream_synchronize = Slots::stream_synchronize,
+    .stream_query = Slots::stream_query,
     .stream_wait_event = stream_wait_event,
     .memset_async = memset_async,
     .memcpy_async = memcpy_async,
-    .event_create = event_create,
-    .event_destroy = event_destroy,
+    .event_create = Slots::event_create,
+    .event_destroy = Slots::event_destroy,
     .event_record = event_record,
     .event_query = event_query,
     .event_synchronize = event_synchronize,
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
-    .mem_alloc_async = mem_alloc_async,
-    .mem_free_async = mem_free_async,
-    .option_list = option_list,
+    .mem_alloc_async = Slots::mem_alloc_async,
+    .mem_free_async = Slots::mem_free_async,
+    .option_list = Slots::option_list,
 };
 
 }  // namespace

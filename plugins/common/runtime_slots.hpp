@@ -1,0 +1,139 @@
+// The C ABI slots that only check their pointers and forward to a plugin's Runtime object, written
+// once for the vendor plugins built on one (cuda, ascend): lifecycle (a Runtime made in initialize,
+// taking no plugin options, destroyed in shutdown), devices, memory and the creation and teardown of
+// streams and events. What differs per vendor (copies, event queries, host memory) stays with the
+// plugin. The Runtime provides: device_count(), properties(device, props), allocate(device, bytes),
+// release(device, ptr), allocate_async(device, bytes, Stream&), release_async(device, ptr, Stream&),
+// memory_info(device, free, total), create_stream(device), destroy_stream(handle), stream(handle),
+// synchronize(Stream&), query(Stream&), create_event(device, flags), destroy_event(handle), and a
+// constructor from H2_InitArgs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "h2/plugin_abi.h"
+#include "plugin_error.hpp"
+#include "plugin_options.hpp"
+
+namespace h2::plugin {
+
+// `Slot` is the plugin's holder of its Runtime; `Name` its plugin name (for option errors).
+template <typename Runtime, std::unique_ptr<Runtime>& (*Slot)(), const char* Name>
+struct RuntimeSlots {
+  static Runtime& runtime() {
+    if (!Slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is not initialized");
+    return *Slot();
+  }
+
+  static H2_Status initialize(const H2_InitArgs* args) {
+    return guarded("initialize", [&] {
+      require(args, "args");
+      if (args->struct_size < H2_INIT_ARGS_SIZE_1_0)
+        fail(H2_STATUS_INVALID_ARGUMENT, "args->struct_size is smaller than ABI 1.0's H2_InitArgs");
+      if (Slot()) fail(H2_STATUS_INVALID_ARGUMENT, "the plugin is already initialized");
+      // It takes no options; any key is refused rather than ignored (ABI 1.4).
+      read_init_options(*args, nullptr, 0, Name);
+      Slot() = std::make_unique<Runtime>(*args);
+    });
+  }
+
+  // No documented keys (ABI 1.4): `h2 devices --plugin NAME --options` says it takes none.
+  static H2_Status option_list(const H2_OptionInfo** infos, size_t* count) {
+    return guarded("option_list", [&] {
+      require(infos, "infos");
+      require(count, "count");
+      *infos = nullptr;
+      *count = 0;
+    });
+  }
+
+  static H2_Status shutdown() {
+    return guarded("shutdown", [&] { Slot().reset(); });
+  }
+
+  static const char* get_last_error() { return last_error(); }
+
+  static H2_Status device_count(int32_t* count) {
+    return guarded("device_count", [&] {
+      require(count, "count");
+      *count = runtime().device_count();
+    });
+  }
+
+  static H2_Status device_properties(int32_t device, H2_DeviceProperties* props) {
+    return guarded("device_properties", [&] {
+      require(props, "props");
+      runtime().properties(device, *props);
+    });
+  }
+
+  static H2_Status mem_alloc(int32_t device, size_t bytes, void** ptr) {
+    return guarded("mem_alloc", [&] {
+      require(ptr, "ptr");
+      *ptr = runtime().allocate(device, bytes);
+    });
+  }
+
+  static H2_Status mem_free(int32_t device, void* ptr) {
+    return guarded("mem_free", [&] {
+      require(ptr, "ptr");
+      runtime().release(device, ptr);
+    });
+  }
+
+  static H2_Status mem_alloc_async(int32_t device, size_t bytes, H2_Stream* stream, void** ptr) {
+    return guarded("mem_alloc_async", [&] {
+      require(ptr, "ptr");
+      *ptr = runtime().allocate_async(device, bytes, *runtime().stream(stream));
+    });
+  }
+
+  static H2_Status mem_free_async(int32_t device, void* ptr, H2_Stream* stream) {
+    return guarded("mem_free_async", [&] {
+      require(ptr, "ptr");
+      runtime().release_async(device, ptr, *runtime().stream(stream));
+    });
+  }
+
+  static H2_Status mem_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+    return guarded("mem_info", [&] {
+      require(free_bytes, "free_bytes");
+      require(total_bytes, "total_bytes");
+      runtime().memory_info(device, *free_bytes, *total_bytes);
+    });
+  }
+
+  static H2_Status stream_create(int32_t device, H2_Stream** stream) {
+    return guarded("stream_create", [&] {
+      require(stream, "stream");
+      *stream = runtime().create_stream(device);
+    });
+  }
+
+  static H2_Status stream_destroy(H2_Stream* stream) {
+    return guarded("stream_destroy", [&] { runtime().destroy_stream(stream); });
+  }
+
+  static H2_Status stream_synchronize(H2_Stream* stream) {
+    return guarded("stream_synchronize", [&] { runtime().synchronize(*runtime().stream(stream)); });
+  }
+
+  static H2_Status stream_query(H2_Stream* stream) {
+    return guarded("stream_query", [&] { return runtime().query(*runtime().stream(stream)); });
+  }
+
+  static H2_Status event_create(int32_t device, uint32_t flags, H2_Event** event) {
+    return guarded("event_create", [&] {
+      require(event, "event");
+      *event = runtime().create_event(device, flags);
+    });
+  }
+
+  static H2_Status event_destroy(H2_Event* event) {
+    return guarded("event_destroy", [&] { runtime().destroy_event(event); });
+  }
+};
+
+}  // namespace h2::plugin
