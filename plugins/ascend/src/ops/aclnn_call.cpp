@@ -1,6 +1,7 @@
 #include "aclnn_call.hpp"
 
 #include "../acl_error.hpp"
+#include "dtype_size.hpp"
 
 namespace h2::ascend {
 
@@ -21,17 +22,9 @@ aclDataType acl_dtype(uint32_t dtype) {
 }
 
 size_t dtype_bytes(uint32_t dtype) {
-  switch (dtype) {
-    case H2_DTYPE_F64:
-    case H2_DTYPE_I64: return 8;
-    case H2_DTYPE_F32:
-    case H2_DTYPE_I32: return 4;
-    case H2_DTYPE_F16:
-    case H2_DTYPE_BF16: return 2;
-    case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return 1;
-    default: fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no size");
-  }
+  const size_t bytes = h2::plugin::dtype_size(dtype);
+  if (bytes == 0) fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no size");
+  return bytes;
 }
 
 std::vector<int64_t> shape_of(const H2_Tensor& t) {

@@ -6,6 +6,7 @@
 
 #include "../runtime.hpp"
 #include "common.hpp"
+#include "dtype_size.hpp"
 #include "planted_defects.hpp"
 
 namespace h2::cpu_reference {
@@ -26,17 +27,7 @@ int64_t TensorRef::offset_of(int64_t linear) const {
 }
 
 size_t dtype_bytes(H2_DType dtype) {
-  switch (dtype) {
-    case H2_DTYPE_F64:
-    case H2_DTYPE_I64: return 8;
-    case H2_DTYPE_F32:
-    case H2_DTYPE_I32: return 4;
-    case H2_DTYPE_F16:
-    case H2_DTYPE_BF16: return 2;
-    case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return 1;
-    default: return 0;
-  }
+  return h2::plugin::dtype_size(dtype);
 }
 
 TensorRef resolve_tensor(const Runtime& runtime, int device, const H2_Tensor& tensor, const char* role) {

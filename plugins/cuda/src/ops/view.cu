@@ -1,17 +1,11 @@
 #include "view.cuh"
 
+#include "dtype_size.hpp"
+
 namespace h2::cuda {
 
 int element_size(uint32_t dtype) {
-  switch (dtype) {
-    case H2_DTYPE_F16:
-    case H2_DTYPE_BF16: return 2;
-    case H2_DTYPE_F64:
-    case H2_DTYPE_I64: return 8;
-    case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return 1;
-    default: return 4;
-  }
+  return static_cast<int>(h2::plugin::dtype_size(dtype));
 }
 
 int64_t numel(const H2_Tensor& t) {
