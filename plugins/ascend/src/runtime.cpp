@@ -170,9 +170,12 @@ void* Runtime::allocate(int32_t device, size_t bytes) {
   return malloc_or_reclaim(device, bytes);
 }
 
+// Waits for the work queued on every stream of `device`. A stream's asynchronous error stays the
+// stream's to report (stream_synchronize): a free or close that waits must not fail because of it.
 void Runtime::synchronize_device(int32_t device) {
   bind(device);
-  H2_ACL(*acl_, aclrtSynchronizeDevice);
+  for (const auto& stream : streams_.snapshot())
+    if (stream->device == device) acl_->aclrtSynchronizeStream(stream->stream);
 }
 
 void Runtime::release(int32_t device, void* ptr) {

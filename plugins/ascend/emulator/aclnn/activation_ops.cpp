@@ -43,8 +43,13 @@ T gelu(T x, bool tanh_form) {
     const T p = a_hi * x3, p_lo = std::fma(a_hi, x3, -p) + a_hi * x3_lo + a_lo * x3;
     const T sum = x + p, b = sum - x, sum_lo = (x - (sum - b)) + (p - b) + p_lo;
     const T v = k_hi * sum, v_lo = std::fma(k_hi, sum, -v) + k_hi * sum_lo + k_lo * sum;
+    if (v > 0) {
+      // x e^-v / (1 + e^-v): exp(v) would overflow where gelu(x) is still a normal number.
+      const T e = std::exp(-v) * (static_cast<T>(1) - v_lo);
+      return x * e / (static_cast<T>(1) + e);
+    }
     const T e = std::exp(v);
-    return x / (static_cast<T>(1) + (std::isinf(e) ? e : e + e * v_lo));
+    return x / (static_cast<T>(1) + e + e * v_lo);
   }
   // erfc, not 1 + erf: for very negative x the sum cancels to 0 in FP32 while gelu(x) is not.
   return x * normal_cdf(x);

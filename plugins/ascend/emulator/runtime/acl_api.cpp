@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -145,7 +146,16 @@ EXPORT aclError aclrtResetDevice(int32_t device) {
 
 EXPORT aclError aclrtSynchronizeDevice() {
   return guarded("aclrtSynchronizeDevice", [&] {
-    for (const auto& stream : machine().streams_of(current_device())) stream->synchronize();
+    // Waits for every stream first, then reports the first error one of them holds.
+    std::optional<Error> first;
+    for (const auto& stream : machine().streams_of(current_device())) {
+      try {
+        stream->synchronize();
+      } catch (const Error& e) {
+        if (!first) first = e;
+      }
+    }
+    if (first) throw *first;
   });
 }
 
