@@ -43,18 +43,12 @@ void* HostStaging::acquire(size_t size_class) {
   H2_ACL(acl_, aclrtMallocHost, &buffer, size_class);
   std::lock_guard lock(mutex_);
   all_.push_back(buffer);
-  pooled_bytes_ += size_class;
   return buffer;
 }
 
 void HostStaging::give_back(void* buffer, size_t size_class) {
   std::lock_guard lock(mutex_);
   idle_.emplace(size_class, buffer);
-}
-
-size_t HostStaging::pooled_bytes() const {
-  std::lock_guard lock(mutex_);
-  return pooled_bytes_;
 }
 
 void HostStaging::finish(void* data) {

@@ -29,8 +29,6 @@ class HostStaging {
   void to_device(aclrtStream stream, void* dst, const void* src, size_t bytes);
   void to_host(aclrtStream stream, void* dst, const void* src, size_t bytes);
 
-  size_t pooled_bytes() const;
-
  private:
   struct Staged;
   static void finish(void* staged);  // the callback
@@ -42,7 +40,6 @@ class HostStaging {
   mutable std::mutex mutex_;
   std::multimap<size_t, void*> idle_;  // size class -> buffer
   std::vector<void*> all_;
-  size_t pooled_bytes_ = 0;
 };
 
 }  // namespace h2::ascend

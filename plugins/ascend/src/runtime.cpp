@@ -38,6 +38,23 @@ std::atomic<uint64_t> runtime_generations{0};
 thread_local int32_t bound_device = -1;
 thread_local uint64_t bound_generation = 0;
 
+// The entry of `ranges` (start address -> entry) whose range holds `address`, or end().
+template <typename Map, typename Bytes>
+auto range_holding(Map& ranges, const char* address, Bytes bytes_of) {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < it->first + bytes_of(it->second) ? it : ranges.end();
+}
+
+size_t allocation_bytes(const Runtime::Allocation& allocation) {
+  return allocation.bytes;
+}
+
+size_t host_bytes(size_t bytes) {
+  return bytes;
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime>& runtime_slot() {
@@ -170,12 +187,14 @@ void* Runtime::allocate(int32_t device, size_t bytes) {
   return malloc_or_reclaim(device, bytes);
 }
 
-// Waits for the work queued on every stream of `device`. A stream's asynchronous error stays the
-// stream's to report (stream_synchronize): a free or close that waits must not fail because of it.
-void Runtime::synchronize_device(int32_t device) {
-  bind(device);
-  for (const auto& stream : streams_.snapshot())
-    if (stream->device == device) acl_->aclrtSynchronizeStream(stream->stream);
+// Waits for the work queued on every stream of `device`. A stream's asynchronous error stays the stream's to report
+// (stream_synchronize): a free or close that waits must not fail because of it.
+void Runtime::wait_for_streams(int32_t device) {
+  for (const auto& stream : streams_.snapshot()) {
+    if (stream->device != device) continue;
+    bind(stream->device);
+    acl_->aclrtSynchronizeStream(stream->stream);
+  }
 }
 
 void Runtime::release(int32_t device, void* ptr) {
@@ -191,7 +210,7 @@ void Runtime::release(int32_t device, void* ptr) {
     allocations_.erase(it);
   }
   // aclrtFree does not wait for queued work; the ABI's mem_free does.
-  synchronize_device(device);
+  wait_for_streams(device);
   H2_ACL(*acl_, aclrtFree, ptr);
 }
 
@@ -276,20 +295,14 @@ void Runtime::release_freed_blocks(int32_t device, bool wait) {
 bool Runtime::is_device_memory(const void* ptr, size_t bytes) const {
   const char* address = static_cast<const char*>(ptr);
   std::lock_guard lock(memory_mutex_);
-  auto it = allocations_.upper_bound(address);
-  if (it == allocations_.begin()) return false;
-  --it;
-  return address + bytes <= it->first + it->second.bytes;
+  const auto it = range_holding(allocations_, address, allocation_bytes);
+  return it != allocations_.end() && address + bytes <= it->first + it->second.bytes;
 }
 
 std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
-  const char* address = static_cast<const char*>(ptr);
   std::lock_guard lock(memory_mutex_);
-  auto it = allocations_.upper_bound(address);
-  if (it != allocations_.begin()) {
-    --it;
-    if (address < it->first + it->second.bytes) return {it->first, it->second.bytes};
-  }
+  const auto it = range_holding(allocations_, static_cast<const char*>(ptr), allocation_bytes);
+  if (it != allocations_.end()) return {it->first, it->second.bytes};
   fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
 }
 
@@ -325,8 +338,8 @@ void Runtime::export_memory(int32_t device, const void* ptr, H2_MemHandle& handl
   bind(device);
   std::lock_guard lock(memory_mutex_);
   const char* address = static_cast<const char*>(ptr);
-  auto it = allocations_.upper_bound(address);
-  if (it == allocations_.begin() || (--it, address >= it->first + it->second.bytes) || it->second.device != device)
+  const auto it = range_holding(allocations_, address, allocation_bytes);
+  if (it == allocations_.end() || it->second.device != device)
     fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not inside a live allocation of device " + std::to_string(device));
   if (it->second.imported) fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
   if (it->second.ipc_key.empty()) {
@@ -377,7 +390,7 @@ void Runtime::close_import(int32_t device, void* ptr) {
     key = it->second.ipc_key;
     allocations_.erase(it);
   }
-  synchronize_device(device);  // as mem_free: queued work that may use it completes first
+  wait_for_streams(device);  // as mem_free: queued work that may use it completes first
   H2_ACL(*acl_, aclrtIpcMemClose, key.c_str());
 }
 
@@ -406,10 +419,8 @@ void Runtime::release_host(void* ptr) {
 bool Runtime::is_host_allocation(const void* ptr, size_t bytes) const {
   const char* address = static_cast<const char*>(ptr);
   std::lock_guard lock(memory_mutex_);
-  auto it = host_allocations_.upper_bound(address);
-  if (it == host_allocations_.begin()) return false;
-  --it;
-  return address + bytes <= it->first + it->second;
+  const auto it = range_holding(host_allocations_, address, host_bytes);
+  return it != host_allocations_.end() && address + bytes <= it->first + it->second;
 }
 
 H2_Stream* Runtime::create_stream(int32_t device) {

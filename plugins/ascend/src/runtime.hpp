@@ -88,13 +88,16 @@ class Runtime {
   void destroy_event(H2_Event* handle);
   std::shared_ptr<Event> event(H2_Event* handle) const { return events_.get(handle); }
 
- private:
+ public:
+  // A live device allocation of the plugin (or memory imported from another process).
   struct Allocation {
     int32_t device;
     size_t bytes;
     std::string ipc_key = {};  // set once exported, or for an import
     bool imported = false;     // from another process: closed by mem_close, not freed
   };
+
+ private:
   void require_ipc() const;
   // Closes an exported allocation's key before its memory is freed (CANN's order).
   void close_export(Allocation& allocation);
@@ -109,7 +112,7 @@ class Runtime {
 
   void* malloc_or_reclaim(int32_t device, size_t bytes);
   void release_freed_blocks(int32_t device, bool wait);
-  void synchronize_device(int32_t device);
+  void wait_for_streams(int32_t device);
   [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
 
   std::unique_ptr<AclLibrary> acl_;

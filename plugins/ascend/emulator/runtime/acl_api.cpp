@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -144,21 +143,6 @@ EXPORT aclError aclrtResetDevice(int32_t device) {
   });
 }
 
-EXPORT aclError aclrtSynchronizeDevice() {
-  return guarded("aclrtSynchronizeDevice", [&] {
-    // Waits for every stream first, then reports the first error one of them holds.
-    std::optional<Error> first;
-    for (const auto& stream : machine().streams_of(current_device())) {
-      try {
-        stream->synchronize();
-      } catch (const Error& e) {
-        if (!first) first = e;
-      }
-    }
-    if (first) throw *first;
-  });
-}
-
 EXPORT aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
   return guarded("aclrtCtxSetSysParamOpt", [&] {
     current_device();
@@ -232,23 +216,6 @@ EXPORT aclError aclrtFreeHost(void* host_ptr) {
   return guarded("aclrtFreeHost", [&] {
     machine().remove_pinned(host_ptr);
     std::free(host_ptr);
-  });
-}
-
-EXPORT aclError aclrtMemcpy(void* dst, size_t dest_max, const void* src, size_t count, aclrtMemcpyKind kind) {
-  return guarded("aclrtMemcpy", [&] {
-    if (count > dest_max) throw Error(ACL_ERROR_INVALID_PARAM, "count is larger than destMax");
-    if (count == 0) return;
-    machine().check_alive();
-    void* to = kind == ACL_MEMCPY_HOST_TO_DEVICE || kind == ACL_MEMCPY_DEVICE_TO_DEVICE
-                   ? checked_view(dst, count, "dst")
-                   : dst;
-    const void* from = kind == ACL_MEMCPY_DEVICE_TO_HOST || kind == ACL_MEMCPY_DEVICE_TO_DEVICE
-                           ? checked_view(src, count, "src")
-                           : src;
-    if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_DEVICE_TO_DEVICE)
-      throw Error(ACL_ERROR_INVALID_PARAM, "unknown copy kind");
-    std::memmove(to, from, count);
   });
 }
 
@@ -527,7 +494,6 @@ H2_CHECK_SIGNATURE(aclFinalize);
 H2_CHECK_SIGNATURE(aclrtGetDeviceCount);
 H2_CHECK_SIGNATURE(aclrtSetDevice);
 H2_CHECK_SIGNATURE(aclrtResetDevice);
-H2_CHECK_SIGNATURE(aclrtSynchronizeDevice);
 H2_CHECK_SIGNATURE(aclrtGetSocName);
 H2_CHECK_SIGNATURE(aclrtCtxSetSysParamOpt);
 H2_CHECK_SIGNATURE(aclrtMalloc);
@@ -535,7 +501,6 @@ H2_CHECK_SIGNATURE(aclrtFree);
 H2_CHECK_SIGNATURE(aclrtGetMemInfo);
 H2_CHECK_SIGNATURE(aclrtMallocHost);
 H2_CHECK_SIGNATURE(aclrtFreeHost);
-H2_CHECK_SIGNATURE(aclrtMemcpy);
 H2_CHECK_SIGNATURE(aclrtCreateStream);
 H2_CHECK_SIGNATURE(aclrtDestroyStream);
 H2_CHECK_SIGNATURE(aclrtSynchronizeStream);

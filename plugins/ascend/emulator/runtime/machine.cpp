@@ -144,14 +144,6 @@ std::shared_ptr<Stream> Machine::take_stream(aclrtStream handle) {
   return found;
 }
 
-std::vector<std::shared_ptr<Stream>> Machine::streams_of(int32_t device) const {
-  std::lock_guard lock(mutex_);
-  std::vector<std::shared_ptr<Stream>> found;
-  for (const auto& [handle, stream] : streams_)
-    if (stream->device() == device) found.push_back(stream);
-  return found;
-}
-
 aclrtEvent Machine::add_event(int32_t device, uint32_t flags) {
   auto event = std::make_shared<Event>();
   event->device = device;

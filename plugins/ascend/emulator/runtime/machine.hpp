@@ -62,7 +62,6 @@ class Machine {
   aclrtStream add_stream(int32_t device);
   std::shared_ptr<Stream> stream(aclrtStream handle) const;  // throws for an unknown handle
   std::shared_ptr<Stream> take_stream(aclrtStream handle);
-  std::vector<std::shared_ptr<Stream>> streams_of(int32_t device) const;
 
   aclrtEvent add_event(int32_t device, uint32_t flags);
   std::shared_ptr<Event> event(aclrtEvent handle) const;

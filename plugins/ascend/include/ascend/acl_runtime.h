@@ -29,8 +29,8 @@ typedef int aclError;
 #define ACL_ERROR_INTERNAL_ERROR 500000
 #define ACL_ERROR_RT_PARAM_INVALID 107000
 #define ACL_ERROR_RT_INVALID_DEVICEID 107001
-#define ACL_ERROR_RT_CONTEXT_NULL 107002     /* no aclrtSetDevice on the calling thread */
-#define ACL_ERROR_RT_STREAM_CONTEXT 107003   /* the stream belongs to another device */
+#define ACL_ERROR_RT_CONTEXT_NULL 107002   /* no aclrtSetDevice on the calling thread */
+#define ACL_ERROR_RT_STREAM_CONTEXT 107003 /* the stream belongs to another device */
 #define ACL_ERROR_RT_ADDR_UNALIGNED 107008
 #define ACL_ERROR_RT_STREAM_SUBSCRIBE 107011 /* the stream already has a callback thread */
 #define ACL_ERROR_RT_STREAM_NO_CB_REG 107015 /* a callback on a stream no thread is subscribed to */
@@ -60,8 +60,6 @@ typedef aclError (*aclrtGetDeviceCountFn)(uint32_t* count);
  * Memory, stream and event calls act on the calling thread's current device. */
 typedef aclError (*aclrtSetDeviceFn)(int32_t device);
 typedef aclError (*aclrtResetDeviceFn)(int32_t device);
-/* Waits for every stream of the calling thread's current device. */
-typedef aclError (*aclrtSynchronizeDeviceFn)(void);
 /* Context-wide options of the current device. ACL_OPT_DETERMINISTIC 1 makes the operators that sum
  * in a scheduling-dependent order (FlashAttentionScoreGrad, IndexAdd, ...) sum in a fixed one. */
 typedef enum aclSysParamOpt { ACL_OPT_DETERMINISTIC = 0 } aclSysParamOpt;
@@ -101,14 +99,10 @@ typedef aclError (*aclrtGetMemInfoFn)(aclrtMemAttr attr, size_t* free_bytes, siz
  * with other host memory "an unpredictable error may occur when the task is executed" (8.0.0). */
 typedef aclError (*aclrtMallocHostFn)(void** host_ptr, size_t size);
 typedef aclError (*aclrtFreeHostFn)(void* host_ptr);
-typedef aclError (*aclrtMemcpyFn)(void* dst, size_t dest_max, const void* src, size_t count, aclrtMemcpyKind kind);
 
 /* ---- Streams ---- */
 typedef void* aclrtStream;
-typedef enum aclrtStreamStatus {
-  ACL_STREAM_STATUS_COMPLETE = 0,
-  ACL_STREAM_STATUS_NOT_READY = 1
-} aclrtStreamStatus;
+typedef enum aclrtStreamStatus { ACL_STREAM_STATUS_COMPLETE = 0, ACL_STREAM_STATUS_NOT_READY = 1 } aclrtStreamStatus;
 
 typedef aclError (*aclrtCreateStreamFn)(aclrtStream* stream);
 /* The documentation asks for aclrtSynchronizeStream first: the stream must have no pending task. */
@@ -117,8 +111,8 @@ typedef aclError (*aclrtSynchronizeStreamFn)(aclrtStream stream);
 typedef aclError (*aclrtStreamQueryFn)(aclrtStream stream, aclrtStreamStatus* status);
 /* Asynchronous copy and set, ordered on `stream`. H2H is not supported (FEATURE_NOT_SUPPORT). For
  * aclrtMemcpyAsync the documentation (8.0.0, all models) asks both addresses to be 64-byte aligned. */
-typedef aclError (*aclrtMemcpyAsyncFn)(void* dst, size_t dest_max, const void* src, size_t count,
-                                       aclrtMemcpyKind kind, aclrtStream stream);
+typedef aclError (*aclrtMemcpyAsyncFn)(void* dst, size_t dest_max, const void* src, size_t count, aclrtMemcpyKind kind,
+                                       aclrtStream stream);
 typedef aclError (*aclrtMemsetAsyncFn)(void* dev_ptr, size_t max_count, int32_t value, size_t count,
                                        aclrtStream stream);
 

@@ -6,9 +6,9 @@
  * (acl_meta.h's aclCreateTensor family, the two-phase call, aclnn return codes) and the operator
  * pages of aclnnInplaceCopy, aclnnInplaceFillScalar, aclnnAdd/Sub/Mul/Div, aclnnAdds/Subs/Muls/Divs,
  * aclnnMaximum/Minimum, aclnnPow*, aclnnClampMin/Max, aclnnExp/Log/Sqrt/Rsqrt/Neg/Reciprocal/Abs,
- * aclnnInplaceAddmm, aclnnBaddbmm, aclnnGtScalar, aclnnEqScalar, aclnnIsFinite, aclnnLogicalNot, aclnnSWhere, aclnnInplaceMaskedFillScalar, aclnnArange,
- * aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2, aclnnGeluBackwardV2, aclnnSilu,
- * aclnnSiluBackward, aclnnIndexSelect, aclnnGather, aclnnScatterAdd, aclnnEmbedding,
+ * aclnnInplaceAddmm, aclnnBaddbmm, aclnnGtScalar, aclnnEqScalar, aclnnIsFinite, aclnnLogicalNot, aclnnSWhere,
+ * aclnnInplaceMaskedFillScalar, aclnnArange, aclnnReduceSum, aclnnMean, aclnnAmax, aclnnMaxDim, aclnnGeluV2,
+ * aclnnGeluBackwardV2, aclnnSilu, aclnnSiluBackward, aclnnIndexSelect, aclnnGather, aclnnScatterAdd, aclnnEmbedding,
  * aclnnEmbeddingDenseBackward, aclnnSoftmax, aclnnSoftmaxBackward, aclnnLayerNorm,
  * aclnnLayerNormBackward, aclnnRmsNorm, aclnnRmsNormGrad, aclnnFlashAttentionScore and
  * aclnnFlashAttentionScoreGrad. Declarations only, resolved by name at run time, and
@@ -98,12 +98,10 @@ typedef aclnnStatus (*aclnnInplaceCopyGetWorkspaceSizeFn)(aclTensor* self_ref, c
                                                           uint64_t* workspace_size, aclOpExecutor** executor);
 /* selfRef = value. */
 typedef aclnnStatus (*aclnnInplaceFillScalarGetWorkspaceSizeFn)(aclTensor* self_ref, const aclScalar* value,
-                                                                uint64_t* workspace_size,
-                                                                aclOpExecutor** executor);
+                                                                uint64_t* workspace_size, aclOpExecutor** executor);
 /* out = self + alpha * other, out = self - alpha * other (inputs broadcast to out). */
-typedef aclnnStatus (*aclnnAddGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* other,
-                                                  const aclScalar* alpha, aclTensor* out,
-                                                  uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnStatus (*aclnnAddGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* other, const aclScalar* alpha,
+                                                  aclTensor* out, uint64_t* workspace_size, aclOpExecutor** executor);
 typedef aclnnAddGetWorkspaceSizeFn aclnnSubGetWorkspaceSizeFn;
 /* out = self (op) other: Mul, Div, Maximum, Minimum, PowTensorTensor. */
 typedef aclnnStatus (*aclnnBinaryGetWorkspaceSizeFn)(const aclTensor* self, const aclTensor* other, aclTensor* out,
@@ -115,8 +113,8 @@ typedef aclnnBinaryGetWorkspaceSizeFn aclnnMinimumGetWorkspaceSizeFn;
 typedef aclnnBinaryGetWorkspaceSizeFn aclnnPowTensorTensorGetWorkspaceSizeFn;
 /* out = self + alpha * other, self - alpha * other, other - alpha * self (Rsubs) with a scalar other. */
 typedef aclnnStatus (*aclnnAddsGetWorkspaceSizeFn)(const aclTensor* self, const aclScalar* other,
-                                                   const aclScalar* alpha, aclTensor* out,
-                                                   uint64_t* workspace_size, aclOpExecutor** executor);
+                                                   const aclScalar* alpha, aclTensor* out, uint64_t* workspace_size,
+                                                   aclOpExecutor** executor);
 typedef aclnnAddsGetWorkspaceSizeFn aclnnSubsGetWorkspaceSizeFn;
 typedef aclnnAddsGetWorkspaceSizeFn aclnnRsubsGetWorkspaceSizeFn;
 /* out = self (op) scalar: Muls, Divs, PowTensorScalar, ClampMin (max), ClampMax (min). */
@@ -132,8 +130,8 @@ typedef aclnnStatus (*aclnnPowScalarTensorGetWorkspaceSizeFn)(const aclScalar* s
                                                               aclTensor* out, uint64_t* workspace_size,
                                                               aclOpExecutor** executor);
 /* out = f(self): Exp, Log, Sqrt, Rsqrt, Neg, Reciprocal. */
-typedef aclnnStatus (*aclnnUnaryGetWorkspaceSizeFn)(const aclTensor* self, aclTensor* out,
-                                                    uint64_t* workspace_size, aclOpExecutor** executor);
+typedef aclnnStatus (*aclnnUnaryGetWorkspaceSizeFn)(const aclTensor* self, aclTensor* out, uint64_t* workspace_size,
+                                                    aclOpExecutor** executor);
 typedef aclnnUnaryGetWorkspaceSizeFn aclnnExpGetWorkspaceSizeFn;
 typedef aclnnUnaryGetWorkspaceSizeFn aclnnLogGetWorkspaceSizeFn;
 typedef aclnnUnaryGetWorkspaceSizeFn aclnnSqrtGetWorkspaceSizeFn;
@@ -207,8 +205,8 @@ typedef aclnnStatus (*aclnnGatherGetWorkspaceSizeFn)(const aclTensor* self, cons
                                                      aclOpExecutor** executor);
 /* out = self, then out[p with its dim coordinate replaced by index[p]] += src[p] (torch.scatter_add). */
 typedef aclnnStatus (*aclnnScatterAddGetWorkspaceSizeFn)(const aclTensor* self, int64_t dim, const aclTensor* index,
-                                                         const aclTensor* src, aclTensor* out,
-                                                         uint64_t* workspace_size, aclOpExecutor** executor);
+                                                         const aclTensor* src, aclTensor* out, uint64_t* workspace_size,
+                                                         aclOpExecutor** executor);
 /* out[p, :] = weight[indices[p], :]. */
 typedef aclnnStatus (*aclnnEmbeddingGetWorkspaceSizeFn)(const aclTensor* weight, const aclTensor* indices,
                                                         const aclTensor* out, uint64_t* workspace_size,
@@ -271,8 +269,8 @@ typedef aclnnStatus (*aclnnFlashAttentionScoreGradGetWorkspaceSizeFn)(
     const aclTensor* pse_shift_optional, const aclTensor* drop_mask_optional, const aclTensor* padding_mask_optional,
     const aclTensor* atten_mask_optional, const aclTensor* softmax_max_optional, const aclTensor* softmax_sum_optional,
     const aclTensor* softmax_in_optional, const aclTensor* attention_in_optional, const aclIntArray* prefix_optional,
-    double scale_value, double keep_prob, int64_t pre_tokens, int64_t next_tokens, int64_t head_num,
-    char* input_layout, int64_t inner_precise, int64_t sparse_mode, const aclTensor* dq_out, const aclTensor* dk_out,
+    double scale_value, double keep_prob, int64_t pre_tokens, int64_t next_tokens, int64_t head_num, char* input_layout,
+    int64_t inner_precise, int64_t sparse_mode, const aclTensor* dq_out, const aclTensor* dk_out,
     const aclTensor* dv_out, const aclTensor* dpse_out, uint64_t* workspace_size, aclOpExecutor** executor);
 
 #ifdef __cplusplus

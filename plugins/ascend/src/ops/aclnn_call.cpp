@@ -50,6 +50,13 @@ H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape) {
   return view;
 }
 
+H2_Tensor appended_dimension(H2_Tensor t, int64_t size, int64_t stride) {
+  t.shape[t.rank] = size;
+  t.strides[t.rank] = stride;
+  ++t.rank;
+  return t;
+}
+
 AclTensor::AclTensor(const H2_Tensor& tensor) {
   if (tensor.data == nullptr) return;
   const Runtime& r = runtime();

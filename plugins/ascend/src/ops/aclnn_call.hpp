@@ -19,6 +19,9 @@ std::vector<int64_t> shape_of(const H2_Tensor& t);
 std::vector<int64_t> all_dims(const H2_Tensor& t);  // 0, 1, ..., rank - 1
 // `t`'s memory seen with `shape` and row-major contiguous strides (for contiguous scratch tensors).
 H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape);
+// `t` with one more, last dimension of `size` elements `stride` apart: a per-row statistic [n] as the
+// column [n, 1] (stride 1) that broadcasts over a row, or repeated 8 times (stride 0).
+H2_Tensor appended_dimension(H2_Tensor t, int64_t size, int64_t stride);
 
 // An aclTensor describing an H2_Tensor as a view of the allocation that holds it: storage from the
 // allocation's start, an element offset to the tensor's first element, its shape and strides. An

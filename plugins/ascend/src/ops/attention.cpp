@@ -88,11 +88,8 @@ H2_Status op_attention_backward(H2_Stream* handle, const H2_AttentionBackwardArg
     std::optional<ScratchTensor> mask;
     attention_mask(*stream, args->q, args->k, causal, mask);
     RowStatistics stats(*stream, args->q);
-    H2_Tensor lse_repeated = args->lse;  // [batch, heads, seq_q] seen as [..., 8] by a stride-0 dimension
-    lse_repeated.rank = 4;
-    lse_repeated.shape[3] = 8;
-    lse_repeated.strides[3] = 0;
-    copy_tensor(*stream, stats.max.tensor, lse_repeated);
+    // lse [batch, heads, seq_q] repeated 8 times by a stride-0 dimension.
+    copy_tensor(*stream, stats.max.tensor, appended_dimension(args->lse, 8, 0));
     ops.fill(stats.sum.tensor, 1.0);
     AclTensor q(args->q), k(args->k), v(args->v), o(args->o), dout(args->dout), dq(args->dq), dk(args->dk),
         dv(args->dv);

@@ -5,6 +5,7 @@
 #include "aclnn_call.hpp"
 #include "op_slots.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
@@ -70,25 +71,10 @@ namespace {
 
 // scalar / x: the scalar in a one-element scratch tensor of x's type, broadcast by aclnnDiv.
 void scalar_divided_by(Stream& stream, const H2_BinaryScalarArgs& args) {
-  const AclnnLibrary& nn = runtime().aclnn();
+  TensorOps ops{stream};
   ScratchTensor numerator(stream, args.x.dtype, {});
-  {
-    AclTensor filled(numerator.tensor);
-    AclScalar value(args.scalar);
-    run_aclnn(
-        stream, "aclnnInplaceFillScalar",
-        [&](uint64_t* size, aclOpExecutor** executor) {
-          return nn.aclnnInplaceFillScalarWorkspace(filled.get(), value.get(), size, executor);
-        },
-        nn.aclnnInplaceFillScalar);
-  }
-  AclTensor s(numerator.tensor), x(args.x), y(args.y);
-  run_aclnn(
-      stream, "aclnnDiv",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnDivWorkspace(s.get(), x.get(), y.get(), size, executor);
-      },
-      nn.aclnnDiv);
+  ops.fill(numerator.tensor, args.scalar);
+  ops.binary("aclnnDiv", ops.nn.aclnnDivWorkspace, ops.nn.aclnnDiv, args.y, numerator.tensor, args.x);
 }
 
 }  // namespace

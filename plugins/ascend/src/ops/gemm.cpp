@@ -9,6 +9,7 @@
 #include "aclnn_call.hpp"
 #include "op_slots.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
@@ -27,11 +28,7 @@ H2_Tensor operand(H2_Tensor t, bool transpose, uint32_t c_rank) {
     t.strides[0] = 0;
     t.rank = 3;
   }
-  if (transpose) {
-    std::swap(t.shape[t.rank - 1], t.shape[t.rank - 2]);
-    std::swap(t.strides[t.rank - 1], t.strides[t.rank - 2]);
-  }
-  return t;
+  return transpose ? transposed(t) : t;
 }
 
 // c = beta * c + alpha * a @ b with a, b and c of one type.
@@ -85,19 +82,11 @@ H2_Status op_gemm(H2_Stream* handle, const H2_GemmArgs* args) {
     const H2_Tensor& accumulator = c32 ? c32->tensor : c;
     product(*stream, a32 ? a32->tensor : a, b32 ? b32->tensor : b, accumulator, args->alpha, args->beta);
     if (has_bias) {
-      const AclnnLibrary& nn = runtime().aclnn();
       if (args->bias.dtype != H2_DTYPE_F32) {
         bias32.emplace(*stream, H2_DTYPE_F32, shape_of(args->bias));
         copy_tensor(*stream, bias32->tensor, args->bias);
       }
-      AclTensor sum(accumulator), bias(bias32 ? bias32->tensor : args->bias);
-      AclScalar one(1.0);
-      run_aclnn(
-          *stream, "aclnnAdd",
-          [&](uint64_t* size, aclOpExecutor** executor) {
-            return nn.aclnnAddWorkspace(sum.get(), bias.get(), one.get(), sum.get(), size, executor);
-          },
-          nn.aclnnAdd);
+      TensorOps{*stream}.add(accumulator, accumulator, bias32 ? bias32->tensor : args->bias, 1.0);
     }
     if (c32) copy_tensor(*stream, c, c32->tensor);
   });

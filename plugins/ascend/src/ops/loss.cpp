@@ -28,14 +28,6 @@ struct Targets {
   ScratchTensor as_float, ignored, index;
 };
 
-// A per-row tensor [n] seen as the column [n, 1] that broadcasts over a row.
-H2_Tensor as_column(H2_Tensor t) {
-  t.rank = 2;
-  t.shape[1] = 1;
-  t.strides[1] = 1;
-  return t;
-}
-
 }  // namespace
 
 H2_Status op_cross_entropy(H2_Stream* handle, const H2_CrossEntropyArgs* args) {
@@ -79,7 +71,7 @@ H2_Status op_cross_entropy_backward(H2_Stream* handle, const H2_CrossEntropyBack
     ScratchTensor weight(*stream, H2_DTYPE_F32, {n, 1});
     copy_tensor(*stream, grad.tensor, args->logits);
     // softmax = exp(logits - lse), lse [n] broadcast as [n, 1].
-    ops.add(grad.tensor, grad.tensor, as_column(args->lse), 1.0, true);
+    ops.add(grad.tensor, grad.tensor, appended_dimension(args->lse, 1, 1), 1.0, true);
     ops.unary("aclnnExp", ops.nn.aclnnExpWorkspace, ops.nn.aclnnExp, grad.tensor, grad.tensor);
     const Targets targets(ops, args->targets, args->ignore_index);
     ops.fill(one_hot.tensor, 0.0);
@@ -87,8 +79,9 @@ H2_Status op_cross_entropy_backward(H2_Stream* handle, const H2_CrossEntropyBack
     ops.scatter_add(one_hot.tensor, 1, targets.index.tensor, weight.tensor);
     ops.add(grad.tensor, grad.tensor, one_hot.tensor, 1.0, true);
     if (s != 0) ops.adds(grad.tensor, grad.tensor, -s / static_cast<double>(vocab));
-    ops.binary("aclnnMul", ops.nn.aclnnMulWorkspace, ops.nn.aclnnMul, grad.tensor, grad.tensor, as_column(args->dloss));
-    ops.masked_fill(grad.tensor, as_column(targets.ignored.tensor), 0.0);
+    ops.binary("aclnnMul", ops.nn.aclnnMulWorkspace, ops.nn.aclnnMul, grad.tensor, grad.tensor,
+               appended_dimension(args->dloss, 1, 1));
+    ops.masked_fill(grad.tensor, appended_dimension(targets.ignored.tensor, 1, 1), 0.0);
     copy_tensor(*stream, args->dlogits, grad.tensor);
   });
 }

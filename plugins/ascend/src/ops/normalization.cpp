@@ -6,33 +6,13 @@
 
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
 using h2::plugin::guarded;
 
 namespace {
-
-// A statistic [rows...] as aclnn's [rows..., 1]; NULL data stays NULL.
-H2_Tensor with_unit_dimension(H2_Tensor t) {
-  if (t.data == nullptr) return t;
-  t.shape[t.rank] = 1;
-  t.strides[t.rank] = 1;
-  ++t.rank;
-  return t;
-}
-
-void fill_ones(Stream& stream, const H2_Tensor& y) {
-  const AclnnLibrary& nn = runtime().aclnn();
-  AclTensor out(y);
-  AclScalar one(1.0);
-  run_aclnn(
-      stream, "aclnnInplaceFillScalar",
-      [&](uint64_t* size, aclOpExecutor** executor) {
-        return nn.aclnnInplaceFillScalarWorkspace(out.get(), one.get(), size, executor);
-      },
-      nn.aclnnInplaceFillScalar);
-}
 
 int64_t last_dimension(const H2_Tensor& x) {
   return x.rank == 0 ? 1 : x.shape[x.rank - 1];
@@ -46,7 +26,7 @@ H2_Status op_layer_norm(H2_Stream* handle, const H2_LayerNormArgs* args) {
     const AclnnLibrary& nn = runtime().aclnn();
     AclTensor x(args->x), y(args->y);
     AclTensor weight(args->weight), bias(args->bias);
-    AclTensor mean(with_unit_dimension(args->mean)), rstd(with_unit_dimension(args->rstd));
+    AclTensor mean(appended_dimension(args->mean, 1, 1)), rstd(appended_dimension(args->rstd, 1, 1));
     AclIntArray normalized({last_dimension(args->x)});
     run_aclnn(
         *stream, "aclnnLayerNorm",
@@ -62,7 +42,8 @@ H2_Status op_layer_norm_backward(H2_Stream* handle, const H2_LayerNormBackwardAr
   return guarded("layer_norm_backward", [&] {
     auto stream = runtime().stream(handle);
     const AclnnLibrary& nn = runtime().aclnn();
-    AclTensor x(args->x), dy(args->dy), mean(with_unit_dimension(args->mean)), rstd(with_unit_dimension(args->rstd));
+    AclTensor x(args->x), dy(args->dy), mean(appended_dimension(args->mean, 1, 1)),
+        rstd(appended_dimension(args->rstd, 1, 1));
     AclTensor weight(args->weight), dx(args->dx), dweight(args->dweight), dbias(args->dbias);
     AclIntArray normalized({last_dimension(args->x)});
     const bool mask[3] = {dx.get() != nullptr, dweight.get() != nullptr, dbias.get() != nullptr};
@@ -91,7 +72,7 @@ H2_Status op_rms_norm(H2_Stream* handle, const H2_RmsNormArgs* args) {
     std::optional<ScratchTensor> ones, rstd_scratch;
     if (args->weight.data == nullptr) {
       ones.emplace(*stream, args->x.dtype, std::vector<int64_t>{last_dimension(args->x)});
-      fill_ones(*stream, ones->tensor);
+      TensorOps{*stream}.fill(ones->tensor, 1.0);
     }
     H2_Tensor rstd_tensor = args->rstd;
     if (rstd_tensor.data == nullptr) {
@@ -99,7 +80,8 @@ H2_Status op_rms_norm(H2_Stream* handle, const H2_RmsNormArgs* args) {
       rstd_scratch.emplace(*stream, H2_DTYPE_F32, rows);
       rstd_tensor = rstd_scratch->tensor;
     }
-    AclTensor x(args->x), y(args->y), gamma(ones ? ones->tensor : args->weight), rstd(with_unit_dimension(rstd_tensor));
+    AclTensor x(args->x), y(args->y), gamma(ones ? ones->tensor : args->weight),
+        rstd(appended_dimension(rstd_tensor, 1, 1));
     run_aclnn(
         *stream, "aclnnRmsNorm",
         [&](uint64_t* size, aclOpExecutor** executor) {
@@ -117,12 +99,12 @@ H2_Status op_rms_norm_backward(H2_Stream* handle, const H2_RmsNormBackwardArgs* 
     std::optional<ScratchTensor> ones, dgamma_scratch;
     if (args->weight.data == nullptr) {
       ones.emplace(*stream, args->x.dtype, width);
-      fill_ones(*stream, ones->tensor);
+      TensorOps{*stream}.fill(ones->tensor, 1.0);
     }
     const bool direct = args->dweight.data != nullptr && args->dweight.dtype == H2_DTYPE_F32;
     if (!direct) dgamma_scratch.emplace(*stream, H2_DTYPE_F32, width);
     {
-      AclTensor x(args->x), dy(args->dy), dx(args->dx), rstd(with_unit_dimension(args->rstd));
+      AclTensor x(args->x), dy(args->dy), dx(args->dx), rstd(appended_dimension(args->rstd, 1, 1));
       AclTensor gamma(ones ? ones->tensor : args->weight), dgamma(direct ? args->dweight : dgamma_scratch->tensor);
       run_aclnn(
           *stream, "aclnnRmsNormGrad",

@@ -3,9 +3,9 @@
 // widened in scratch memory). AdamW is composed although aclnn has aclnnApplyAdamWV2: that operator
 // takes beta1 and beta2 as FLOAT, and 1 - beta2 formed from FLOAT 0.999 is off by 1.3e-5 relative,
 // an error the second moment then carries (torch forms it in FP64); composed, the scalars stay DOUBLE
-// until each multiplication (tried: with aclnnApplyAdamWV2, 15 of 21 AdamW cases fail). Nothing reads a value back to the host: found_inf and the norm stay on
-// the device and act through masks and broadcasts, so a skipped AdamW step is an aclnnSWhere that
-// keeps the old values, not a host branch.
+// until each multiplication (tried: with aclnnApplyAdamWV2, 15 of 21 AdamW cases fail). Nothing reads a value back to
+// the host: found_inf and the norm stay on the device and act through masks and broadcasts, so a skipped AdamW step is
+// an aclnnSWhere that keeps the old values, not a host branch.
 #include <cmath>
 #include <limits>
 #include <optional>

@@ -13,6 +13,7 @@
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
 #include "philox.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
@@ -85,7 +86,6 @@ H2_Status op_normal(H2_Stream* handle, const H2_NormalArgs* args) {
 H2_Status op_dropout(H2_Stream* handle, const H2_DropoutArgs* args) {
   return guarded("dropout", [&] {
     auto stream = runtime().stream(handle);
-    const AclnnLibrary& nn = runtime().aclnn();
     runtime().bind(stream->device);
     const int64_t n = count_of(args->x);
     const auto threshold = static_cast<uint32_t>(std::floor(args->p * 0x1p24));
@@ -97,26 +97,9 @@ H2_Status op_dropout(H2_Stream* handle, const H2_DropoutArgs* args) {
     ScratchTensor kept(*stream, H2_DTYPE_BOOL, shape_of(args->x)), dropped(*stream, H2_DTYPE_BOOL, shape_of(args->x));
     upload(*stream, kept.tensor, keep);
     upload(*stream, dropped.tensor, drop);
-    {
-      AclTensor x(args->x), y(args->y);
-      AclScalar keep_probability(1 - args->p);
-      run_aclnn(
-          *stream, "aclnnDivs",
-          [&](uint64_t* size, aclOpExecutor** executor) {
-            return nn.aclnnDivsWorkspace(x.get(), keep_probability.get(), y.get(), size, executor);
-          },
-          nn.aclnnDivs);
-    }
-    {
-      AclTensor y(args->y), mask(dropped.tensor);
-      AclScalar zero(0.0);
-      run_aclnn(
-          *stream, "aclnnInplaceMaskedFillScalar",
-          [&](uint64_t* size, aclOpExecutor** executor) {
-            return nn.aclnnInplaceMaskedFillScalarWorkspace(y.get(), mask.get(), zero.get(), size, executor);
-          },
-          nn.aclnnInplaceMaskedFillScalar);
-    }
+    TensorOps ops{*stream};
+    ops.divs(args->y, args->x, 1 - args->p);
+    ops.masked_fill(args->y, dropped.tensor, 0.0);
     if (args->mask.data != nullptr) copy_tensor(*stream, args->mask, kept.tensor);
   });
 }

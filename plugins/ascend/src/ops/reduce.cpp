@@ -2,8 +2,11 @@
 // or aclnnAmax, AMAX aclnnAbs then aclnnAmax. aclnnAmax writes x's dtype, so an F32 result of a
 // 16-bit input goes through scratch memory (exactly: a maximum is one of the inputs). A reduction
 // over no dimension is a copy (an empty dimension list means "all" to some aclnn operators).
+#include <optional>
+
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
+#include "tensor_ops.hpp"
 
 namespace h2::ascend {
 
@@ -13,22 +16,11 @@ using h2::plugin::guarded;
 namespace {
 
 // y = the largest of x over `dims`, through scratch memory when y's dtype is not x's.
-void amax(Stream& stream, const H2_Tensor& x, const std::vector<int64_t>& dims, bool keep, const H2_Tensor& y) {
-  const AclnnLibrary& nn = runtime().aclnn();
+void amax(TensorOps& ops, const H2_Tensor& x, const std::vector<int64_t>& dims, bool keep, const H2_Tensor& y) {
   std::optional<ScratchTensor> same;
-  if (y.dtype != x.dtype) same.emplace(stream, x.dtype, shape_of(y));
-  const H2_Tensor& out = same ? same->tensor : y;
-  {
-    AclTensor in(x), result(out);
-    AclIntArray reduced(dims);
-    run_aclnn(
-        stream, "aclnnAmax",
-        [&](uint64_t* size, aclOpExecutor** executor) {
-          return nn.aclnnAmaxWorkspace(in.get(), reduced.get(), keep, result.get(), size, executor);
-        },
-        nn.aclnnAmax);
-  }
-  if (same) copy_tensor(stream, y, same->tensor);
+  if (y.dtype != x.dtype) same.emplace(ops.stream, x.dtype, shape_of(y));
+  ops.amax(same ? same->tensor : y, x, dims, keep);
+  if (same) copy_tensor(ops.stream, y, same->tensor);
 }
 
 }  // namespace
@@ -36,7 +28,8 @@ void amax(Stream& stream, const H2_Tensor& x, const std::vector<int64_t>& dims, 
 H2_Status op_reduce(H2_Stream* handle, const H2_ReduceArgs* args) {
   return guarded("reduce", [&] {
     auto stream = runtime().stream(handle);
-    const AclnnLibrary& nn = runtime().aclnn();
+    TensorOps ops{*stream};
+    const AclnnLibrary& nn = ops.nn;
     std::vector<int64_t> dims;
     for (uint32_t d = 0; d < args->x.rank; ++d)
       if (args->dims_mask & (1u << d)) dims.push_back(d);
@@ -45,18 +38,7 @@ H2_Status op_reduce(H2_Stream* handle, const H2_ReduceArgs* args) {
     if (dims.empty() && args->indices.data == nullptr) return copy_tensor(*stream, args->y, args->x);
     switch (op) {
       case H2_REDUCE_SUM:
-      case H2_REDUCE_MEAN: {
-        AclTensor x(args->x), y(args->y);
-        AclIntArray reduced(dims);
-        const auto plan = op == H2_REDUCE_SUM ? nn.aclnnReduceSumWorkspace : nn.aclnnMeanWorkspace;
-        run_aclnn(
-            *stream, op == H2_REDUCE_SUM ? "aclnnReduceSum" : "aclnnMean",
-            [&](uint64_t* size, aclOpExecutor** executor) {
-              return plan(x.get(), reduced.get(), keep, acl_dtype(args->y.dtype), y.get(), size, executor);
-            },
-            op == H2_REDUCE_SUM ? nn.aclnnReduceSum : nn.aclnnMean);
-        return;
-      }
+      case H2_REDUCE_MEAN: return ops.sum(args->y, args->x, dims, keep, op == H2_REDUCE_MEAN);
       case H2_REDUCE_MAX:
         if (args->indices.data != nullptr) {
           if (dims.size() != 1) fail(H2_STATUS_INVALID_ARGUMENT, "indices need a reduction over exactly one dimension");
@@ -69,19 +51,11 @@ H2_Status op_reduce(H2_Stream* handle, const H2_ReduceArgs* args) {
               nn.aclnnMaxDim);
           return;
         }
-        return amax(*stream, args->x, dims, keep, args->y);
+        return amax(ops, args->x, dims, keep, args->y);
       case H2_REDUCE_AMAX: {
         ScratchTensor magnitude(*stream, args->x.dtype, shape_of(args->x));
-        {
-          AclTensor x(args->x), abs(magnitude.tensor);
-          run_aclnn(
-              *stream, "aclnnAbs",
-              [&](uint64_t* size, aclOpExecutor** executor) {
-                return nn.aclnnAbsWorkspace(x.get(), abs.get(), size, executor);
-              },
-              nn.aclnnAbs);
-        }
-        return amax(*stream, magnitude.tensor, dims, keep, args->y);
+        ops.unary("aclnnAbs", nn.aclnnAbsWorkspace, nn.aclnnAbs, magnitude.tensor, args->x);
+        return amax(ops, magnitude.tensor, dims, keep, args->y);
       }
       default: fail(H2_STATUS_INVALID_ARGUMENT, "unknown reduction " + std::to_string(op));
     }

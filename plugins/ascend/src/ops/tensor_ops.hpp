@@ -95,6 +95,20 @@ struct TensorOps {
         },
         nn.aclnnAmax);
   }
+  // y[i] = start + i * step for the 1-D y. aclnnArange counts ceil((end - start) / step) elements: an
+  // end half a step short of the last element's successor gives exactly y's count whatever the
+  // rounding of the division.
+  void arange(const H2_Tensor& y, double start, double step) {
+    AclTensor out(y);
+    const double count = static_cast<double>(y.shape[0]);
+    AclScalar first(start), end(start + (count - 0.5) * step), by(step);
+    run_aclnn(
+        stream, "aclnnArange",
+        [&](uint64_t* size, aclOpExecutor** e) {
+          return nn.aclnnArangeWorkspace(first.get(), end.get(), by.get(), out.get(), size, e);
+        },
+        nn.aclnnArange);
+  }
   void fill(const H2_Tensor& y, double value) {
     AclTensor out(y);
     AclScalar v(value);
