@@ -187,11 +187,12 @@ void* Runtime::allocate(int32_t device, size_t bytes) {
   return malloc_or_reclaim(device, bytes);
 }
 
-// Waits for the work queued on every stream of `device`. A stream's asynchronous error stays the stream's to report
-// (stream_synchronize): a free or close that waits must not fail because of it.
+// Waits for the work queued on every stream of `device`, or of every device with kAllDevices. A
+// stream's asynchronous error stays the stream's to report (stream_synchronize): a free or close
+// that waits must not fail because of it.
 void Runtime::wait_for_streams(int32_t device) {
   for (const auto& stream : streams_.snapshot()) {
-    if (stream->device != device) continue;
+    if (device != kAllDevices && stream->device != device) continue;
     bind(stream->device);
     acl_->aclrtSynchronizeStream(stream->stream);
   }
@@ -412,7 +413,7 @@ void Runtime::release_host(void* ptr) {
     if (host_allocations_.erase(static_cast<const char*>(ptr)) == 0)
       fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
   }
-  for (const auto& stream : streams_.snapshot()) synchronize(*stream);
+  wait_for_streams(kAllDevices);
   H2_ACL(*acl_, aclrtFreeHost, ptr);
 }
 

@@ -112,6 +112,7 @@ class Runtime {
 
   void* malloc_or_reclaim(int32_t device, size_t bytes);
   void release_freed_blocks(int32_t device, bool wait);
+  static constexpr int32_t kAllDevices = -1;
   void wait_for_streams(int32_t device);
   [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
 

@@ -257,6 +257,15 @@ TEST(AscendRuntime, AFailingOperatorFailsItsStreamNamingTheKernel) {
     EXPECT_EQ(e.status(), H2_STATUS_DEVICE_ERROR);
     EXPECT_THAT(e.what(), AllOf(HasSubstr("507015"), HasSubstr("aclnnAdd")));
   }
+  // Frees wait for the streams but do not fail on a stream's own error: that stays the stream's.
+  const H2_PluginApi& api = device.plugin_api();
+  void* pinned = nullptr;
+  void* memory = nullptr;
+  ASSERT_EQ(api.host_alloc(64, &pinned), H2_STATUS_OK);
+  ASSERT_EQ(api.mem_alloc(0, 64, &memory), H2_STATUS_OK);
+  EXPECT_EQ(api.host_free(pinned), H2_STATUS_OK) << api.last_error();
+  EXPECT_EQ(api.mem_free(0, memory), H2_STATUS_OK) << api.last_error();
+  EXPECT_THROW(stream.synchronize(), Error) << "the stream's error is still its own";
 }
 
 // The operators run through aclnn's two phases with workspaces from stream-ordered memory: a small
