@@ -105,7 +105,7 @@ EXPORT aclError aclInit(const char* /*config_path*/) {
   return guarded("aclInit", [] {
     if (machine_slot()) throw Error(ACL_ERROR_REPEAT_INITIALIZE, "aclInit was already called in this process");
     Config config = read_config();
-    soc_name = config.soc + " (emulated)";
+    soc_name = config.model + " (emulated)";
     machine_slot() = std::make_unique<Machine>(std::move(config));
   });
 }

@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <stdexcept>
 #include <string>
 
 #include "ascend/acl_runtime.h"
+#include "emulator_error.hpp"
 
 #define ASCEND_EMULATOR_EXPORT __attribute__((visibility("default")))
 
@@ -18,14 +18,10 @@ namespace ascend_emulator {
 
 // A failure inside the emulator, with the AscendCL code a call returns for it. Each exported C
 // function catches it, records the message for aclGetRecentErrMsg and returns the code.
-class Error : public std::runtime_error {
- public:
-  Error(aclError code, const std::string& message) : std::runtime_error(message), code_(code) {}
-  aclError code() const { return code_; }
+using Error = h2::emulator::Error;
 
- private:
-  aclError code_;
-};
+// AscendCL's codes for the failures the emulators' shared parts raise.
+const h2::emulator::VendorCodes& acl_codes();
 
 // Runs `body`, turning an Error (or anything else) into its code and the thread's recent message.
 ASCEND_EMULATOR_EXPORT aclError guarded(const char* call, const std::function<void()>& body) noexcept;

@@ -1,26 +1,41 @@
 #include "machine.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "emulator.hpp"
 
 namespace ascend_emulator {
+namespace {
 
-Machine::Machine(Config config) : config_(std::move(config)) {}
+// aclrtMalloc rounds sizes to 32 bytes and pads by 32; blocks are aligned to 512 bytes.
+constexpr h2::emulator::AllocationRounding kAclrtMallocRounding{.granule = 32, .padding = 32, .alignment = 512};
+
+}  // namespace
+
+const h2::emulator::VendorCodes& acl_codes() {
+  static const h2::emulator::VendorCodes codes{
+      .invalid_argument = ACL_ERROR_INVALID_PARAM,
+      .system_failure = ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+      .no_permission = ACL_ERROR_RT_NO_PERMISSION,
+      .internal = ACL_ERROR_RT_INTERNAL_ERROR,
+      .kernel_fault = ACL_ERROR_RT_AICORE_EXCEPTION,
+      .device_lost = ACL_ERROR_RT_LOST_HEARTBEAT,
+      .free_call = "aclrtFree",
+  };
+  return codes;
+}
+
+Stream::Stream(Machine& machine, int32_t device)
+    : TaskQueue(
+          device, [&machine](const std::string& name) { machine.before_task(name); }, ACL_ERROR_RT_INTERNAL_ERROR) {}
+
+Machine::Machine(Config config) : config_(std::move(config)), faults_(config_, kConfigVariables, acl_codes()) {}
 
 Machine::~Machine() {
   // Streams first: their workers may still finish tasks that read memory.
   streams_.clear();
-  for (const Import& import : imports_) {
-    munmap(import.device_map, import.map_length);
-    munmap(import.host_map, import.map_length);
-  }
 }
 
 void Machine::check_device(int32_t device) const {
@@ -34,7 +49,9 @@ DeviceMemory& Machine::memory(int32_t device) {
   const int physical = config_.visible[static_cast<size_t>(device)];
   std::lock_guard lock(mutex_);
   auto& slot = memory_[physical];
-  if (!slot) slot = std::make_unique<DeviceMemory>(physical, config_.memory_bytes);
+  if (!slot)
+    slot = std::make_unique<DeviceMemory>("ascend-emulator-hbm-" + std::to_string(physical), physical,
+                                          config_.memory_bytes, kAclrtMallocRounding, acl_codes());
   return *slot;
 }
 
@@ -42,12 +59,8 @@ void* Machine::view(const void* ptr, size_t bytes) {
   std::lock_guard lock(mutex_);
   for (auto& [physical, memory] : memory_)
     if (void* host = memory->view(ptr, bytes)) return host;
-  const char* address = static_cast<const char*>(ptr);
-  for (const Import& import : imports_) {
-    const char* start = import.device_map + import.skip;
-    if (address >= start && address + bytes <= start + import.size)
-      return import.host_map + (address - import.device_map);
-  }
+  for (const Import& import : imports_)
+    if (void* host = import.mapping->view(ptr, bytes)) return host;
   return nullptr;
 }
 
@@ -79,24 +92,11 @@ void* Machine::import_key(const std::string& key) {
                 "ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION");
   if (pid == static_cast<unsigned long long>(getpid()))
     throw Error(ACL_ERROR_INVALID_PARAM, "aclrtIpcMemImportByKey: the key was exported by this process");
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(file);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    throw Error(ACL_ERROR_RT_NO_PERMISSION, "aclrtIpcMemImportByKey: the exporting process " + std::to_string(pid) +
-                                                " cannot be reached (" + std::strerror(errno) + ")");
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t start = offset / page * page, skip = offset - start, length = skip + size;
-  void* device = mmap(nullptr, length, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));
-  void* host = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));
-  ::close(fd);
-  if (device == MAP_FAILED || host == MAP_FAILED) {
-    if (device != MAP_FAILED) munmap(device, length);
-    if (host != MAP_FAILED) munmap(host, length);
-    throw Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "aclrtIpcMemImportByKey: mapping the shared memory failed");
-  }
+  auto mapping = std::make_unique<h2::emulator::ForeignMapping>(pid, file, offset, size, acl_codes());
+  void* device = mapping->device_pointer();
   std::lock_guard lock(mutex_);
-  imports_.push_back({static_cast<char*>(device), static_cast<char*>(host), length, skip, size, key});
-  return static_cast<char*>(device) + skip;
+  imports_.push_back({std::move(mapping), key});
+  return device;
 }
 
 bool Machine::exported(const void* ptr) const {
@@ -111,8 +111,6 @@ void Machine::close_key(const std::string& key) {
   std::lock_guard lock(mutex_);
   for (auto it = imports_.begin(); it != imports_.end(); ++it) {
     if (it->key != key) continue;
-    munmap(it->device_map, it->map_length);
-    munmap(it->host_map, it->map_length);
     imports_.erase(it);
     return;
   }
@@ -195,20 +193,11 @@ ReportQueue& Machine::report_queue(uint64_t thread_id) {
 }
 
 void Machine::before_task(const std::string& name) {
-  check_alive();
-  const int64_t count = ++tasks_run_;
-  if (config_.lost_after_tasks >= 0 && count > config_.lost_after_tasks) {
-    lost_ = true;
-    check_alive();
-  }
-  if (!config_.failing_kernel.empty() && name == config_.failing_kernel)
-    throw Error(ACL_ERROR_RT_AICORE_EXCEPTION, "AI core exception in " + name + " (injected by ASCEND_EMULATOR_FAIL)");
+  faults_.before_task(name);
 }
 
 void Machine::check_alive() const {
-  if (lost_)
-    throw Error(ACL_ERROR_RT_LOST_HEARTBEAT,
-                "the device stopped answering (lost heartbeat; injected by ASCEND_EMULATOR_FAIL=lost_after)");
+  faults_.check_alive();
 }
 
 std::unique_ptr<Machine>& machine_slot() {

@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "ascend/acl_runtime.h"
+#include "ascend_config.hpp"
 #include "device_memory.hpp"
-#include "emulator_config.hpp"
 #include "stream.hpp"
 
 namespace ascend_emulator {
+
+using h2::emulator::DeviceMemory;
 
 // One aclrtRecordEvent: done once its stream has reached it. A wait holds the record it saw, so a
 // later record of the same event never releases it.
@@ -96,17 +99,12 @@ class Machine {
   std::map<const char*, size_t> pinned_;
   std::map<uint64_t, std::unique_ptr<ReportQueue>> reports_;
   struct Import {
-    char* device_map;  // PROT_NONE, what the importer's pointers point into
-    char* host_map;    // the same pages, readable and writable by the emulator
-    size_t map_length;
-    size_t skip;  // the key's offset within the mapping (mappings start on a page)
-    size_t size;
+    std::unique_ptr<h2::emulator::ForeignMapping> mapping;
     std::string key;
   };
   std::vector<Import> imports_;
   std::map<std::string, std::pair<const char*, size_t>> exports_;  // key -> exported range
-  std::atomic<int64_t> tasks_run_{0};
-  std::atomic<bool> lost_{false};
+  h2::emulator::Faults faults_;
 };
 
 // The machine after aclInit; throws ACL_ERROR_UNINITIALIZE before it or after aclFinalize.

@@ -1,13 +1,14 @@
-#include "stream.hpp"
+#include "task_queue.hpp"
 
-#include "emulator.hpp"
-#include "machine.hpp"
+namespace h2::emulator {
 
-namespace ascend_emulator {
+TaskQueue::TaskQueue(int32_t device, std::function<void(const std::string&)> before_device_work, int internal_code)
+    : device_(device),
+      before_device_work_(std::move(before_device_work)),
+      internal_code_(internal_code),
+      worker_([this] { run(); }) {}
 
-Stream::Stream(Machine& machine, int32_t device) : machine_(machine), device_(device), worker_([this] { run(); }) {}
-
-Stream::~Stream() {
+TaskQueue::~TaskQueue() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -16,7 +17,7 @@ Stream::~Stream() {
   worker_.join();
 }
 
-void Stream::enqueue(std::string name, std::function<void()> task, bool device_work) {
+void TaskQueue::enqueue(std::string name, std::function<void()> task, bool device_work) {
   {
     std::lock_guard lock(mutex_);
     tasks_.push_back(Task{std::move(name), std::move(task), device_work});
@@ -25,29 +26,24 @@ void Stream::enqueue(std::string name, std::function<void()> task, bool device_w
   changed_.notify_all();
 }
 
-void Stream::synchronize() {
+void TaskQueue::synchronize() {
   std::unique_lock lock(mutex_);
   const uint64_t target = enqueued_;
   changed_.wait(lock, [&] { return completed_ >= target; });
-  if (error_code_ != ACL_SUCCESS) throw Error(error_code_, error_message_);
+  if (error_code_ != 0) throw Error(error_code_, error_message_);
 }
 
-bool Stream::idle() const {
+bool TaskQueue::idle() const {
   std::lock_guard lock(mutex_);
   return completed_ == enqueued_;
 }
 
-std::optional<uint64_t> Stream::subscriber() const {
+int TaskQueue::error_code() const {
   std::lock_guard lock(mutex_);
-  return subscriber_;
+  return error_code_;
 }
 
-void Stream::set_subscriber(std::optional<uint64_t> thread_id) {
-  std::lock_guard lock(mutex_);
-  subscriber_ = thread_id;
-}
-
-void Stream::run() {
+void TaskQueue::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
@@ -56,26 +52,26 @@ void Stream::run() {
     tasks_.pop_front();
     const std::string& name = task.name;
     lock.unlock();
-    aclError code = ACL_SUCCESS;
+    int code = 0;
     std::string message;
     try {
-      if (task.device_work) machine_.before_task(name);
+      if (task.device_work) before_device_work_(name);
       task.run();
     } catch (const Error& e) {
       code = e.code();
       message = e.what();
     } catch (const std::exception& e) {
-      code = ACL_ERROR_RT_INTERNAL_ERROR;
+      code = internal_code_;
       message = e.what();
     }
     lock.lock();
-    if (code != ACL_SUCCESS && error_code_ == ACL_SUCCESS) {
+    if (code != 0 && error_code_ == 0) {
       error_code_ = code;
-      error_message_ = "task '" + name + "' on a stream of device " + std::to_string(device_) + " failed: " + message;
+      error_message_ = "task '" + name + "' on a queue of device " + std::to_string(device_) + " failed: " + message;
     }
     ++completed_;
     changed_.notify_all();
   }
 }
 
-}  // namespace ascend_emulator
+}  // namespace h2::emulator
