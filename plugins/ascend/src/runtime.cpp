@@ -95,7 +95,8 @@ Runtime::Runtime(const H2_InitArgs& /*args*/)
     devices_.push_back(info);
     callback_threads_.push_back(std::make_unique<CallbackThread>(*acl_, d));
   }
-  staging_ = std::make_unique<HostStaging>(*acl_);
+  staging_runtime_ = std::make_unique<AclStagingRuntime>(*acl_);
+  staging_ = std::make_unique<h2::plugin::HostStaging>(*staging_runtime_);
 }
 
 Runtime::~Runtime() {

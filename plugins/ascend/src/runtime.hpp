@@ -18,7 +18,7 @@
 #include "callback_thread.hpp"
 #include "h2/plugin_abi.h"
 #include "handle_registry.hpp"
-#include "host_staging.hpp"
+#include "acl_staging.hpp"
 
 namespace h2::ascend {
 
@@ -76,7 +76,7 @@ class Runtime {
   void release_host(void* ptr);  // waits for every stream first, as the ABI says
   // Whether [ptr, ptr + bytes) lies inside one host_alloc allocation (page-locked memory).
   bool is_host_allocation(const void* ptr, size_t bytes) const;
-  HostStaging& staging() { return *staging_; }
+  h2::plugin::HostStaging& staging() { return *staging_; }
 
   H2_Stream* create_stream(int32_t device);
   void destroy_stream(H2_Stream* handle);
@@ -121,7 +121,8 @@ class Runtime {
   uint64_t generation_;
   std::vector<DeviceInfo> devices_;
   std::vector<std::unique_ptr<CallbackThread>> callback_threads_;  // one per device
-  std::unique_ptr<HostStaging> staging_;
+  std::unique_ptr<AclStagingRuntime> staging_runtime_;
+  std::unique_ptr<h2::plugin::HostStaging> staging_;
 
   mutable std::mutex memory_mutex_;
   std::map<const char*, Allocation> allocations_;    // by start address

@@ -3,9 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "acl_error.hpp"
-
-namespace h2::ascend {
+namespace h2::plugin {
 namespace {
 
 constexpr size_t kSmallestBuffer = size_t{64} << 10;
@@ -16,7 +14,7 @@ size_t size_class(size_t bytes) {
 
 }  // namespace
 
-// What a callback needs: the buffer to hand back and, for a copy to the host, where the bytes go.
+// What a host call needs: the buffer to hand back and, for a copy to the host, where the bytes go.
 struct HostStaging::Staged {
   HostStaging* staging;
   void* buffer;
@@ -26,7 +24,7 @@ struct HostStaging::Staged {
 };
 
 HostStaging::~HostStaging() {
-  for (void* buffer : all_) acl_.aclrtFreeHost(buffer);
+  for (void* buffer : all_) runtime_.free_pinned(buffer);
 }
 
 void* HostStaging::acquire(size_t size_class) {
@@ -39,8 +37,7 @@ void* HostStaging::acquire(size_t size_class) {
       return buffer;
     }
   }
-  void* buffer = nullptr;
-  H2_ACL(acl_, aclrtMallocHost, &buffer, size_class);
+  void* buffer = runtime_.allocate_pinned(size_class);
   std::lock_guard lock(mutex_);
   all_.push_back(buffer);
   return buffer;
@@ -58,31 +55,31 @@ void HostStaging::finish(void* data) {
   delete staged;
 }
 
-void HostStaging::to_device(aclrtStream stream, void* dst, const void* src, size_t bytes) {
+void HostStaging::to_device(void* stream, void* dst, const void* src, size_t bytes) {
   const size_t size = size_class(bytes);
   auto* staged = new Staged{this, acquire(size), size, nullptr, bytes};
   try {
     std::memcpy(staged->buffer, src, bytes);
-    H2_ACL(acl_, aclrtMemcpyAsync, dst, bytes, staged->buffer, bytes, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+    runtime_.copy_async(stream, dst, staged->buffer, bytes, true);
   } catch (...) {
     finish(staged);
     throw;
   }
-  // The copy is enqueued: from here the buffer is the stream's until the callback runs.
-  H2_ACL(acl_, aclrtLaunchCallback, &HostStaging::finish, staged, ACL_CALLBACK_NO_BLOCK, stream);
+  // The copy is enqueued: from here the buffer is the stream's until the host call runs.
+  runtime_.enqueue_host_call(stream, &HostStaging::finish, staged, false);
 }
 
-void HostStaging::to_host(aclrtStream stream, void* dst, const void* src, size_t bytes) {
+void HostStaging::to_host(void* stream, void* dst, const void* src, size_t bytes) {
   const size_t size = size_class(bytes);
   auto* staged = new Staged{this, acquire(size), size, dst, bytes};
   try {
-    H2_ACL(acl_, aclrtMemcpyAsync, staged->buffer, bytes, src, bytes, ACL_MEMCPY_DEVICE_TO_HOST, stream);
+    runtime_.copy_async(stream, staged->buffer, src, bytes, false);
   } catch (...) {
     staged->host_destination = nullptr;
     finish(staged);
     throw;
   }
-  H2_ACL(acl_, aclrtLaunchCallback, &HostStaging::finish, staged, ACL_CALLBACK_BLOCK, stream);
+  runtime_.enqueue_host_call(stream, &HostStaging::finish, staged, true);
 }
 
-}  // namespace h2::ascend
+}  // namespace h2::plugin
