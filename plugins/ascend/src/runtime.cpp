@@ -38,23 +38,6 @@ std::atomic<uint64_t> runtime_generations{0};
 thread_local int32_t bound_device = -1;
 thread_local uint64_t bound_generation = 0;
 
-// The entry of `ranges` (start address -> entry) whose range holds `address`, or end().
-template <typename Map, typename Bytes>
-auto range_holding(Map& ranges, const char* address, Bytes bytes_of) {
-  auto it = ranges.upper_bound(address);
-  if (it == ranges.begin()) return ranges.end();
-  --it;
-  return address < it->first + bytes_of(it->second) ? it : ranges.end();
-}
-
-size_t allocation_bytes(const Runtime::Allocation& allocation) {
-  return allocation.bytes;
-}
-
-size_t host_bytes(size_t bytes) {
-  return bytes;
-}
-
 }  // namespace
 
 std::unique_ptr<Runtime>& runtime_slot() {
@@ -177,8 +160,7 @@ void* Runtime::malloc_or_reclaim(int32_t device, size_t bytes) {
     out_of_memory(device, bytes, detail != nullptr ? detail : "aclrtMalloc failed");
   }
   acl_check(*acl_, code, "aclrtMalloc");
-  std::lock_guard lock(memory_mutex_);
-  allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, bytes});
+  book_.add(ptr, Allocation{device, bytes});
   return ptr;
 }
 
@@ -202,14 +184,14 @@ void Runtime::wait_for_streams(int32_t device) {
 void Runtime::release(int32_t device, void* ptr) {
   check_device(device);
   {
-    std::lock_guard lock(memory_mutex_);
-    auto it = allocations_.find(static_cast<const char*>(ptr));
-    if (it == allocations_.end() || it->second.device != device || it->second.imported)
+    std::lock_guard lock(book_.mutex());
+    Allocation* allocation = book_.starting_at_locked(ptr);
+    if (allocation == nullptr || allocation->device != device || allocation->imported)
       fail(H2_STATUS_INVALID_ARGUMENT,
            "the pointer is not a live allocation of device " + std::to_string(device) +
-               (it != allocations_.end() && it->second.imported ? " (imported: mem_close it)" : ""));
-    close_export(it->second);
-    allocations_.erase(it);
+               (allocation != nullptr && allocation->imported ? " (imported: mem_close it)" : ""));
+    close_export(*allocation);
+    book_.erase_locked(ptr);
   }
   // aclrtFree does not wait for queued work; the ABI's mem_free does.
   wait_for_streams(device);
@@ -225,19 +207,11 @@ void* Runtime::allocate_async(int32_t device, size_t bytes, Stream& stream) {
   bind(device);
   // A block of this size that mem_free_async gave back: on its own stream it is free in stream order
   // already; another stream first waits for the free's event, which never blocks the host.
-  std::unique_lock lock(memory_mutex_);
-  for (auto it = freed_.begin(); it != freed_.end(); ++it) {
-    if (it->second.device != device || it->second.bytes != bytes) continue;
-    void* ptr = it->first;
-    const FreedBlock block = it->second;
-    freed_.erase(it);
-    allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, bytes});
-    lock.unlock();
-    if (block.stream_id != stream.id) H2_ACL(*acl_, aclrtStreamWaitEvent, stream.stream, block.freed);
-    H2_ACL(*acl_, aclrtDestroyEvent, block.freed);
-    return ptr;
+  if (auto block = book_.reuse(device, bytes)) {
+    if (block->stream_id != stream.id) H2_ACL(*acl_, aclrtStreamWaitEvent, stream.stream, block->freed);
+    H2_ACL(*acl_, aclrtDestroyEvent, block->freed);
+    return block->ptr;
   }
-  lock.unlock();
   release_freed_blocks(device, false);
   return malloc_or_reclaim(device, bytes);
 }
@@ -250,62 +224,48 @@ void Runtime::release_async(int32_t device, void* ptr, Stream& stream) {
   bind(device);
   aclrtEvent freed = nullptr;
   H2_ACL(*acl_, aclrtCreateEventWithFlag, &freed, ACL_EVENT_SYNC);
-  std::lock_guard lock(memory_mutex_);
-  auto it = allocations_.find(static_cast<const char*>(ptr));
-  if (it == allocations_.end() || it->second.device != device || it->second.imported) {
+  std::lock_guard lock(book_.mutex());
+  Allocation* allocation = book_.starting_at_locked(ptr);
+  if (allocation == nullptr || allocation->device != device || allocation->imported) {
     acl_->aclrtDestroyEvent(freed);
     fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
   }
-  close_export(it->second);
+  close_export(*allocation);
   const aclError recorded = acl_->aclrtRecordEvent(freed, stream.stream);
   if (recorded != ACL_SUCCESS) {
     acl_->aclrtDestroyEvent(freed);
     acl_check(*acl_, recorded, "aclrtRecordEvent");
   }
-  freed_.emplace_back(ptr, FreedBlock{device, it->second.bytes, stream.id, freed});
-  allocations_.erase(it);
+  book_.add_freed_locked({ptr, device, allocation->bytes, stream.id, freed});
+  book_.erase_locked(ptr);
 }
 
 // Gives the blocks mem_free_async returned on `device` back to AscendCL: those whose free has
 // completed, or with `wait` all of them after waiting for their streams.
 void Runtime::release_freed_blocks(int32_t device, bool wait) {
-  std::vector<std::pair<void*, FreedBlock>> done;
-  {
-    std::lock_guard lock(memory_mutex_);
-    for (auto it = freed_.begin(); it != freed_.end();) {
-      aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-      const bool complete = it->second.device == device &&
-                            (wait || (acl_->aclrtQueryEventStatus(it->second.freed, &status) == ACL_SUCCESS &&
-                                      status == ACL_EVENT_RECORDED_STATUS_COMPLETE));
-      if (!complete) {
-        ++it;
-        continue;
-      }
-      done.push_back(*it);
-      it = freed_.erase(it);
-    }
-  }
+  const auto done = book_.take_freed(device, [&](const auto& block) {
+    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    return wait || (acl_->aclrtQueryEventStatus(block.freed, &status) == ACL_SUCCESS &&
+                    status == ACL_EVENT_RECORDED_STATUS_COMPLETE);
+  });
   if (done.empty()) return;
   bind(device);
-  for (const auto& [ptr, block] : done) {
+  for (const auto& block : done) {
     if (wait) acl_->aclrtSynchronizeEvent(block.freed);
     acl_->aclrtDestroyEvent(block.freed);
-    H2_ACL(*acl_, aclrtFree, ptr);
+    H2_ACL(*acl_, aclrtFree, block.ptr);
   }
 }
 
 bool Runtime::is_device_memory(const void* ptr, size_t bytes) const {
-  const char* address = static_cast<const char*>(ptr);
-  std::lock_guard lock(memory_mutex_);
-  const auto it = range_holding(allocations_, address, allocation_bytes);
-  return it != allocations_.end() && address + bytes <= it->first + it->second.bytes;
+  return book_.contains(ptr, bytes);
 }
 
 std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
-  std::lock_guard lock(memory_mutex_);
-  const auto it = range_holding(allocations_, static_cast<const char*>(ptr), allocation_bytes);
-  if (it != allocations_.end()) return {it->first, it->second.bytes};
-  fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
+  const auto found = book_.allocation_of(ptr);
+  if (found.first == nullptr)
+    fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
+  return found;
 }
 
 namespace {
@@ -338,25 +298,26 @@ void Runtime::export_memory(int32_t device, const void* ptr, H2_MemHandle& handl
   check_device(device);
   require_ipc();
   bind(device);
-  std::lock_guard lock(memory_mutex_);
+  std::lock_guard lock(book_.mutex());
   const char* address = static_cast<const char*>(ptr);
-  const auto it = range_holding(allocations_, address, allocation_bytes);
-  if (it == allocations_.end() || it->second.device != device)
+  const auto [start, allocation] = book_.holding_locked(ptr);
+  if (allocation == nullptr || allocation->device != device)
     fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not inside a live allocation of device " + std::to_string(device));
-  if (it->second.imported) fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
-  if (it->second.ipc_key.empty()) {
+  if (allocation->imported)
+    fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
+  if (allocation->ipc_key.empty()) {
     char key[ACL_RT_IPC_MEM_KEY_LENGTH] = {};
-    H2_ACL(*acl_, aclrtIpcMemGetExportKey, const_cast<char*>(it->first), it->second.bytes, key, sizeof key,
+    H2_ACL(*acl_, aclrtIpcMemGetExportKey, const_cast<char*>(start), allocation->bytes, key, sizeof key,
            ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION);  // the ABI does not know its importers
-    it->second.ipc_key = key;
+    allocation->ipc_key = key;
   }
   AscendMemHandle written{};
   std::memcpy(written.magic, kHandleMagic, sizeof written.magic);
-  written.bytes = it->second.bytes;
-  std::snprintf(written.key, sizeof written.key, "%s", it->second.ipc_key.c_str());
+  written.bytes = allocation->bytes;
+  std::snprintf(written.key, sizeof written.key, "%s", allocation->ipc_key.c_str());
   handle = H2_MemHandle{};
   std::memcpy(handle.bytes, &written, sizeof written);
-  offset = static_cast<uint64_t>(address - it->first);
+  offset = static_cast<uint64_t>(address - start);
 }
 
 void* Runtime::import_memory(int32_t device, const H2_MemHandle& handle, uint64_t& bytes) {
@@ -375,8 +336,7 @@ void* Runtime::import_memory(int32_t device, const H2_MemHandle& handle, uint64_
          std::string("the memory cannot be opened here") + (detail ? std::string(": ") + detail : ""));
   }
   acl_check(*acl_, code, "aclrtIpcMemImportByKey");
-  std::lock_guard lock(memory_mutex_);
-  allocations_.emplace(static_cast<const char*>(ptr), Allocation{device, read.bytes, read.key, true});
+  book_.add(ptr, Allocation{device, read.bytes, read.key, true});
   bytes = read.bytes;
   return ptr;
 }
@@ -385,12 +345,12 @@ void Runtime::close_import(int32_t device, void* ptr) {
   check_device(device);
   std::string key;
   {
-    std::lock_guard lock(memory_mutex_);
-    auto it = allocations_.find(static_cast<const char*>(ptr));
-    if (it == allocations_.end() || !it->second.imported || it->second.device != device)
+    std::lock_guard lock(book_.mutex());
+    const Allocation* allocation = book_.starting_at_locked(ptr);
+    if (allocation == nullptr || !allocation->imported || allocation->device != device)
       fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not memory imported on device " + std::to_string(device));
-    key = it->second.ipc_key;
-    allocations_.erase(it);
+    key = allocation->ipc_key;
+    book_.erase_locked(ptr);
   }
   wait_for_streams(device);  // as mem_free: queued work that may use it completes first
   H2_ACL(*acl_, aclrtIpcMemClose, key.c_str());
@@ -403,26 +363,19 @@ void* Runtime::allocate_host(size_t bytes) {
   if (code == ACL_ERROR_BAD_ALLOC || code == ACL_ERROR_RT_MEMORY_ALLOCATION)
     fail(H2_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of page-locked host memory");
   acl_check(*acl_, code, "aclrtMallocHost");
-  std::lock_guard lock(memory_mutex_);
-  host_allocations_.emplace(static_cast<const char*>(ptr), bytes);
+  book_.add_host(ptr, bytes);
   return ptr;
 }
 
 void Runtime::release_host(void* ptr) {
-  {
-    std::lock_guard lock(memory_mutex_);
-    if (host_allocations_.erase(static_cast<const char*>(ptr)) == 0)
-      fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
-  }
+  if (!book_.erase_host(ptr))
+    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
   wait_for_streams(kAllDevices);
   H2_ACL(*acl_, aclrtFreeHost, ptr);
 }
 
 bool Runtime::is_host_allocation(const void* ptr, size_t bytes) const {
-  const char* address = static_cast<const char*>(ptr);
-  std::lock_guard lock(memory_mutex_);
-  const auto it = range_holding(host_allocations_, address, host_bytes);
-  return it != host_allocations_.end() && address + bytes <= it->first + it->second;
+  return book_.contains_host(ptr, bytes);
 }
 
 H2_Stream* Runtime::create_stream(int32_t device) {

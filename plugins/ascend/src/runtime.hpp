@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "acl_library.hpp"
+#include "acl_staging.hpp"
 #include "aclnn_library.hpp"
+#include "allocation_book.hpp"
 #include "callback_thread.hpp"
 #include "h2/plugin_abi.h"
 #include "handle_registry.hpp"
-#include "acl_staging.hpp"
 
 namespace h2::ascend {
 
@@ -88,27 +89,11 @@ class Runtime {
   void destroy_event(H2_Event* handle);
   std::shared_ptr<Event> event(H2_Event* handle) const { return events_.get(handle); }
 
- public:
-  // A live device allocation of the plugin (or memory imported from another process).
-  struct Allocation {
-    int32_t device;
-    size_t bytes;
-    std::string ipc_key = {};  // set once exported, or for an import
-    bool imported = false;     // from another process: closed by mem_close, not freed
-  };
-
  private:
+  using Allocation = h2::plugin::Allocation;
   void require_ipc() const;
   // Closes an exported allocation's key before its memory is freed (CANN's order).
   void close_export(Allocation& allocation);
-  // A block given back by mem_free_async: reusable at once on the stream that freed it, and on
-  // another stream once that stream waits for `freed` (recorded where it was freed).
-  struct FreedBlock {
-    int32_t device;
-    size_t bytes;
-    uint64_t stream_id;
-    aclrtEvent freed;
-  };
 
   void* malloc_or_reclaim(int32_t device, size_t bytes);
   void release_freed_blocks(int32_t device, bool wait);
@@ -124,10 +109,7 @@ class Runtime {
   std::unique_ptr<AclStagingRuntime> staging_runtime_;
   std::unique_ptr<h2::plugin::HostStaging> staging_;
 
-  mutable std::mutex memory_mutex_;
-  std::map<const char*, Allocation> allocations_;    // by start address
-  std::vector<std::pair<void*, FreedBlock>> freed_;  // oldest first
-  std::map<const char*, size_t> host_allocations_;
+  h2::plugin::AllocationBook<aclrtEvent> book_;
 
   std::atomic<uint64_t> next_stream_id_{1};
   h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};
