@@ -214,7 +214,8 @@ EXPORT aclError aclrtMallocHost(void** host_ptr, size_t size) {
 
 EXPORT aclError aclrtFreeHost(void* host_ptr) {
   return guarded("aclrtFreeHost", [&] {
-    machine().remove_pinned(host_ptr);
+    if (!machine().remove_pinned(host_ptr))
+      throw Error(ACL_ERROR_INVALID_PARAM, "the pointer is not from aclrtMallocHost");
     std::free(host_ptr);
   });
 }
@@ -310,69 +311,28 @@ EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   return guarded("aclrtRecordEvent", [&] {
     auto state = machine().event(event);
     Stream& queue = stream_of_current_device(machine().stream(stream));
-    if (state->device != queue.device())
+    if (state->device() != queue.device())
       throw Error(ACL_ERROR_RT_STREAM_CONTEXT, "the event and the stream belong to different devices");
-    auto record = std::make_shared<EventRecord>();
-    {
-      std::lock_guard lock(state->mutex);
-      state->latest = record;
-    }
-    queue.enqueue(
-        "aclrtRecordEvent",
-        [state, record] {
-          std::lock_guard lock(state->mutex);
-          record->done = true;
-          record->done_at = std::chrono::steady_clock::now();
-          state->record_done.notify_all();
-        },
-        false);
+    state->place(queue, "aclrtRecordEvent");
   });
 }
-
-namespace {
-
-// The record a query or wait is about, under the event's lock: NULL when never recorded.
-bool latest_done(const Event& state) {
-  return state.latest == nullptr || state.latest->done;
-}
-
-}  // namespace
 
 EXPORT aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status) {
   return guarded("aclrtQueryEventStatus", [&] {
     if (!status) throw Error(ACL_ERROR_INVALID_PARAM, "status is NULL");
-    auto state = machine().event(event);
-    std::lock_guard lock(state->mutex);
-    *status = latest_done(*state) ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    *status =
+        machine().event(event)->complete() ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
   });
 }
 
 EXPORT aclError aclrtSynchronizeEvent(aclrtEvent event) {
-  return guarded("aclrtSynchronizeEvent", [&] {
-    auto state = machine().event(event);
-    std::unique_lock lock(state->mutex);
-    const std::shared_ptr<EventRecord> record = state->latest;
-    if (record) state->record_done.wait(lock, [&] { return record->done; });
-  });
+  return guarded("aclrtSynchronizeEvent", [&] { machine().event(event)->wait(); });
 }
 
 EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   return guarded("aclrtStreamWaitEvent", [&] {
     auto state = machine().event(event);
-    Stream& queue = stream_of_current_device(machine().stream(stream));
-    std::shared_ptr<EventRecord> record;
-    {
-      std::lock_guard lock(state->mutex);
-      record = state->latest;
-    }
-    if (!record) return;  // never recorded: nothing to wait for
-    queue.enqueue(
-        "aclrtStreamWaitEvent",
-        [state, record] {
-          std::unique_lock lock(state->mutex);
-          state->record_done.wait(lock, [&] { return record->done; });
-        },
-        false);
+    state->enqueue_wait(stream_of_current_device(machine().stream(stream)), "aclrtStreamWaitEvent");
   });
 }
 
@@ -383,12 +343,12 @@ EXPORT aclError aclrtEventElapsedTime(float* milliseconds, aclrtEvent start, acl
     int i = 0;
     for (aclrtEvent handle : {start, end}) {
       auto state = machine().event(handle);
-      if ((state->flags & ACL_EVENT_TIME_LINE) == 0)
-        throw Error(ACL_ERROR_RT_PARAM_INVALID, "an event was created without ACL_EVENT_TIME_LINE");
-      std::lock_guard lock(state->mutex);
-      if (!state->latest) throw Error(ACL_ERROR_RT_PARAM_INVALID, "an event has never been recorded");
-      if (!state->latest->done) throw Error(ACL_ERROR_RT_EVENT_NOT_COMPLETE, "an event has not completed yet");
-      times[i++] = state->latest->done_at;
+      if (!state->timing()) throw Error(ACL_ERROR_RT_PARAM_INVALID, "an event was created without ACL_EVENT_TIME_LINE");
+      switch (state->state(&times[i++])) {
+        case Event::State::never_placed: throw Error(ACL_ERROR_RT_PARAM_INVALID, "an event has never been recorded");
+        case Event::State::pending: throw Error(ACL_ERROR_RT_EVENT_NOT_COMPLETE, "an event has not completed yet");
+        case Event::State::done: break;
+      }
     }
     *milliseconds = std::chrono::duration<float, std::milli>(times[1] - times[0]).count();
   });
