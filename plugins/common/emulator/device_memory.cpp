@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -123,10 +124,18 @@ ForeignMapping::ForeignMapping(unsigned long long pid, unsigned long long file, 
   if (fd < 0)
     throw Error(codes.no_permission,
                 "the exporting process " + std::to_string(pid) + " cannot be reached (" + std::strerror(errno) + ")");
+  if (size_ == 0) {  // to the end of the memory file
+    struct stat status {};
+    if (fstat(fd, &status) != 0 || static_cast<size_t>(status.st_size) <= offset) {
+      ::close(fd);
+      throw Error(codes.invalid_argument, "the shared memory's offset lies outside the exporter's memory");
+    }
+    size_ = static_cast<size_t>(status.st_size) - offset;
+  }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t start = offset / page * page;
   skip_ = offset - start;
-  length_ = skip_ + size;
+  length_ = skip_ + size_;
   void* device = mmap(nullptr, length_, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));
   void* host =
       mmap(nullptr, length_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, static_cast<off_t>(start));

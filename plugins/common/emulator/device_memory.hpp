@@ -68,8 +68,8 @@ class DeviceMemory {
 };
 
 // Another process's device memory mapped into this one (IPC): `size` bytes at `offset` of memory file
-// `file` of process `pid`, mapped twice as DeviceMemory is. Throws Error(no_permission) when the
-// process cannot be reached.
+// `file` of process `pid` (to the file's end when `size` is 0), mapped twice as DeviceMemory is.
+// Throws Error(no_permission) when the process cannot be reached.
 class ForeignMapping {
  public:
   ForeignMapping(unsigned long long pid, unsigned long long file, size_t offset, size_t size, const VendorCodes& codes);

@@ -87,6 +87,14 @@ std::shared_ptr<TaskQueue> EmulatedMachine::take_queue(const void* handle) {
   return found;
 }
 
+std::vector<std::shared_ptr<TaskQueue>> EmulatedMachine::queues_of(int32_t device) const {
+  std::vector<std::shared_ptr<TaskQueue>> found;
+  std::lock_guard lock(mutex_);
+  for (const auto& [handle, queue] : queues_)
+    if (queue->device() == device) found.push_back(queue);
+  return found;
+}
+
 void* EmulatedMachine::add_marker(int32_t device, bool timing) {
   auto marker = std::make_shared<Marker>(device, timing);
   void* handle = marker.get();
@@ -169,6 +177,13 @@ bool EmulatedMachine::close_import(const std::string& key, const void* device_po
 bool EmulatedMachine::close_export(const std::string& key) {
   std::lock_guard lock(mutex_);
   return exports_.erase(key) != 0;
+}
+
+void EmulatedMachine::close_exports_within(const void* start, size_t bytes) {
+  const char* first = static_cast<const char*>(start);
+  std::lock_guard lock(mutex_);
+  std::erase_if(exports_,
+                [&](const auto& entry) { return entry.second.first >= first && entry.second.first < first + bytes; });
 }
 
 bool EmulatedMachine::exported(const void* ptr) const {

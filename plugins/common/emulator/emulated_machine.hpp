@@ -46,6 +46,7 @@ class EmulatedMachine {
   void* add_queue(int32_t device);
   std::shared_ptr<TaskQueue> queue(const void* handle) const;  // throws for an unknown handle
   std::shared_ptr<TaskQueue> take_queue(const void* handle);
+  std::vector<std::shared_ptr<TaskQueue>> queues_of(int32_t device) const;
 
   void* add_marker(int32_t device, bool timing);
   std::shared_ptr<Marker> marker(const void* handle) const;
@@ -68,7 +69,8 @@ class EmulatedMachine {
   // Unmaps the import with `key` (or starting at `device_pointer`); false when there is none.
   bool close_import(const std::string& key, const void* device_pointer = nullptr);
   bool close_export(const std::string& key);
-  bool exported(const void* ptr) const;  // whether an open export covers `ptr`
+  void close_exports_within(const void* start, size_t bytes);  // every export inside the range
+  bool exported(const void* ptr) const;                        // whether an open export covers `ptr`
 
   // Called before every copy or kernel runs: counts it and applies injected faults.
   void before_task(const std::string& name) { faults_.before_task(name); }

@@ -1,9 +1,9 @@
 /*
  * The subset of Cambricon's CNRT runtime API (libcnrt.so) that H2's MLU plugin uses.
  *
- * Written for H2 from Cambricon's public documentation of CNRT 6 (the "Cambricon CNRT Developer
- * Guide" and API reference of CNToolkit 3.x: device management, memory, queue, notifier, IPC and
- * error-handling chapters). It declares types, constants and signatures only: the plugin resolves
+ * Written for H2 from Cambricon's public documentation of CNRT 6 (the CNRT Developer Guide and API
+ * reference of CNToolkit 3.x, CNRT 6.0.2 to 6.14.1: device management, memory, queue, notifier, IPC
+ * and error-handling chapters). It declares types, constants and signatures only: the plugin resolves
  * every function by name at run time (plugins/mlu/src/cnrt_library.cpp), so it builds without
  * Neuware; the emulator under plugins/mlu/emulator implements the same signatures, so a signature
  * written wrongly here fails both. Names, values and parameter orders are the documented ones;
@@ -19,26 +19,29 @@
 extern "C" {
 #endif
 
-/* ---- Errors ----
+/* ---- Errors (values as in cnrt.h of CNRT 6.0.2 and 6.14.1) ----
  * Every call returns a cnrtRet_t; cnrtGetErrorStr gives its text (a static string of the runtime).
- * cnrtGetLastError returns and clears the calling thread's last error. */
+ * cnrtGetLastError returns and clears the calling thread's last error. CNRT has no "device lost"
+ * code: a device that stops answering fails calls with cnrtErrorDevice or cnrtErrorCndrvFuncCall. */
 typedef enum cnrtRet {
   cnrtSuccess = 0,
-  cnrtErrorNotReady = 1,             /* queue or notifier: work still pending (CNRT >= 6.14) */
-  cnrtErrorInit = 100050,            /* the runtime could not initialize (driver missing) */
-  cnrtErrorNoDevice = 100051,        /* no MLU device found */
-  cnrtErrorDeviceInvalid = 100052,   /* a device ordinal out of range */
-  cnrtErrorArgsInvalid = 100053,     /* an argument is invalid */
-  cnrtErrorSys = 100054,             /* a system call failed */
-  cnrtErrorSysNoMem = 100055,        /* host out of memory */
-  cnrtErrorInvalidResourceHandle = 100060, /* a queue, notifier or IPC handle that is not live */
-  cnrtErrorIllegalState = 100062,    /* e.g. a queue of another device than the current one */
-  cnrtErrorNotSupport = 100070,
-  cnrtErrorNoMem = 100200,           /* device out of memory */
-  cnrtErrorBusy = 632014,            /* queue or notifier: work still pending (CNRT < 6.14) */
-  cnrtErrorQueue = 632015,           /* a task on the queue failed */
-  cnrtErrorDeviceLost = 632046,      /* the device stopped answering */
-  cnrtErrorKernelFault = 632047,     /* a kernel failed on the device (core exception) */
+  cnrtErrorNotReady = 1,                   /* queue or notifier: work still pending */
+  cnrtErrorInit = 100002,                  /* the runtime could not initialize (driver missing) */
+  cnrtErrorNoDevice = 100004,              /* no MLU device found */
+  cnrtErrorDeviceInvalid = 100005,         /* a device ordinal outside [0, count) */
+  cnrtErrorArgsInvalid = 100006,           /* an argument is invalid */
+  cnrtErrorSys = 100007,                   /* a system call failed */
+  cnrtErrorSysNoMem = 100010,              /* host out of memory */
+  cnrtErrorInvalidResourceHandle = 100014, /* a queue or notifier that is not live */
+  cnrtErrorIllegalState = 100015,          /* e.g. a queue of another device than the current one */
+  cnrtErrorNotSupport = 100050,
+  cnrtErrorOpsNotPermitted = 100051,
+  cnrtErrorQueue = 100060,         /* a task on the queue failed */
+  cnrtErrorNoMem = 100100,         /* device out of memory */
+  cnrtErrorKernelTrap = 100132,    /* a kernel trapped on the device (CNRT 6.14) */
+  cnrtErrorDevice = 632006,        /* the device failed (no longer answers) */
+  cnrtErrorBusy = 632014,          /* deprecated "not ready" of older CNRT 6 releases */
+  cnrtErrorCndrvFuncCall = 632015, /* the driver call underneath failed */
   cnrtErrorUnknown = 999991
 } cnrtRet_t;
 
@@ -53,21 +56,24 @@ typedef cnrtRet_t (*cnrtSetDeviceFn)(int device);
 typedef cnrtRet_t (*cnrtGetDeviceFn)(int* device);
 typedef cnrtRet_t (*cnrtSyncDeviceFn)(void);
 
-/* The device's name ("MLU370-X8", "MLU590-H8"): the first field of cnrtDeviceProp_t. The plugin
- * reads only the name from it and sizes the struct generously, so later CNRT fields fit. */
+/* The device's name ("MLU370-X8", "MLU590-H8"), the first field of cnrtDeviceProp_t. In CNRT 6.0.2
+ * the struct holds only the name; CNRT 6.14's header maps the call to cnrtGetDeviceProperties_V3 with
+ * a larger struct, but the plain symbol remains. The plugin reads only the name and gives room for
+ * more, so either fills it safely. */
 typedef struct cnrtDeviceProp {
   char name[256];
   char reserved[4096 - 256];
 } cnrtDeviceProp_t;
 typedef cnrtRet_t (*cnrtGetDevicePropertiesFn)(cnrtDeviceProp_t* prop, int device);
 
+/* Attributes (the same values in CNRT 6.0.2 and 6.14.1). */
 typedef enum cnrtDeviceAttr {
-  cnrtAttrClusterCount = 0x201,       /* clusters on the device */
-  cnrtAttrMcorePerCluster = 0x202,    /* MLU cores per cluster */
-  cnrtAttrClockRate = 0x301,          /* peak clock of the cores, kHz */
-  cnrtAttrMemoryClockRate = 0x302,    /* peak memory clock, kHz */
-  cnrtAttrGlobalMemoryBusWidth = 0x303, /* bits */
-  cnrtAttrTotalMemSize = 0x304        /* device memory, MiB */
+  cnrtAttrClusterCount = 0x205,    /* clusters on the device */
+  cnrtAttrMcorePerCluster = 0x206, /* MLU cores per cluster */
+  cnrtAttrIpuClockRate = 0x402,    /* peak clock of the cores, kHz */
+  cnrtAttrMemClockRate = 0x403,    /* peak memory clock, kHz */
+  cnrtAttrGmemBusWidth = 0x404,    /* bits */
+  cnrtAttrTotalMemSize = 0x405     /* device memory, MiB */
 } cnrtDeviceAttr_t;
 typedef cnrtRet_t (*cnrtDeviceGetAttributeFn)(int* value, cnrtDeviceAttr_t attr, int device);
 
@@ -96,15 +102,18 @@ typedef enum cnrtMemTransDir {
 /* ---- Queues ----
  * A queue runs its tasks in order, asynchronously to the host. cnrtQueueDestroy releases the queue
  * once its work has drained. cnrtQueueQuery: cnrtSuccess when drained, cnrtErrorBusy or
- * cnrtErrorNotReady (by version) while work is pending, or the error of failed work. */
+ * cnrtErrorNotReady (cnrtErrorBusy in older releases) while work is pending, or the error of failed work. */
 typedef struct cnrtQueue_st* cnrtQueue_t;
 typedef cnrtRet_t (*cnrtQueueCreateFn)(cnrtQueue_t* queue);
 typedef cnrtRet_t (*cnrtQueueDestroyFn)(cnrtQueue_t queue);
 typedef cnrtRet_t (*cnrtQueueSyncFn)(cnrtQueue_t queue);
 typedef cnrtRet_t (*cnrtQueueQueryFn)(cnrtQueue_t queue);
 
-/* Copies `bytes` from `src` to `dst` in queue order. Note: the queue comes before the direction. */
-typedef cnrtRet_t (*cnrtMemcpyAsyncFn)(void* dst, void* src, size_t bytes, cnrtQueue_t queue, cnrtMemTransDir_t dir);
+/* Copies `bytes` from `src` to `dst` in queue order (cnrtMemcpyAsync_V2, the form recent CNRT 6
+ * releases recommend; the same signature as cnrtMemcpyAsync). The queue comes before the direction.
+ * CNRT does not document whether a copy with pageable host memory returns before it has completed:
+ * the plugin copies only page-locked memory asynchronously. */
+typedef cnrtRet_t (*cnrtMemcpyAsync_V2Fn)(void* dst, void* src, size_t bytes, cnrtQueue_t queue, cnrtMemTransDir_t dir);
 /* Sets `bytes` bytes at device pointer `ptr` to the byte `value` in queue order. */
 typedef cnrtRet_t (*cnrtMemsetAsyncFn)(void* ptr, int value, size_t bytes, cnrtQueue_t queue);
 
@@ -117,7 +126,7 @@ typedef cnrtRet_t (*cnrtInvokeHostFuncFn)(cnrtQueue_t queue, cnrtHostFn_t fn, vo
  * cnrtPlaceNotifier captures the work queued so far; a notifier never placed counts as complete.
  * cnrtQueueWaitNotifier(notifier, queue, flags = 0): the queue's later work waits for what the
  * notifier captured (the notifier comes first). cnrtQueryNotifier: cnrtSuccess when complete, else
- * cnrtErrorBusy / cnrtErrorNotReady. cnrtNotifierElapsedTime: milliseconds between two completed
+ * cnrtErrorNotReady (cnrtErrorBusy in older releases). cnrtNotifierElapsedTime: milliseconds between two completed
  * notifiers placed with timing. */
 typedef struct cnrtNotifier_st* cnrtNotifier_t;
 #define CNRT_NOTIFIER_DEFAULT 0x0
@@ -132,12 +141,11 @@ typedef cnrtRet_t (*cnrtWaitNotifierFn)(cnrtNotifier_t notifier);
 typedef cnrtRet_t (*cnrtNotifierElapsedTimeFn)(cnrtNotifier_t start, cnrtNotifier_t end, float* milliseconds);
 
 /* ---- Memory shared between processes ----
- * cnrtAcquireMemHandle: a handle for the allocation that starts at `ptr` (a cnrtMalloc result).
- * cnrtMapMemHandle in another process: a device pointer of its own to the same memory, released with
- * cnrtUnMapMemHandle. The exporter must not free the memory while importers map it. */
-typedef struct cnrtIpcMemHandle {
-  char reserved[64];
-} cnrtIpcMemHandle;
+ * cnrtAcquireMemHandle: a pointer-sized handle for the allocation that starts at `ptr` (a cnrtMalloc
+ * result), to pass to another process by value. cnrtMapMemHandle there (flags 0): a device pointer of
+ * its own to the same memory, released with cnrtUnMapMemHandle. The exporter must not free the
+ * memory while importers map it. */
+typedef void* cnrtIpcMemHandle;
 typedef cnrtRet_t (*cnrtAcquireMemHandleFn)(cnrtIpcMemHandle* handle, void* ptr);
 typedef cnrtRet_t (*cnrtMapMemHandleFn)(void** ptr, cnrtIpcMemHandle handle, int flags);
 typedef cnrtRet_t (*cnrtUnMapMemHandleFn)(void* ptr);
