@@ -1,17 +1,20 @@
 // The C ABI slots that only check their pointers and forward to a plugin's Runtime object, written
-// once for the vendor plugins built on one (cuda, ascend): lifecycle (a Runtime made in initialize,
-// taking no plugin options, destroyed in shutdown), devices, memory and the creation and teardown of
-// streams and events. What differs per vendor (copies, event queries, host memory) stays with the
+// once for the vendor plugins built on one (cuda, ascend, mlu): lifecycle (a Runtime made in
+// initialize, taking no plugin options, destroyed in shutdown), devices, memory and the creation and
+// teardown of streams and events. What differs per vendor (copies, event queries) stays with the
 // plugin. The Runtime provides: device_count(), properties(device, props), allocate(device, bytes),
 // release(device, ptr), allocate_async(device, bytes, Stream&), release_async(device, ptr, Stream&),
 // memory_info(device, free, total), create_stream(device), destroy_stream(handle), stream(handle),
 // synchronize(Stream&), query(Stream&), create_event(device, flags), destroy_event(handle), and a
-// constructor from H2_InitArgs.
+// constructor from H2_InitArgs; for the host-memory and memory-sharing slots, if a plugin uses them,
+// allocate_host(bytes), release_host(ptr), is_device_memory(ptr, bytes), export_memory(device, ptr,
+// handle, offset), import_memory(device, handle, bytes) and close_import(device, ptr).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "h2/plugin_abi.h"
 #include "plugin_error.hpp"
@@ -133,6 +136,85 @@ struct RuntimeSlots {
 
   static H2_Status event_destroy(H2_Event* event) {
     return guarded("event_destroy", [&] { runtime().destroy_event(event); });
+  }
+
+  static H2_Status host_alloc(size_t bytes, void** ptr) {
+    return guarded("host_alloc", [&] {
+      require(ptr, "ptr");
+      *ptr = runtime().allocate_host(bytes);
+    });
+  }
+
+  static H2_Status host_free(void* ptr) {
+    return guarded("host_free", [&] {
+      require(ptr, "ptr");
+      runtime().release_host(ptr);
+    });
+  }
+
+  static H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
+    return guarded("mem_export", [&] {
+      require(ptr, "ptr");
+      require(handle, "handle");
+      require(offset, "offset");
+      runtime().export_memory(device, ptr, *handle, *offset);
+    });
+  }
+
+  static H2_Status mem_import(int32_t device, const H2_MemHandle* handle, void** ptr, uint64_t* bytes) {
+    return guarded("mem_import", [&] {
+      require(handle, "handle");
+      require(ptr, "ptr");
+      require(bytes, "bytes");
+      *ptr = runtime().import_memory(device, *handle, *bytes);
+    });
+  }
+
+  static H2_Status mem_close(int32_t device, void* ptr) {
+    return guarded("mem_close", [&] {
+      require(ptr, "ptr");
+      runtime().close_import(device, ptr);
+    });
+  }
+
+  // The checks memcpy_async makes before a plugin enqueues the copy: a known kind, no overlap, and
+  // each side in the memory its kind says (device memory inside one live allocation of the plugin).
+  // Returns the kind as a number.
+  static uint32_t checked_copy(void* dst, const void* src, size_t bytes, H2_MemcpyKind kind) {
+    const uint32_t direction = enum_bits(kind);
+    if (direction < H2_MEMCPY_HOST_TO_DEVICE || direction > H2_MEMCPY_DEVICE_TO_DEVICE)
+      fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(direction));
+    const char* a = static_cast<const char*>(dst);
+    const char* b = static_cast<const char*>(src);
+    if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
+    if (bytes == 0) return direction;
+    switch (direction) {
+      case H2_MEMCPY_HOST_TO_DEVICE:
+        check_host_pointer(src, "source");
+        check_device_range(dst, bytes, "destination");
+        break;
+      case H2_MEMCPY_DEVICE_TO_HOST:
+        check_device_range(src, bytes, "source");
+        check_host_pointer(dst, "destination");
+        break;
+      default: check_device_range(src, bytes, "source"); check_device_range(dst, bytes, "destination");
+    }
+    return direction;
+  }
+
+  static void check_device_range(const void* ptr, size_t bytes, const char* role) {
+    require(ptr, role);
+    if (!runtime().is_device_memory(ptr, bytes))
+      fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) +
+                                           " is not inside one live device allocation of this plugin (" +
+                                           std::to_string(bytes) + " bytes)");
+  }
+
+  static void check_host_pointer(const void* ptr, const char* role) {
+    require(ptr, role);
+    if (runtime().is_device_memory(ptr, 1))
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           std::string(role) + " is device memory but the copy kind says it is host memory");
   }
 };
 

@@ -22,20 +22,6 @@ using h2::plugin::fail;
 using h2::plugin::guarded;
 using h2::plugin::require;
 
-H2_Status host_alloc(size_t bytes, void** ptr) {
-  return guarded("host_alloc", [&] {
-    require(ptr, "ptr");
-    *ptr = runtime().allocate_host(bytes);
-  });
-}
-
-H2_Status host_free(void* ptr) {
-  return guarded("host_free", [&] {
-    require(ptr, "ptr");
-    runtime().release_host(ptr);
-  });
-}
-
 H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
   return guarded("stream_wait_event", [&] {
     Runtime& r = runtime();
@@ -47,25 +33,12 @@ H2_Status stream_wait_event(H2_Stream* stream, H2_Event* event) {
   });
 }
 
-void check_device_range(const void* ptr, size_t bytes, const char* role) {
-  require(ptr, role);
-  if (!runtime().is_device_memory(ptr, bytes))
-    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
-                                         std::to_string(bytes) + " bytes)");
-}
-
-void check_host_pointer(const void* ptr, const char* role) {
-  require(ptr, role);
-  if (runtime().is_device_memory(ptr, 1))
-    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is device memory but the copy kind says it is host memory");
-}
-
 H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes) {
   return guarded("memset_async", [&] {
     Runtime& r = runtime();
     auto s = r.stream(stream);
     if (bytes == 0) return;
-    check_device_range(dst, bytes, "destination");
+    Slots::check_device_range(dst, bytes, "destination");
     r.bind(s->device);
     H2_ACL(r.acl(), aclrtMemsetAsync, dst, bytes, value, bytes, s->stream);
   });
@@ -75,50 +48,9 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
   return guarded("memcpy_async", [&] {
     Runtime& r = runtime();
     auto s = r.stream(stream);
-    const uint32_t direction = h2::plugin::enum_bits(kind);
-    if (direction < H2_MEMCPY_HOST_TO_DEVICE || direction > H2_MEMCPY_DEVICE_TO_DEVICE)
-      fail(H2_STATUS_INVALID_ARGUMENT, "unknown copy kind " + std::to_string(direction));
-    const char* a = static_cast<const char*>(dst);
-    const char* b = static_cast<const char*>(src);
-    if (bytes > 0 && a < b + bytes && b < a + bytes) fail(H2_STATUS_INVALID_ARGUMENT, "source and destination overlap");
+    const uint32_t direction = Slots::checked_copy(dst, src, bytes, kind);
     if (bytes == 0) return;
-    switch (direction) {
-      case H2_MEMCPY_HOST_TO_DEVICE:
-        check_host_pointer(src, "source");
-        check_device_range(dst, bytes, "destination");
-        break;
-      case H2_MEMCPY_DEVICE_TO_HOST:
-        check_device_range(src, bytes, "source");
-        check_host_pointer(dst, "destination");
-        break;
-      default: check_device_range(src, bytes, "source"); check_device_range(dst, bytes, "destination");
-    }
     copy_async(*s, dst, src, bytes, direction);
-  });
-}
-
-H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
-  return guarded("mem_export", [&] {
-    require(ptr, "ptr");
-    require(handle, "handle");
-    require(offset, "offset");
-    runtime().export_memory(device, ptr, *handle, *offset);
-  });
-}
-
-H2_Status mem_import(int32_t device, const H2_MemHandle* handle, void** ptr, uint64_t* bytes) {
-  return guarded("mem_import", [&] {
-    require(handle, "handle");
-    require(ptr, "ptr");
-    require(bytes, "bytes");
-    *ptr = runtime().import_memory(device, *handle, *bytes);
-  });
-}
-
-H2_Status mem_close(int32_t device, void* ptr) {
-  return guarded("mem_close", [&] {
-    require(ptr, "ptr");
-    runtime().close_import(device, ptr);
   });
 }
 
@@ -185,8 +117,8 @@ const H2_PluginApi kApi = {
     .mem_alloc = Slots::mem_alloc,
     .mem_free = Slots::mem_free,
     .mem_info = Slots::mem_info,
-    .host_alloc = host_alloc,
-    .host_free = host_free,
+    .host_alloc = Slots::host_alloc,
+    .host_free = Slots::host_free,
     .stream_create = Slots::stream_create,
     .stream_destroy = Slots::stream_destroy,
     .stream_synchronize = Slots::stream_synchronize,
@@ -202,9 +134,9 @@ const H2_PluginApi kApi = {
     .event_elapsed_ms = event_elapsed_ms,
     .op_table = &kOpTable,
     .stream_create_with_flags = nullptr,
-    .mem_export = mem_export,
-    .mem_import = mem_import,
-    .mem_close = mem_close,
+    .mem_export = Slots::mem_export,
+    .mem_import = Slots::mem_import,
+    .mem_close = Slots::mem_close,
     .mem_alloc_async = Slots::mem_alloc_async,
     .mem_free_async = Slots::mem_free_async,
     .option_list = Slots::option_list,
