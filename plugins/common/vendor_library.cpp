@@ -21,12 +21,16 @@ std::string loader_error() {
 
 VendorLibrary::VendorLibrary(const VendorSearch& search) {
   std::string looked;
-  for (const std::string& variable : search.home_variables) {
-    const char* home = std::getenv(variable.c_str());
-    if (home == nullptr || *home == '\0') continue;
+  // The homes the variables name, then the vendor's default install location (when no variable is set).
+  std::vector<std::pair<std::string, std::string>> homes;  // directory, where it came from
+  for (const std::string& variable : search.home_variables)
+    if (const char* home = std::getenv(variable.c_str()); home != nullptr && *home != '\0')
+      homes.emplace_back(home, variable);
+  if (homes.empty() && !search.default_home.empty()) homes.emplace_back(search.default_home, "default");
+  for (const auto& [home, origin] : homes) {
     for (const std::string& subdirectory : search.subdirectories) {
       const std::filesystem::path candidate = std::filesystem::path(home) / subdirectory / search.file;
-      looked += (looked.empty() ? "" : ", ") + candidate.parent_path().string() + " (" + variable + ")";
+      looked += (looked.empty() ? "" : ", ") + candidate.parent_path().string() + " (" + origin + ")";
       std::error_code error;
       if (!std::filesystem::exists(candidate, error)) continue;
       handle_ = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -15,11 +15,13 @@ struct VendorSearch {
   std::vector<std::string> home_variables;  // tried in order: "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"
   std::vector<std::string> subdirectories;  // of each home: "lib64", "lib"
   std::string install_hint;                 // "install the CANN toolkit and source its set_env.sh"
+  std::string default_home = {};            // tried when no variable is set: "/usr/local/neuware"
 };
 
 class VendorLibrary {
  public:
-  // Looks in each subdirectory of each home that is set, then on the dynamic loader's own search
+  // Looks in each subdirectory of each home that is set (or of the default home when none is), then on
+  // the dynamic loader's own search
   // path (LD_LIBRARY_PATH, the cache). Throws PluginError(RUNTIME_MISSING): "<file> was not found
   // (looked in ...); <hint>", or with dlerror's text when a file is there but cannot be loaded.
   explicit VendorLibrary(const VendorSearch& search);

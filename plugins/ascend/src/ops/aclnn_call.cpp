@@ -27,36 +27,6 @@ size_t dtype_bytes(uint32_t dtype) {
   return bytes;
 }
 
-std::vector<int64_t> shape_of(const H2_Tensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.rank);
-}
-
-std::vector<int64_t> all_dims(const H2_Tensor& t) {
-  std::vector<int64_t> dims;
-  for (uint32_t d = 0; d < t.rank; ++d) dims.push_back(d);
-  return dims;
-}
-
-H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape) {
-  H2_Tensor view = t;
-  view.rank = static_cast<uint32_t>(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    view.shape[d] = shape[d];
-    view.strides[d] = stride;
-    stride *= shape[d];
-  }
-  for (size_t d = shape.size(); d < H2_MAX_RANK; ++d) view.shape[d] = view.strides[d] = 0;
-  return view;
-}
-
-H2_Tensor appended_dimension(H2_Tensor t, int64_t size, int64_t stride) {
-  t.shape[t.rank] = size;
-  t.strides[t.rank] = stride;
-  ++t.rank;
-  return t;
-}
-
 AclTensor::AclTensor(const H2_Tensor& tensor) {
   if (tensor.data == nullptr) return;
   const Runtime& r = runtime();
@@ -97,42 +67,6 @@ AclIntArray::AclIntArray(const std::vector<int64_t>& values) {
 
 AclIntArray::~AclIntArray() {
   runtime().aclnn().aclDestroyIntArray(array_);
-}
-
-StreamScratch::StreamScratch(Stream& stream, size_t bytes) : stream_(stream) {
-  if (bytes > 0) data_ = runtime().allocate_async(stream.device, bytes, stream);
-}
-
-StreamScratch::~StreamScratch() {
-  if (data_ == nullptr) return;
-  try {
-    runtime().release_async(stream_.device, data_, stream_);
-  } catch (const std::exception&) {
-    // Only a failing runtime gets here; the memory stays with AscendCL until the device resets.
-  }
-}
-
-namespace {
-
-size_t contiguous_bytes(uint32_t dtype, const std::vector<int64_t>& shape) {
-  size_t count = 1;
-  for (int64_t size : shape) count *= static_cast<size_t>(size);
-  return count * dtype_bytes(dtype);
-}
-
-}  // namespace
-
-ScratchTensor::ScratchTensor(Stream& stream, uint32_t dtype, const std::vector<int64_t>& shape)
-    : memory(stream, std::max<size_t>(contiguous_bytes(dtype, shape), 1)), tensor{} {
-  tensor.data = memory.data();
-  tensor.dtype = dtype;
-  tensor.rank = static_cast<uint32_t>(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    tensor.shape[d] = shape[d];
-    tensor.strides[d] = stride;
-    stride *= shape[d];
-  }
 }
 
 BoolMask::BoolMask(Stream& stream, const H2_Tensor& tensor) : mask(tensor) {

@@ -10,18 +10,18 @@
 
 #include "../runtime.hpp"
 #include "ascend/aclnn.h"
+#include "stream_scratch.hpp"
+#include "tensor_views.hpp"
 
 namespace h2::ascend {
 
 aclDataType acl_dtype(uint32_t dtype);  // an H2_DType; throws UNSUPPORTED for one aclnn lacks
 size_t dtype_bytes(uint32_t dtype);
-std::vector<int64_t> shape_of(const H2_Tensor& t);
-std::vector<int64_t> all_dims(const H2_Tensor& t);  // 0, 1, ..., rank - 1
-// `t`'s memory seen with `shape` and row-major contiguous strides (for contiguous scratch tensors).
-H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape);
-// `t` with one more, last dimension of `size` elements `stride` apart: a per-row statistic [n] as the
-// column [n, 1] (stride 1) that broadcasts over a row, or repeated 8 times (stride 0).
-H2_Tensor appended_dimension(H2_Tensor t, int64_t size, int64_t stride);
+using h2::plugin::all_dims;
+using h2::plugin::appended_dimension;
+using h2::plugin::reshaped;
+using h2::plugin::shape_of;
+using h2::plugin::transposed;
 
 // An aclTensor describing an H2_Tensor as a view of the allocation that holds it: storage from the
 // allocation's start, an element offset to the tensor's first element, its shape and strides. An
@@ -62,27 +62,9 @@ class AclIntArray {
   aclIntArray* array_ = nullptr;
 };
 
-// Device memory for one operator's temporaries on `stream`, ordered by it: freed in stream order
-// when it goes out of scope (after the work that uses it has been enqueued).
-class StreamScratch {
- public:
-  StreamScratch(Stream& stream, size_t bytes);
-  ~StreamScratch();
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  void* data() const { return data_; }
-
- private:
-  Stream& stream_;
-  void* data_ = nullptr;
-};
-
-// A contiguous H2_Tensor of `shape` and `dtype` in scratch memory of `stream`.
-struct ScratchTensor {
-  ScratchTensor(Stream& stream, uint32_t dtype, const std::vector<int64_t>& shape);
-  StreamScratch memory;
-  H2_Tensor tensor;
-};
+// Scratch memory and tensors ordered by the stream (plugins/common/stream_scratch.hpp).
+using StreamScratch = h2::plugin::StreamScratch<Stream, Runtime, runtime>;
+using ScratchTensor = h2::plugin::ScratchTensor<Stream, Runtime, runtime>;
 
 // `tensor` itself when it is BOOL, else a BOOL copy of it in scratch memory (aclnn takes BOOL masks;
 // the ABI takes U8 ones too).

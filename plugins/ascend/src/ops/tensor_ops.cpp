@@ -15,10 +15,4 @@ void write_causal_mask(Stream& stream, const H2_Tensor& mask) {
                 static_cast<double>(cols - rows));
 }
 
-H2_Tensor transposed(H2_Tensor t) {
-  std::swap(t.shape[t.rank - 1], t.shape[t.rank - 2]);
-  std::swap(t.strides[t.rank - 1], t.strides[t.rank - 2]);
-  return t;
-}
-
 }  // namespace h2::ascend

@@ -200,7 +200,4 @@ struct TensorOps {
 // (query i of the last `rows` positions sees keys up to its own).
 void write_causal_mask(Stream& stream, const H2_Tensor& mask);
 
-// The last two dimensions of `t` swapped (a transpose as a view).
-H2_Tensor transposed(H2_Tensor t);
-
 }  // namespace h2::ascend
