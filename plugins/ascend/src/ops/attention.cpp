@@ -9,6 +9,7 @@
 #include <climits>
 #include <optional>
 
+#include "acl_math.hpp"
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
 #include "tensor_ops.hpp"

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "acl_math.hpp"
 #include "aclnn_call.hpp"
 #include "op_table.hpp"
 #include "tensor_ops.hpp"

@@ -196,8 +196,4 @@ struct TensorOps {
   }
 };
 
-// Writes the BOOL [rows, cols] causal mask of a softmax or attention: true where j > i + cols - rows
-// (query i of the last `rows` positions sees keys up to its own).
-void write_causal_mask(Stream& stream, const H2_Tensor& mask);
-
 }  // namespace h2::ascend
