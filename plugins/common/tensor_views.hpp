@@ -26,6 +26,12 @@ inline int64_t element_count(const std::vector<int64_t>& shape) {
   return count;
 }
 
+inline int64_t element_count(const H2_Tensor& t) {
+  int64_t count = 1;
+  for (uint32_t d = 0; d < t.rank; ++d) count *= t.shape[d];
+  return count;
+}
+
 // `t`'s memory seen with `shape` and row-major contiguous strides (for contiguous scratch tensors).
 inline H2_Tensor reshaped(const H2_Tensor& t, const std::vector<int64_t>& shape) {
   H2_Tensor view = t;

@@ -17,7 +17,7 @@ namespace h2::plugin::composed {
 namespace {
 
 int64_t count_of(const H2_Tensor& t) {
-  return element_count(shape_of(t));
+  return element_count(t);
 }
 
 // Word e % 4 of the block at counter offset + e / 4: the ABI's stream for logical element e.

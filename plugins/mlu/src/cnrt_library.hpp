@@ -17,34 +17,34 @@ struct CnrtLibrary {
   CnrtLibrary();  // throws PluginError(RUNTIME_MISSING)
 
   h2::plugin::VendorLibrary library;
-#define H2_CNRT_FUNCTIONS(X)                                                                                        \
-  X(cnrtGetErrorStr)                                                                                               \
-  X(cnrtGetLastError)                                                                                              \
-  X(cnrtGetDeviceCount)                                                                                            \
-  X(cnrtSetDevice)                                                                                                 \
-  X(cnrtGetDeviceProperties)                                                                                       \
-  X(cnrtDeviceGetAttribute)                                                                                        \
-  X(cnrtMemGetInfo)                                                                                                \
-  X(cnrtMalloc)                                                                                                    \
-  X(cnrtFree)                                                                                                      \
-  X(cnrtHostMalloc)                                                                                                \
-  X(cnrtFreeHost)                                                                                                  \
-  X(cnrtQueueCreate)                                                                                               \
-  X(cnrtQueueDestroy)                                                                                              \
-  X(cnrtQueueSync)                                                                                                 \
-  X(cnrtQueueQuery)                                                                                                \
-  X(cnrtMemcpyAsync_V2)                                                                                            \
-  X(cnrtMemsetAsync)                                                                                               \
-  X(cnrtInvokeHostFunc)                                                                                            \
-  X(cnrtNotifierCreateWithFlags)                                                                                   \
-  X(cnrtNotifierDestroy)                                                                                           \
-  X(cnrtPlaceNotifier)                                                                                             \
-  X(cnrtQueueWaitNotifier)                                                                                         \
-  X(cnrtQueryNotifier)                                                                                             \
-  X(cnrtWaitNotifier)                                                                                              \
-  X(cnrtNotifierElapsedTime)                                                                                       \
-  X(cnrtAcquireMemHandle)                                                                                          \
-  X(cnrtMapMemHandle)                                                                                              \
+#define H2_CNRT_FUNCTIONS(X)     \
+  X(cnrtGetErrorStr)             \
+  X(cnrtGetLastError)            \
+  X(cnrtGetDeviceCount)          \
+  X(cnrtSetDevice)               \
+  X(cnrtGetDeviceProperties)     \
+  X(cnrtDeviceGetAttribute)      \
+  X(cnrtMemGetInfo)              \
+  X(cnrtMalloc)                  \
+  X(cnrtFree)                    \
+  X(cnrtHostMalloc)              \
+  X(cnrtFreeHost)                \
+  X(cnrtQueueCreate)             \
+  X(cnrtQueueDestroy)            \
+  X(cnrtQueueSync)               \
+  X(cnrtQueueQuery)              \
+  X(cnrtMemcpyAsync_V2)          \
+  X(cnrtMemsetAsync)             \
+  X(cnrtInvokeHostFunc)          \
+  X(cnrtNotifierCreateWithFlags) \
+  X(cnrtNotifierDestroy)         \
+  X(cnrtPlaceNotifier)           \
+  X(cnrtQueueWaitNotifier)       \
+  X(cnrtQueryNotifier)           \
+  X(cnrtWaitNotifier)            \
+  X(cnrtNotifierElapsedTime)     \
+  X(cnrtAcquireMemHandle)        \
+  X(cnrtMapMemHandle)            \
   X(cnrtUnMapMemHandle)
 #define H2_CNRT_MEMBER(name) name##Fn name;
   H2_CNRT_FUNCTIONS(H2_CNRT_MEMBER)

@@ -10,7 +10,9 @@ void* CnrtStagingRuntime::allocate_pinned(size_t bytes) {
   return buffer;
 }
 
-void CnrtStagingRuntime::free_pinned(void* ptr) noexcept { cnrt_.cnrtFreeHost(ptr); }
+void CnrtStagingRuntime::free_pinned(void* ptr) noexcept {
+  cnrt_.cnrtFreeHost(ptr);
+}
 
 void CnrtStagingRuntime::copy_async(void* queue, void* dst, const void* src, size_t bytes, bool to_device) {
   H2_CNRT(cnrt_, cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, static_cast<cnrtQueue_t>(queue),

@@ -52,14 +52,11 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
     switch (direction) {
       case H2_MEMCPY_HOST_TO_DEVICE:
         if (!r.is_host_allocation(src, bytes)) return r.staging().to_device(s->queue, dst, src, bytes);
-        return H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue,
-                       cnrtMemcpyHostToDev);
+        return H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue, cnrtMemcpyHostToDev);
       case H2_MEMCPY_DEVICE_TO_HOST:
         if (!r.is_host_allocation(dst, bytes)) return r.staging().to_host(s->queue, dst, src, bytes);
-        return H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue,
-                       cnrtMemcpyDevToHost);
-      default:
-        H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue, cnrtMemcpyDevToDev);
+        return H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue, cnrtMemcpyDevToHost);
+      default: H2_CNRT(r.cnrt(), cnrtMemcpyAsync_V2, dst, const_cast<void*>(src), bytes, s->queue, cnrtMemcpyDevToDev);
     }
   });
 }

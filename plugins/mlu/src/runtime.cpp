@@ -65,11 +65,11 @@ Runtime::Runtime(const H2_InitArgs& /*args*/)
   unsigned int count = 0;
   const cnrtRet_t counted = cnrt_->cnrtGetDeviceCount(&count);
   if (counted == cnrtErrorNoDevice || counted == cnrtErrorInit || (counted == cnrtSuccess && count == 0))
-    fail(H2_STATUS_NO_DEVICE, "no MLU device: " +
-                                  (counted == cnrtSuccess ? "the Neuware runtime (" + cnrt_->library.path() +
-                                                                ") finds none"
-                                                          : cnrt_message(*cnrt_, counted, "cnrtGetDeviceCount")) +
-                                  "; check the driver with cnmon, and MLU_VISIBLE_DEVICES");
+    fail(H2_STATUS_NO_DEVICE,
+         "no MLU device: " +
+             (counted == cnrtSuccess ? "the Neuware runtime (" + cnrt_->library.path() + ") finds none"
+                                     : cnrt_message(*cnrt_, counted, "cnrtGetDeviceCount")) +
+             "; check the driver with cnmon, and MLU_VISIBLE_DEVICES");
   cnrt_check(*cnrt_, counted, "cnrtGetDeviceCount");
   for (int32_t d = 0; d < static_cast<int32_t>(count); ++d) {
     H2_CNRT(*cnrt_, cnrtSetDevice, d);
@@ -147,10 +147,10 @@ void Runtime::memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_
 void Runtime::out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message) {
   uint64_t free_bytes = 0, total_bytes = 0;
   memory_info(device, free_bytes, total_bytes);
-  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " (" +
-                                    devices_[static_cast<size_t>(device)].name + ") cannot allocate " +
-                                    std::to_string(bytes) + " bytes: " + std::to_string(free_bytes) + " of " +
-                                    std::to_string(total_bytes) + " bytes are free (" + runtime_message + ")");
+  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " (" + devices_[static_cast<size_t>(device)].name +
+                                    ") cannot allocate " + std::to_string(bytes) +
+                                    " bytes: " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
+                                    " bytes are free (" + runtime_message + ")");
 }
 
 // cnrtMalloc, and when the device is full, once more after giving back the blocks that mem_free_async
@@ -278,7 +278,8 @@ void Runtime::export_memory(int32_t device, const void* ptr, H2_MemHandle& handl
   const auto [start, allocation] = book_.holding_locked(ptr);
   if (allocation == nullptr || allocation->device != device)
     fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not inside a live allocation of device " + std::to_string(device));
-  if (allocation->imported) fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
+  if (allocation->imported)
+    fail(H2_STATUS_UNSUPPORTED, "memory imported from another process cannot be exported again");
   MluMemHandle written{};
   H2_CNRT(*cnrt_, cnrtAcquireMemHandle, &written.handle, const_cast<char*>(start));
   std::memcpy(written.magic, kHandleMagic, sizeof written.magic);
@@ -350,7 +351,8 @@ H2_Stream* Runtime::create_stream(int32_t device) {
   H2_CNRT(*cnrt_, cnrtQueueCreate, &stream->queue);
   // The stream's CNNL handle, created on its device and bound to its queue.
   const cnnlStatus_t created = cnnl_->cnnlCreate(&stream->cnnl);
-  const cnnlStatus_t bound = created == CNNL_STATUS_SUCCESS ? cnnl_->cnnlSetQueue(stream->cnnl, stream->queue) : created;
+  const cnnlStatus_t bound =
+      created == CNNL_STATUS_SUCCESS ? cnnl_->cnnlSetQueue(stream->cnnl, stream->queue) : created;
   if (bound != CNNL_STATUS_SUCCESS) {
     if (created == CNNL_STATUS_SUCCESS) cnnl_->cnnlDestroy(stream->cnnl);
     cnrt_->cnrtQueueDestroy(stream->queue);
@@ -373,7 +375,8 @@ void Runtime::synchronize(Stream& stream) {
   const cnrtRet_t code = cnrt_->cnrtQueueSync(stream.queue);
   std::lock_guard lock(stream.mutex);
   if (code != cnrtSuccess && stream.sticky_status == H2_STATUS_OK) {
-    stream.sticky_status = status_of(code) == H2_STATUS_OUT_OF_MEMORY ? H2_STATUS_OUT_OF_MEMORY : H2_STATUS_DEVICE_ERROR;
+    stream.sticky_status =
+        status_of(code) == H2_STATUS_OUT_OF_MEMORY ? H2_STATUS_OUT_OF_MEMORY : H2_STATUS_DEVICE_ERROR;
     stream.sticky = "work on the stream failed: " + cnrt_message(*cnrt_, code, "cnrtQueueSync");
     cnrt_->cnrtGetLastError();
   }

@@ -10,28 +10,32 @@
 namespace mlu_emulator {
 namespace {
 
-constexpr float kTanhGeluC = 0.044715f;
+// CNNL_ACTIVATION_HIGH_PRECISION: GELU is evaluated in FP64 and rounded once (the erf form as
+// x * erfc(-x / sqrt 2) / 2, which does not cancel for negative x).
+constexpr double kTanhGeluC = 0.044715;
 
 float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
 
-float gelu(float x, bool approximate) {
+double gelu(double x, bool approximate) {
   if (approximate) {
-    const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
-    return 0.5f * x * (1.0f + std::tanh(k * (x + kTanhGeluC * x * x * x)));
+    if (std::isinf(x)) return x > 0 ? x : 0.0;  // the limits of 0.5 x (1 + tanh u)
+    // 0.5 x (1 + tanh u) = x / (1 + exp(-2u)), which does not cancel for negative x.
+    const double u = std::sqrt(2.0 / std::numbers::pi) * (x + kTanhGeluC * x * x * x);
+    return x / (1.0 + std::exp(-2.0 * u));
   }
-  return 0.5f * x * (1.0f + std::erf(x * static_cast<float>(1.0 / std::numbers::sqrt2)));
+  return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
 }
 
-float gelu_slope(float x, bool approximate) {
+double gelu_slope(double x, bool approximate) {
   if (approximate) {
-    const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
-    const float t = std::tanh(k * (x + kTanhGeluC * x * x * x));
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * kTanhGeluC * x * x);
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    const double t = std::tanh(k * (x + kTanhGeluC * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * kTanhGeluC * x * x);
   }
-  const float density = std::exp(-0.5f * x * x) * static_cast<float>(1.0 / std::sqrt(2.0 * std::numbers::pi));
-  return 0.5f * (1.0f + std::erf(x * static_cast<float>(1.0 / std::numbers::sqrt2))) + x * density;
+  const double density = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+  return 0.5 * std::erfc(-x / std::numbers::sqrt2) + x * density;
 }
 
 void check_descriptor(const cnnlActivationDescriptor_t desc) {
@@ -85,7 +89,7 @@ CNNL_EMULATOR_C cnnlStatus_t cnnlActivationForward(cnnlHandle_t handle, const cn
       for (double& e : v) {
         const float t = fp32(e);
         switch (a.mode) {
-          case CNNL_ACTIVATION_GELU: e = gelu(t, a.approximate); break;
+          case CNNL_ACTIVATION_GELU: e = gelu(e, a.approximate); break;
           case CNNL_ACTIVATION_SILU: e = t * sigmoid(t); break;
           case CNNL_ACTIVATION_SIGMOID: e = sigmoid(t); break;
           case CNNL_ACTIVATION_TANH: e = std::tanh(t); break;
@@ -120,7 +124,7 @@ CNNL_EMULATOR_C cnnlStatus_t cnnlActivationBackward(cnnlHandle_t handle, const c
       for (size_t i = 0; i < g.size(); ++i) {
         const float t = fp32(s[i]), d = fp32(g[i]);
         switch (a.mode) {
-          case CNNL_ACTIVATION_GELU: g[i] = d * gelu_slope(t, a.approximate); break;
+          case CNNL_ACTIVATION_GELU: g[i] = d * gelu_slope(s[i], a.approximate); break;
           case CNNL_ACTIVATION_SILU: {
             const float q = sigmoid(t);
             g[i] = d * (q * (1.0f + t * (1.0f - q)));

@@ -231,11 +231,10 @@ CNNL_EMULATOR_C cnnlStatus_t cnnlScatter_v2(cnnlHandle_t handle, int dim, const 
       const std::vector<int64_t> target = remapped(idx.dims, in.dims, dim, [&](int64_t p) {
         return checked_index(which[static_cast<size_t>(p)], size, "index");
       });
-      // In index order, accumulating in FP32: deterministic.
+      // In index order, accumulating in FP32 and rounding once to the output's dtype: deterministic.
       for (size_t p = 0; p < target.size(); ++p) {
         double& slot = values[static_cast<size_t>(target[p])];
         slot = add ? static_cast<double>(fp32(slot) + fp32(adds[p])) : adds[p];
-        slot = rounded_to(in.dtype, slot);
       }
       write(out, values);
     });

@@ -11,8 +11,7 @@
  * Numbers: the status codes, data types, layouts and computation preferences are the documented
  * values. Cambricon publishes the other enumerations (operation kinds, modes) by name only; the
  * numbers below are H2's, so the plugin and the emulator agree, and must be checked against the
- * cnnl.h of a Neuware installation before the plugin runs on an MLU (plugins/mlu/tests/
- * check_cnnl_header.cpp does that at build time when one is found).
+ * cnnl.h of a Neuware installation before the plugin runs on an MLU (docs/writing-a-plugin.md).
  *
  * Conventions every operator follows: descriptors describe a tensor's dtype, dims and strides (in
  * elements) with CNNL_LAYOUT_ARRAY; the caller owns descriptors and memory; an operator is enqueued
