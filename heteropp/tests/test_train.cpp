@@ -1,6 +1,7 @@
 // `h2 train` end to end, several processes over DiComm: a 3-stage uneven pipeline with 2 data-parallel
-// replicas of different micro-batch counts, and two pipeline classes that split the layers
-// differently, train the same model as one process; a run resumed from a checkpoint continues
+// replicas of different micro-batch counts, two pipeline classes that split the layers differently,
+// and stages on the Ascend and MLU plugins (over their emulated runtimes) train the same model as one
+// process; a run resumed from a checkpoint continues
 // exactly, also under another plan; an f16 model skips the steps whose loss-scaled gradients
 // overflow; bad input gets a clear message.
 #include <gtest/gtest.h>
@@ -175,6 +176,40 @@ TEST_F(TrainTest, AStageOnTheEmulatedAscendPluginTrainsWhatOneProcessTrains) {
   std::ifstream metrics(out / "metrics.jsonl");
   for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line).at("loss"));
   expect_close(train("cpu-only", kSingle), losses, 0, "stage 0 on cpu-reference, stage 1 on the emulated Ascend");
+}
+
+// Three vendors in one job: a cluster of a cpu-reference, an emulated Ascend and an emulated MLU
+// device, none of which holds the model alone, on which HeteroAuto itself (no hand-made plan) puts a
+// pipeline stage on each plugin; it trains what one cpu-reference process trains.
+TEST_F(TrainTest, HeteroAutoPlacesAStageOnEachOfThreeVendorsAndTheyTrainWhatOneProcessTrains) {
+  nlohmann::json cluster = cluster_json("");
+  const nlohmann::json base_type = cluster["device_types"][0], base_group = cluster["nodes"][0];
+  cluster["device_types"] = nlohmann::json::array();
+  cluster["nodes"] = nlohmann::json::array();
+  for (const auto& [group, plugin] : {std::pair{"cpu", "cpu-reference"}, {"ascend", "ascend"}, {"mlu", "mlu"}}) {
+    nlohmann::json type = base_type;
+    type["name"] = std::string(plugin) + "-type";
+    type["plugin"] = plugin;
+    type["memory_gib"] = 0.1008;  // 0.1 of runtime overhead, and room for about a third of the model
+    cluster["device_types"].push_back(type);
+    nlohmann::json node = base_group;
+    node["name"] = group;
+    node["device_type"] = type["name"];
+    node["devices_per_node"] = 1;
+    cluster["nodes"].push_back(node);
+  }
+  write(dir_ / "cluster-three-vendors.json", cluster);
+  const fs::path out = dir_ / "three-vendors";
+  const auto result = run_h2("train --cluster " + (dir_ / "cluster-three-vendors.json").string() + " --model " +
+                             (dir_ / "model.json").string() + " --out " + out.string() + " --steps " +
+                             std::to_string(kSteps) + " --warmup 1 --lr 1e-2");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* device : {"cpu-reference:0", "ascend:0", "mlu:0"})
+    EXPECT_NE(result.output.find(device), std::string::npos) << device << " has no stage:\n" << result.output;
+  std::vector<double> losses;
+  std::ifstream metrics(out / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line).at("loss"));
+  expect_close(train("cpu-only", kSingle), losses, 0, "HeteroAuto's stages on cpu-reference, Ascend and MLU");
 }
 
 // Stages cut over tensor-parallel groups train what one process trains; their checkpoints hold whole

@@ -32,8 +32,9 @@ std::string cnrt_message(const CnrtLibrary& cnrt, cnrtRet_t code, const char* ca
 
 void cnrt_check(const CnrtLibrary& cnrt, cnrtRet_t code, const char* call) {
   if (code == cnrtSuccess) return;
+  const std::string message = cnrt_message(cnrt, code, call);
   cnrt.cnrtGetLastError();  // CNRT keeps the thread's last error; it is reported here
-  h2::plugin::fail(status_of(code), cnrt_message(cnrt, code, call));
+  h2::plugin::fail(status_of(code), message);
 }
 
 void cnnl_check(const CnnlLibrary& cnnl, cnnlStatus_t status, const char* call) {
