@@ -28,18 +28,27 @@ struct Product {
 };
 
 // The matrices of one batch: a [m, k] (or [k, m] transposed) at a_off, b [k, n] (or [n, k]) at b_off,
-// into c [m, n] at c_off, all row-major within the read values.
-void multiply(const Product& p, const std::vector<double>& a, size_t a_off, const std::vector<double>& b, size_t b_off,
-              std::vector<double>& c, size_t c_off, const std::vector<double>* old, int64_t m, int64_t n, int64_t k) {
+// into c [m, n] at c_off, all row-major within the read values. The operands are first laid out as
+// rows of op(a) and columns of op(b) in FP32 (TF32-rounded when allowed), so each product is a dot
+// product over contiguous memory, summed in order.
+void multiply(const Product& p, const std::vector<double>& a, size_t a_off, const std::vector<double>& b,
+              size_t b_off, std::vector<double>& c, size_t c_off, const std::vector<double>* old, int64_t m,
+              int64_t n, int64_t k) {
   auto in = [&](double v) { return p.tf32_inputs ? tf32(fp32(v)) : fp32(v); };
+  std::vector<float> rows(static_cast<size_t>(m * k)), columns(static_cast<size_t>(n * k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      rows[static_cast<size_t>(i * k + l)] = in(a[a_off + static_cast<size_t>(p.transpose_a ? l * m + i : i * k + l)]);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t l = 0; l < k; ++l)
+      columns[static_cast<size_t>(j * k + l)] =
+          in(b[b_off + static_cast<size_t>(p.transpose_b ? j * k + l : l * n + j)]);
   for (int64_t i = 0; i < m; ++i) {
+    const float* row = rows.data() + i * k;
     for (int64_t j = 0; j < n; ++j) {
+      const float* column = columns.data() + j * k;
       float sum = 0;
-      for (int64_t l = 0; l < k; ++l) {
-        const double x = a[a_off + static_cast<size_t>(p.transpose_a ? l * m + i : i * k + l)];
-        const double y = b[b_off + static_cast<size_t>(p.transpose_b ? j * k + l : l * n + j)];
-        sum += in(x)*in(y);
-      }
+      for (int64_t l = 0; l < k; ++l) sum += row[l] * column[l];
       const size_t at = c_off + static_cast<size_t>(i * n + j);
       float result = p.alpha * sum;
       if (old) result += p.beta * fp32((*old)[at]);
