@@ -22,6 +22,23 @@
 
 namespace h2::plugin {
 
+// The slots of H2_PluginApi a vendor plugin writes itself; RuntimeSlots::api_table fills the rest.
+// The host-memory and memory-sharing slots default to RuntimeSlots' own (NULL where a plugin sets
+// `shares_memory` false).
+struct VendorSlots {
+  decltype(H2_PluginApi::stream_wait_event) stream_wait_event;
+  decltype(H2_PluginApi::memset_async) memset_async;
+  decltype(H2_PluginApi::memcpy_async) memcpy_async;
+  decltype(H2_PluginApi::event_record) event_record;
+  decltype(H2_PluginApi::event_query) event_query;
+  decltype(H2_PluginApi::event_synchronize) event_synchronize;
+  decltype(H2_PluginApi::event_elapsed_ms) event_elapsed_ms;
+  const H2_OpTable* op_table;
+  decltype(H2_PluginApi::host_alloc) host_alloc = nullptr;
+  decltype(H2_PluginApi::host_free) host_free = nullptr;
+  bool shares_memory = true;
+};
+
 // `Slot` is the plugin's holder of its Runtime; `Name` its plugin name (for option errors).
 template <typename Runtime, std::unique_ptr<Runtime>& (*Slot)(), const char* Name>
 struct RuntimeSlots {
@@ -136,6 +153,56 @@ struct RuntimeSlots {
 
   static H2_Status event_destroy(H2_Event* event) {
     return guarded("event_destroy", [&] { runtime().destroy_event(event); });
+  }
+
+  // The plugin's whole table: `name` and H2_VERSION, the vendor's slots, and these.
+  static H2_PluginApi api_table(const char* name, const VendorSlots& vendor) {
+    H2_PluginApi api{};
+    api.struct_size = sizeof(H2_PluginApi);
+    api.abi_major = H2_ABI_MAJOR;
+    api.abi_minor = H2_ABI_MINOR;
+    api.plugin_name = name;
+    api.plugin_version = H2_VERSION;
+    api.initialize = initialize;
+    api.shutdown = shutdown;
+    api.last_error = get_last_error;
+    api.device_count = device_count;
+    api.device_properties = device_properties;
+    api.mem_alloc = mem_alloc;
+    api.mem_free = mem_free;
+    api.mem_info = mem_info;
+    api.stream_create = stream_create;
+    api.stream_destroy = stream_destroy;
+    api.stream_synchronize = stream_synchronize;
+    api.stream_query = stream_query;
+    api.stream_wait_event = vendor.stream_wait_event;
+    api.memset_async = vendor.memset_async;
+    api.memcpy_async = vendor.memcpy_async;
+    api.event_create = event_create;
+    api.event_destroy = event_destroy;
+    api.event_record = vendor.event_record;
+    api.event_query = vendor.event_query;
+    api.event_synchronize = vendor.event_synchronize;
+    api.event_elapsed_ms = vendor.event_elapsed_ms;
+    api.op_table = vendor.op_table;
+    api.mem_alloc_async = mem_alloc_async;
+    api.mem_free_async = mem_free_async;
+    api.option_list = option_list;
+    api.host_alloc = vendor.host_alloc;
+    api.host_free = vendor.host_free;
+    if constexpr (requires(Runtime & r, H2_MemHandle & h, uint64_t & n) {
+                    r.allocate_host(size_t{});
+                    r.export_memory(0, nullptr, h, n);
+                  }) {
+      if (!api.host_alloc) api.host_alloc = host_alloc;
+      if (!api.host_free) api.host_free = host_free;
+      if (vendor.shares_memory) {
+        api.mem_export = mem_export;
+        api.mem_import = mem_import;
+        api.mem_close = mem_close;
+      }
+    }
+    return api;
   }
 
   static H2_Status host_alloc(size_t bytes, void** ptr) {

@@ -103,44 +103,16 @@ H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) 
   });
 }
 
-const H2_PluginApi kApi = {
-    .struct_size = sizeof(H2_PluginApi),
-    .abi_major = H2_ABI_MAJOR,
-    .abi_minor = H2_ABI_MINOR,
-    .plugin_name = kPluginName,
-    .plugin_version = H2_VERSION,
-    .initialize = Slots::initialize,
-    .shutdown = Slots::shutdown,
-    .last_error = Slots::get_last_error,
-    .device_count = Slots::device_count,
-    .device_properties = Slots::device_properties,
-    .mem_alloc = Slots::mem_alloc,
-    .mem_free = Slots::mem_free,
-    .mem_info = Slots::mem_info,
-    .host_alloc = Slots::host_alloc,
-    .host_free = Slots::host_free,
-    .stream_create = Slots::stream_create,
-    .stream_destroy = Slots::stream_destroy,
-    .stream_synchronize = Slots::stream_synchronize,
-    .stream_query = Slots::stream_query,
-    .stream_wait_event = stream_wait_event,
-    .memset_async = memset_async,
-    .memcpy_async = memcpy_async,
-    .event_create = Slots::event_create,
-    .event_destroy = Slots::event_destroy,
-    .event_record = event_record,
-    .event_query = event_query,
-    .event_synchronize = event_synchronize,
-    .event_elapsed_ms = event_elapsed_ms,
-    .op_table = &kOpTable,
-    .stream_create_with_flags = nullptr,
-    .mem_export = Slots::mem_export,
-    .mem_import = Slots::mem_import,
-    .mem_close = Slots::mem_close,
-    .mem_alloc_async = Slots::mem_alloc_async,
-    .mem_free_async = Slots::mem_free_async,
-    .option_list = Slots::option_list,
-};
+const H2_PluginApi kApi = Slots::api_table(kPluginName, {
+                                                            .stream_wait_event = stream_wait_event,
+                                                            .memset_async = memset_async,
+                                                            .memcpy_async = memcpy_async,
+                                                            .event_record = event_record,
+                                                            .event_query = event_query,
+                                                            .event_synchronize = event_synchronize,
+                                                            .event_elapsed_ms = event_elapsed_ms,
+                                                            .op_table = &kOpTable,
+                                                        });
 
 }  // namespace
 }  // namespace h2::ascend

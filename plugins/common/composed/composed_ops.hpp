@@ -13,6 +13,7 @@
 #pragma once
 
 #include "device_math.hpp"
+#include "plugin_error.hpp"
 
 namespace h2::plugin::composed {
 
@@ -38,3 +39,13 @@ void attention_backward(DeviceMath& math, const H2_AttentionBackwardArgs& args);
 void causal_mask(DeviceMath& math, const H2_Tensor& mask);
 
 }  // namespace h2::plugin::composed
+
+// Defines a plugin's operator slot op_<name> as composed::<name> on the plugin's DeviceMath `Math`,
+// which is made from the slot's stream handle (and keeps the stream alive while it exists).
+#define H2_COMPOSED_OP(Math, name, Args)                     \
+  H2_Status op_##name(H2_Stream* handle, const Args* args) { \
+    return ::h2::plugin::guarded(#name, [&] {                \
+      Math math(handle);                                     \
+      ::h2::plugin::composed::name(math, *args);             \
+    });                                                      \
+  }

@@ -12,6 +12,7 @@ namespace h2::ascend {
 class AclMath : public h2::plugin::DeviceMath {
  public:
   explicit AclMath(Stream& stream) : ops_{stream} { runtime().bind(stream.device); }
+  explicit AclMath(H2_Stream* handle) : AclMath(runtime().stream(handle)) {}
 
   std::unique_ptr<Scratch> scratch(uint32_t dtype, const std::vector<int64_t>& shape) override;
   void copy(const H2_Tensor& y, const H2_Tensor& x) override { copy_tensor(ops_.stream, y, x); }
@@ -47,19 +48,12 @@ class AclMath : public h2::plugin::DeviceMath {
   }
 
  private:
+  explicit AclMath(std::shared_ptr<Stream> stream) : held_(std::move(stream)), ops_{*held_} {
+    runtime().bind(held_->device);
+  }
+  std::shared_ptr<Stream> held_;  // the stream, when made from its handle
   TensorOps ops_;
 };
-
-// Runs the composed operator `op` (plugins/common/composed/composed_ops.hpp) on `handle`'s stream.
-template <typename Args>
-H2_Status run_composed(const char* name, H2_Stream* handle, const Args* args,
-                       void (*op)(h2::plugin::DeviceMath&, const Args&)) {
-  return h2::plugin::guarded(name, [&] {
-    auto stream = runtime().stream(handle);
-    AclMath math(*stream);
-    op(math, *args);
-  });
-}
 
 // Writes the BOOL [rows, cols] causal mask of a softmax or attention (composed::causal_mask).
 inline void write_causal_mask(Stream& stream, const H2_Tensor& mask) {

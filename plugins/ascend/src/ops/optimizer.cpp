@@ -7,22 +7,9 @@
 
 namespace h2::ascend {
 
-namespace composed = h2::plugin::composed;
-
-H2_Status op_adamw(H2_Stream* handle, const H2_AdamWArgs* args) {
-  return run_composed("adamw", handle, args, composed::adamw);
-}
-
-H2_Status op_grad_norm(H2_Stream* handle, const H2_GradNormArgs* args) {
-  return run_composed("grad_norm", handle, args, composed::grad_norm);
-}
-
-H2_Status op_clip_by_norm(H2_Stream* handle, const H2_ClipByNormArgs* args) {
-  return run_composed("clip_by_norm", handle, args, composed::clip_by_norm);
-}
-
-H2_Status op_unscale(H2_Stream* handle, const H2_UnscaleArgs* args) {
-  return run_composed("unscale", handle, args, composed::unscale);
-}
+H2_COMPOSED_OP(AclMath, adamw, H2_AdamWArgs)
+H2_COMPOSED_OP(AclMath, grad_norm, H2_GradNormArgs)
+H2_COMPOSED_OP(AclMath, clip_by_norm, H2_ClipByNormArgs)
+H2_COMPOSED_OP(AclMath, unscale, H2_UnscaleArgs)
 
 }  // namespace h2::ascend

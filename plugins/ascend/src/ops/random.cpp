@@ -7,18 +7,8 @@
 
 namespace h2::ascend {
 
-namespace composed = h2::plugin::composed;
-
-H2_Status op_uniform(H2_Stream* handle, const H2_UniformArgs* args) {
-  return run_composed("uniform", handle, args, composed::uniform);
-}
-
-H2_Status op_normal(H2_Stream* handle, const H2_NormalArgs* args) {
-  return run_composed("normal", handle, args, composed::normal);
-}
-
-H2_Status op_dropout(H2_Stream* handle, const H2_DropoutArgs* args) {
-  return run_composed("dropout", handle, args, composed::dropout);
-}
+H2_COMPOSED_OP(AclMath, uniform, H2_UniformArgs)
+H2_COMPOSED_OP(AclMath, normal, H2_NormalArgs)
+H2_COMPOSED_OP(AclMath, dropout, H2_DropoutArgs)
 
 }  // namespace h2::ascend

@@ -5,8 +5,6 @@
 
 namespace h2::ascend {
 
-H2_Status op_rotary(H2_Stream* handle, const H2_RotaryArgs* args) {
-  return run_composed("rotary", handle, args, h2::plugin::composed::rotary);
-}
+H2_COMPOSED_OP(AclMath, rotary, H2_RotaryArgs)
 
 }  // namespace h2::ascend

@@ -63,6 +63,16 @@ void bad_param(const std::string& message) {
   throw Error(CNNL_STATUS_BAD_PARAM, message);
 }
 
+size_t* checked_size(size_t* size) {
+  if (!size) bad_param("size is NULL");
+  return size;
+}
+
+float host_float(const void* scalar, const char* role) {
+  if (!scalar) bad_param(std::string(role) + " is NULL");
+  return *static_cast<const float*>(scalar);
+}
+
 void not_supported(const std::string& message) {
   throw Error(CNNL_STATUS_NOT_SUPPORTED, message);
 }

@@ -89,6 +89,10 @@ cnnlStatus_t call(const char* name, cnnlHandle_t handle,
 cnnlStatus_t call(const char* name, const std::function<void()>& body) noexcept;
 
 [[noreturn]] void bad_param(const std::string& message);
+// A size query's output, checked not NULL.
+size_t* checked_size(size_t* size);
+// A host scalar (alpha, beta, a fill value) of a floating-point call, checked not NULL.
+float host_float(const void* scalar, const char* role);
 [[noreturn]] void not_supported(const std::string& message);
 
 }  // namespace mlu_emulator

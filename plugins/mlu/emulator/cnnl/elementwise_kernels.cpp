@@ -11,11 +11,6 @@
 namespace mlu_emulator {
 namespace {
 
-float host_float(const void* scalar, const char* role) {
-  if (scalar == nullptr) bad_param(std::string(role) + " is NULL");
-  return *static_cast<const float*>(scalar);
-}
-
 void require_same_dtype(const Operand& a, const Operand& b, const char* what) {
   if (a.dtype != b.dtype) bad_param(std::string(what) + ": " + dtype_text(a.dtype) + " and " + dtype_text(b.dtype));
 }
@@ -51,11 +46,6 @@ std::function<void()> unary_kernel(const Operand& x, const Operand& y, F f) {
     for (double& e : v) e = f(fp32(e));
     write(y, v);
   };
-}
-
-size_t* checked_size(size_t* size) {
-  if (!size) bad_param("size is NULL");
-  return size;
 }
 
 }  // namespace

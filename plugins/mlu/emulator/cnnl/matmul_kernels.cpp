@@ -31,9 +31,8 @@ struct Product {
 // into c [m, n] at c_off, all row-major within the read values. The operands are first laid out as
 // rows of op(a) and columns of op(b) in FP32 (TF32-rounded when allowed), so each product is a dot
 // product over contiguous memory, summed in order.
-void multiply(const Product& p, const std::vector<double>& a, size_t a_off, const std::vector<double>& b,
-              size_t b_off, std::vector<double>& c, size_t c_off, const std::vector<double>* old, int64_t m,
-              int64_t n, int64_t k) {
+void multiply(const Product& p, const std::vector<double>& a, size_t a_off, const std::vector<double>& b, size_t b_off,
+              std::vector<double>& c, size_t c_off, const std::vector<double>* old, int64_t m, int64_t n, int64_t k) {
   auto in = [&](double v) { return p.tf32_inputs ? tf32(fp32(v)) : fp32(v); };
   std::vector<float> rows(static_cast<size_t>(m * k)), columns(static_cast<size_t>(n * k));
   for (int64_t i = 0; i < m; ++i)
@@ -64,11 +63,6 @@ void check_matmul_objects(const cnnlMatMulDescriptor_t desc, const cnnlMatMulAlg
   if (workspace_size < kMatMulWorkspace) bad_param("the workspace is smaller than the heuristic result says");
   check_workspace(workspace, workspace_size);
   if (desc->compute != CNNL_DTYPE_FLOAT) not_supported("the emulator multiplies with a FLOAT compute type only");
-}
-
-float host_float(const void* scalar, const char* role) {
-  if (!scalar) bad_param(std::string(role) + " is NULL");
-  return *static_cast<const float*>(scalar);
 }
 
 // The matrix dims of an operand: its last two.

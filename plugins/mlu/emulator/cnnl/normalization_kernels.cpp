@@ -46,11 +46,6 @@ void check_algorithm(cnnlSoftmaxAlgorithm_t algorithm) {
     bad_param("unknown softmax algorithm");
 }
 
-size_t* checked_size(size_t* size) {
-  if (!size) bad_param("size is NULL");
-  return size;
-}
-
 // Layer norm's split of x's dims at `axis`: rows before, features from it on.
 std::pair<int64_t, int64_t> rows_and_features(const Operand& x, int axis) {
   if (axis < 0 || axis >= x.rank()) bad_param("axis " + std::to_string(axis) + " is outside x " + shape_text(x.dims));

@@ -15,11 +15,6 @@ namespace {
 
 constexpr size_t kReduceWorkspace = 256;  // what the emulated query asks for, so callers pass one
 
-size_t* checked_size(size_t* size) {
-  if (!size) bad_param("size is NULL");
-  return size;
-}
-
 }  // namespace
 }  // namespace mlu_emulator
 

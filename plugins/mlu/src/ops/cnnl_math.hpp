@@ -14,6 +14,7 @@ namespace h2::mlu {
 class CnnlMath : public h2::plugin::DeviceMath {
  public:
   explicit CnnlMath(Stream& stream) : stream_(stream), cnnl_(runtime().cnnl()), handle_(handle_of(stream)) {}
+  explicit CnnlMath(H2_Stream* handle) : CnnlMath(runtime().stream(handle)) {}
 
   Stream& stream() const { return stream_; }
 
@@ -82,20 +83,13 @@ class CnnlMath : public h2::plugin::DeviceMath {
   // One cast between dtypes CNNL converts directly, else through F32.
   void cast(const H2_Tensor& y, const H2_Tensor& x);
 
+  explicit CnnlMath(std::shared_ptr<Stream> stream)
+      : held_(std::move(stream)), stream_(*held_), cnnl_(runtime().cnnl()), handle_(handle_of(*held_)) {}
+
+  std::shared_ptr<Stream> held_;  // the stream, when made from its handle
   Stream& stream_;
   const CnnlLibrary& cnnl_;
   cnnlHandle_t handle_;
 };
-
-// Runs the composed operator `op` (plugins/common/composed/composed_ops.hpp) on `handle`'s stream.
-template <typename Args>
-H2_Status run_composed(const char* name, H2_Stream* handle, const Args* args,
-                       void (*op)(h2::plugin::DeviceMath&, const Args&)) {
-  return h2::plugin::guarded(name, [&] {
-    auto stream = runtime().stream(handle);
-    CnnlMath math(*stream);
-    op(math, *args);
-  });
-}
 
 }  // namespace h2::mlu

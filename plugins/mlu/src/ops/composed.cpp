@@ -8,54 +8,17 @@
 
 namespace h2::mlu {
 
-namespace composed = h2::plugin::composed;
-
-H2_Status op_adamw(H2_Stream* handle, const H2_AdamWArgs* args) {
-  return run_composed("adamw", handle, args, composed::adamw);
-}
-
-H2_Status op_grad_norm(H2_Stream* handle, const H2_GradNormArgs* args) {
-  return run_composed("grad_norm", handle, args, composed::grad_norm);
-}
-
-H2_Status op_clip_by_norm(H2_Stream* handle, const H2_ClipByNormArgs* args) {
-  return run_composed("clip_by_norm", handle, args, composed::clip_by_norm);
-}
-
-H2_Status op_unscale(H2_Stream* handle, const H2_UnscaleArgs* args) {
-  return run_composed("unscale", handle, args, composed::unscale);
-}
-
-H2_Status op_cross_entropy(H2_Stream* handle, const H2_CrossEntropyArgs* args) {
-  return run_composed("cross_entropy", handle, args, composed::cross_entropy);
-}
-
-H2_Status op_cross_entropy_backward(H2_Stream* handle, const H2_CrossEntropyBackwardArgs* args) {
-  return run_composed("cross_entropy_backward", handle, args, composed::cross_entropy_backward);
-}
-
-H2_Status op_dropout(H2_Stream* handle, const H2_DropoutArgs* args) {
-  return run_composed("dropout", handle, args, composed::dropout);
-}
-
-H2_Status op_uniform(H2_Stream* handle, const H2_UniformArgs* args) {
-  return run_composed("uniform", handle, args, composed::uniform);
-}
-
-H2_Status op_normal(H2_Stream* handle, const H2_NormalArgs* args) {
-  return run_composed("normal", handle, args, composed::normal);
-}
-
-H2_Status op_rotary(H2_Stream* handle, const H2_RotaryArgs* args) {
-  return run_composed("rotary", handle, args, composed::rotary);
-}
-
-H2_Status op_attention(H2_Stream* handle, const H2_AttentionArgs* args) {
-  return run_composed("attention", handle, args, composed::attention);
-}
-
-H2_Status op_attention_backward(H2_Stream* handle, const H2_AttentionBackwardArgs* args) {
-  return run_composed("attention_backward", handle, args, composed::attention_backward);
-}
+H2_COMPOSED_OP(CnnlMath, adamw, H2_AdamWArgs)
+H2_COMPOSED_OP(CnnlMath, grad_norm, H2_GradNormArgs)
+H2_COMPOSED_OP(CnnlMath, clip_by_norm, H2_ClipByNormArgs)
+H2_COMPOSED_OP(CnnlMath, unscale, H2_UnscaleArgs)
+H2_COMPOSED_OP(CnnlMath, cross_entropy, H2_CrossEntropyArgs)
+H2_COMPOSED_OP(CnnlMath, cross_entropy_backward, H2_CrossEntropyBackwardArgs)
+H2_COMPOSED_OP(CnnlMath, dropout, H2_DropoutArgs)
+H2_COMPOSED_OP(CnnlMath, uniform, H2_UniformArgs)
+H2_COMPOSED_OP(CnnlMath, normal, H2_NormalArgs)
+H2_COMPOSED_OP(CnnlMath, rotary, H2_RotaryArgs)
+H2_COMPOSED_OP(CnnlMath, attention, H2_AttentionArgs)
+H2_COMPOSED_OP(CnnlMath, attention_backward, H2_AttentionBackwardArgs)
 
 }  // namespace h2::mlu
