@@ -32,12 +32,6 @@ const SocFigures* figures_for(const std::string& soc) {
   return nullptr;
 }
 
-// Which device the calling thread made current, and for which Runtime (a generation, since a new
-// Runtime may reuse an old one's address after shutdown and initialize).
-std::atomic<uint64_t> runtime_generations{0};
-thread_local int32_t bound_device = -1;
-thread_local uint64_t bound_generation = 0;
-
 }  // namespace
 
 std::unique_ptr<Runtime>& runtime_slot() {
@@ -50,8 +44,7 @@ Runtime& runtime() {
   return *runtime_slot();
 }
 
-Runtime::Runtime(const H2_InitArgs& /*args*/)
-    : acl_(std::make_unique<AclLibrary>()), generation_(++runtime_generations) {
+Runtime::Runtime(const H2_InitArgs& /*args*/) : acl_(std::make_unique<AclLibrary>()) {
   aclnn_ = std::make_unique<AclnnLibrary>();
   const aclError init = acl_->aclInit(nullptr);
   if (init != ACL_SUCCESS && init != ACL_ERROR_REPEAT_INITIALIZE) acl_check(*acl_, init, "aclInit");
@@ -89,7 +82,7 @@ Runtime::~Runtime() {
   callback_threads_.clear();
   for (int32_t d = 0; d < device_count(); ++d) acl_->aclrtResetDevice(d);
   acl_->aclFinalize();
-  bound_device = -1;
+  h2::plugin::DeviceBinding::forget();
 }
 
 void Runtime::check_device(int32_t device) const {
@@ -100,10 +93,7 @@ void Runtime::check_device(int32_t device) const {
 
 void Runtime::bind(int32_t device) const {
   check_device(device);
-  if (bound_generation == generation_ && bound_device == device) return;
-  H2_ACL(*acl_, aclrtSetDevice, device);
-  bound_generation = generation_;
-  bound_device = device;
+  binding_.bind(device, [&](int32_t d) { H2_ACL(*acl_, aclrtSetDevice, d); });
 }
 
 void Runtime::properties(int32_t device, H2_DeviceProperties& props) const {
@@ -136,38 +126,62 @@ void Runtime::memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_
   total_bytes = total;
 }
 
-void Runtime::out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message) {
-  uint64_t free_bytes = 0, total_bytes = 0;
-  memory_info(device, free_bytes, total_bytes);
-  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " (" + devices_[static_cast<size_t>(device)].soc +
-                                    ") cannot allocate " + std::to_string(bytes) +
-                                    " bytes: " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
-                                    " bytes are free (" + runtime_message + ")");
+std::string Runtime::device_name(int32_t device) const {
+  return devices_[static_cast<size_t>(device)].soc;
 }
 
-// aclrtMalloc, and when the device is full, once more after giving back the blocks that
-// mem_free_async returned (waiting for the streams that freed them).
-void* Runtime::malloc_or_reclaim(int32_t device, size_t bytes) {
-  bind(device);
-  void* ptr = nullptr;
-  aclError code = acl_->aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
-  if (code == ACL_ERROR_RT_MEMORY_ALLOCATION) {
-    release_freed_blocks(device, true);
-    code = acl_->aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
-  }
+bool Runtime::vendor_malloc(size_t bytes, void** ptr, std::string& why) {
+  const aclError code = acl_->aclrtMalloc(ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST);
   if (code == ACL_ERROR_RT_MEMORY_ALLOCATION || code == ACL_ERROR_BAD_ALLOC) {
     const char* detail = acl_->aclGetRecentErrMsg();
-    out_of_memory(device, bytes, detail != nullptr ? detail : "aclrtMalloc failed");
+    why = detail != nullptr ? detail : "aclrtMalloc failed";
+    return false;
   }
   acl_check(*acl_, code, "aclrtMalloc");
-  book_.add(ptr, Allocation{device, bytes});
+  return true;
+}
+
+void Runtime::vendor_free(void* ptr) {
+  H2_ACL(*acl_, aclrtFree, ptr);
+}
+
+void* Runtime::vendor_host_malloc(size_t bytes) {
+  void* ptr = nullptr;
+  const aclError code = acl_->aclrtMallocHost(&ptr, bytes);
+  if (code == ACL_ERROR_BAD_ALLOC || code == ACL_ERROR_RT_MEMORY_ALLOCATION) return nullptr;
+  acl_check(*acl_, code, "aclrtMallocHost");
   return ptr;
 }
 
-void* Runtime::allocate(int32_t device, size_t bytes) {
-  check_device(device);
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  return malloc_or_reclaim(device, bytes);
+void Runtime::vendor_host_free(void* ptr) {
+  H2_ACL(*acl_, aclrtFreeHost, ptr);
+}
+
+aclrtEvent Runtime::event_create() {
+  aclrtEvent event = nullptr;
+  H2_ACL(*acl_, aclrtCreateEventWithFlag, &event, ACL_EVENT_SYNC);
+  return event;
+}
+
+void Runtime::event_destroy(aclrtEvent event) noexcept {
+  acl_->aclrtDestroyEvent(event);
+}
+
+void Runtime::event_record(aclrtEvent event, Stream& stream) {
+  H2_ACL(*acl_, aclrtRecordEvent, event, stream.stream);
+}
+
+bool Runtime::event_done(aclrtEvent event) noexcept {
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return acl_->aclrtQueryEventStatus(event, &status) == ACL_SUCCESS && status == ACL_EVENT_RECORDED_STATUS_COMPLETE;
+}
+
+void Runtime::event_wait(aclrtEvent event) noexcept {
+  acl_->aclrtSynchronizeEvent(event);
+}
+
+void Runtime::stream_wait(Stream& stream, aclrtEvent event) {
+  H2_ACL(*acl_, aclrtStreamWaitEvent, stream.stream, event);
 }
 
 // Waits for the work queued on every stream of `device`, or of every device with kAllDevices. A
@@ -179,93 +193,6 @@ void Runtime::wait_for_streams(int32_t device) {
     bind(stream->device);
     acl_->aclrtSynchronizeStream(stream->stream);
   }
-}
-
-void Runtime::release(int32_t device, void* ptr) {
-  check_device(device);
-  {
-    std::lock_guard lock(book_.mutex());
-    Allocation* allocation = book_.starting_at_locked(ptr);
-    if (allocation == nullptr || allocation->device != device || allocation->imported)
-      fail(H2_STATUS_INVALID_ARGUMENT,
-           "the pointer is not a live allocation of device " + std::to_string(device) +
-               (allocation != nullptr && allocation->imported ? " (imported: mem_close it)" : ""));
-    close_export(*allocation);
-    book_.erase_locked(ptr);
-  }
-  // aclrtFree does not wait for queued work; the ABI's mem_free does.
-  wait_for_streams(device);
-  H2_ACL(*acl_, aclrtFree, ptr);
-}
-
-void* Runtime::allocate_async(int32_t device, size_t bytes, Stream& stream) {
-  check_device(device);
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
-                                         ", the allocation to device " + std::to_string(device));
-  bind(device);
-  // A block of this size that mem_free_async gave back: on its own stream it is free in stream order
-  // already; another stream first waits for the free's event, which never blocks the host.
-  if (auto block = book_.reuse(device, bytes)) {
-    if (block->stream_id != stream.id) H2_ACL(*acl_, aclrtStreamWaitEvent, stream.stream, block->freed);
-    H2_ACL(*acl_, aclrtDestroyEvent, block->freed);
-    return block->ptr;
-  }
-  release_freed_blocks(device, false);
-  return malloc_or_reclaim(device, bytes);
-}
-
-void Runtime::release_async(int32_t device, void* ptr, Stream& stream) {
-  check_device(device);
-  if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
-                                         ", the memory to device " + std::to_string(device));
-  bind(device);
-  aclrtEvent freed = nullptr;
-  H2_ACL(*acl_, aclrtCreateEventWithFlag, &freed, ACL_EVENT_SYNC);
-  std::lock_guard lock(book_.mutex());
-  Allocation* allocation = book_.starting_at_locked(ptr);
-  if (allocation == nullptr || allocation->device != device || allocation->imported) {
-    acl_->aclrtDestroyEvent(freed);
-    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
-  }
-  close_export(*allocation);
-  const aclError recorded = acl_->aclrtRecordEvent(freed, stream.stream);
-  if (recorded != ACL_SUCCESS) {
-    acl_->aclrtDestroyEvent(freed);
-    acl_check(*acl_, recorded, "aclrtRecordEvent");
-  }
-  book_.add_freed_locked({ptr, device, allocation->bytes, stream.id, freed});
-  book_.erase_locked(ptr);
-}
-
-// Gives the blocks mem_free_async returned on `device` back to AscendCL: those whose free has
-// completed, or with `wait` all of them after waiting for their streams.
-void Runtime::release_freed_blocks(int32_t device, bool wait) {
-  const auto done = book_.take_freed(device, [&](const auto& block) {
-    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-    return wait || (acl_->aclrtQueryEventStatus(block.freed, &status) == ACL_SUCCESS &&
-                    status == ACL_EVENT_RECORDED_STATUS_COMPLETE);
-  });
-  if (done.empty()) return;
-  bind(device);
-  for (const auto& block : done) {
-    if (wait) acl_->aclrtSynchronizeEvent(block.freed);
-    acl_->aclrtDestroyEvent(block.freed);
-    H2_ACL(*acl_, aclrtFree, block.ptr);
-  }
-}
-
-bool Runtime::is_device_memory(const void* ptr, size_t bytes) const {
-  return book_.contains(ptr, bytes);
-}
-
-std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
-  const auto found = book_.allocation_of(ptr);
-  if (found.first == nullptr)
-    fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
-  return found;
 }
 
 namespace {
@@ -288,7 +215,7 @@ void Runtime::require_ipc() const {
                                     "cannot be shared between processes here");
 }
 
-void Runtime::close_export(Allocation& allocation) {
+void Runtime::before_free(Allocation& allocation) {
   if (allocation.ipc_key.empty() || allocation.imported) return;
   H2_ACL(*acl_, aclrtIpcMemClose, allocation.ipc_key.c_str());
   allocation.ipc_key.clear();
@@ -354,28 +281,6 @@ void Runtime::close_import(int32_t device, void* ptr) {
   }
   wait_for_streams(device);  // as mem_free: queued work that may use it completes first
   H2_ACL(*acl_, aclrtIpcMemClose, key.c_str());
-}
-
-void* Runtime::allocate_host(size_t bytes) {
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  void* ptr = nullptr;
-  const aclError code = acl_->aclrtMallocHost(&ptr, bytes);
-  if (code == ACL_ERROR_BAD_ALLOC || code == ACL_ERROR_RT_MEMORY_ALLOCATION)
-    fail(H2_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of page-locked host memory");
-  acl_check(*acl_, code, "aclrtMallocHost");
-  book_.add_host(ptr, bytes);
-  return ptr;
-}
-
-void Runtime::release_host(void* ptr) {
-  if (!book_.erase_host(ptr))
-    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
-  wait_for_streams(kAllDevices);
-  H2_ACL(*acl_, aclrtFreeHost, ptr);
-}
-
-bool Runtime::is_host_allocation(const void* ptr, size_t bytes) const {
-  return book_.contains_host(ptr, bytes);
 }
 
 H2_Stream* Runtime::create_stream(int32_t device) {

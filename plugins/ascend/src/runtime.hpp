@@ -18,6 +18,8 @@
 #include "aclnn_library.hpp"
 #include "allocation_book.hpp"
 #include "callback_thread.hpp"
+#include "device_binding.hpp"
+#include "event_memory.hpp"
 #include "h2/plugin_abi.h"
 #include "handle_registry.hpp"
 
@@ -44,7 +46,9 @@ struct DeviceInfo {
   uint64_t total_memory = 0;
 };
 
-class Runtime {
+// The memory slots come from EventMemory (plugins/common/event_memory.hpp) on AscendCL's malloc,
+// free and events; the hooks it calls are below.
+class Runtime : public h2::plugin::EventMemory<Runtime, Stream, aclrtEvent> {
  public:
   explicit Runtime(const H2_InitArgs& args);  // throws PluginError: RUNTIME_MISSING, NO_DEVICE, ...
   ~Runtime();
@@ -58,25 +62,12 @@ class Runtime {
   void properties(int32_t device, H2_DeviceProperties& props) const;
   void memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_bytes) const;
 
-  void* allocate(int32_t device, size_t bytes);
-  void release(int32_t device, void* ptr);  // blocking: waits for the device's streams first
-  void* allocate_async(int32_t device, size_t bytes, Stream& stream);
-  void release_async(int32_t device, void* ptr, Stream& stream);
-  // Whether [ptr, ptr + bytes) lies inside one live allocation of this plugin (of any device).
-  bool is_device_memory(const void* ptr, size_t bytes) const;
-  // The live allocation holding `ptr`: its start and size (aclnn describes tensors from there).
-  std::pair<const char*, size_t> allocation_of(const void* ptr) const;
-
   // Device memory shared between processes (ABI 1.3) on AscendCL's IPC keys: the allocation holding
   // `ptr` is exported once (its key kept until it is freed), another process imports the key.
   void export_memory(int32_t device, const void* ptr, H2_MemHandle& handle, uint64_t& offset);
   void* import_memory(int32_t device, const H2_MemHandle& handle, uint64_t& bytes);
   void close_import(int32_t device, void* ptr);
 
-  void* allocate_host(size_t bytes);
-  void release_host(void* ptr);  // waits for every stream first, as the ABI says
-  // Whether [ptr, ptr + bytes) lies inside one host_alloc allocation (page-locked memory).
-  bool is_host_allocation(const void* ptr, size_t bytes) const;
   h2::plugin::HostStaging& staging() { return *staging_; }
 
   H2_Stream* create_stream(int32_t device);
@@ -90,26 +81,33 @@ class Runtime {
   std::shared_ptr<Event> event(H2_Event* handle) const { return events_.get(handle); }
 
  private:
+  friend class h2::plugin::EventMemory<Runtime, Stream, aclrtEvent>;
   using Allocation = h2::plugin::Allocation;
   void require_ipc() const;
-  // Closes an exported allocation's key before its memory is freed (CANN's order).
-  void close_export(Allocation& allocation);
 
-  void* malloc_or_reclaim(int32_t device, size_t bytes);
-  void release_freed_blocks(int32_t device, bool wait);
-  static constexpr int32_t kAllDevices = -1;
+  // EventMemory's hooks.
+  std::string device_name(int32_t device) const;
+  bool vendor_malloc(size_t bytes, void** ptr, std::string& why);
+  void vendor_free(void* ptr);
+  void* vendor_host_malloc(size_t bytes);
+  void vendor_host_free(void* ptr);
+  aclrtEvent event_create();
+  void event_destroy(aclrtEvent event) noexcept;
+  void event_record(aclrtEvent event, Stream& stream);
+  bool event_done(aclrtEvent event) noexcept;
+  void event_wait(aclrtEvent event) noexcept;
+  void stream_wait(Stream& stream, aclrtEvent event);
   void wait_for_streams(int32_t device);
-  [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
+  // Closes an exported allocation's key before its memory is freed (CANN's order).
+  void before_free(Allocation& allocation);
 
   std::unique_ptr<AclLibrary> acl_;
   std::unique_ptr<AclnnLibrary> aclnn_;
-  uint64_t generation_;
+  h2::plugin::DeviceBinding binding_;
   std::vector<DeviceInfo> devices_;
   std::vector<std::unique_ptr<CallbackThread>> callback_threads_;  // one per device
   std::unique_ptr<AclStagingRuntime> staging_runtime_;
   std::unique_ptr<h2::plugin::HostStaging> staging_;
-
-  h2::plugin::AllocationBook<aclrtEvent> book_;
 
   std::atomic<uint64_t> next_stream_id_{1};
   h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};

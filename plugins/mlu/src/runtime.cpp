@@ -31,12 +31,6 @@ const ModelFigures* figures_for(const std::string& name) {
   return nullptr;
 }
 
-// Which device the calling thread made current, and for which Runtime (a generation, since a new
-// Runtime may reuse an old one's address after shutdown and initialize).
-std::atomic<uint64_t> runtime_generations{0};
-thread_local int32_t bound_device = -1;
-thread_local uint64_t bound_generation = 0;
-
 // What mem_export writes into the ABI's 128-byte handle.
 struct MluMemHandle {
   char magic[8];
@@ -59,9 +53,7 @@ Runtime& runtime() {
 }
 
 Runtime::Runtime(const H2_InitArgs& /*args*/)
-    : cnrt_(std::make_unique<CnrtLibrary>()),
-      cnnl_(std::make_unique<CnnlLibrary>()),
-      generation_(++runtime_generations) {
+    : cnrt_(std::make_unique<CnrtLibrary>()), cnnl_(std::make_unique<CnnlLibrary>()) {
   unsigned int count = 0;
   const cnrtRet_t counted = cnrt_->cnrtGetDeviceCount(&count);
   if (counted == cnrtErrorNoDevice || counted == cnrtErrorInit || (counted == cnrtSuccess && count == 0))
@@ -87,7 +79,7 @@ Runtime::Runtime(const H2_InitArgs& /*args*/)
     info.total_memory = total_bytes;
     devices_.push_back(info);
   }
-  bound_device = -1;
+  h2::plugin::DeviceBinding::forget();
   staging_runtime_ = std::make_unique<CnrtStagingRuntime>(*cnrt_);
   staging_ = std::make_unique<h2::plugin::HostStaging>(*staging_runtime_);
 }
@@ -96,7 +88,7 @@ Runtime::~Runtime() {
   // The core has destroyed every stream and freed every allocation; what is left is the plugin's.
   for (int32_t d = 0; d < device_count(); ++d) release_freed_blocks(d, true);
   staging_.reset();
-  bound_device = -1;
+  h2::plugin::DeviceBinding::forget();
 }
 
 void Runtime::check_device(int32_t device) const {
@@ -107,10 +99,7 @@ void Runtime::check_device(int32_t device) const {
 
 void Runtime::bind(int32_t device) const {
   check_device(device);
-  if (bound_generation == generation_ && bound_device == device) return;
-  H2_CNRT(*cnrt_, cnrtSetDevice, device);
-  bound_generation = generation_;
-  bound_device = device;
+  binding_.bind(device, [&](int32_t d) { H2_CNRT(*cnrt_, cnrtSetDevice, d); });
 }
 
 void Runtime::properties(int32_t device, H2_DeviceProperties& props) const {
@@ -144,36 +133,66 @@ void Runtime::memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_
   total_bytes = total;
 }
 
-void Runtime::out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message) {
-  uint64_t free_bytes = 0, total_bytes = 0;
-  memory_info(device, free_bytes, total_bytes);
-  fail(H2_STATUS_OUT_OF_MEMORY, "device " + std::to_string(device) + " (" + devices_[static_cast<size_t>(device)].name +
-                                    ") cannot allocate " + std::to_string(bytes) +
-                                    " bytes: " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
-                                    " bytes are free (" + runtime_message + ")");
+std::string Runtime::device_name(int32_t device) const {
+  return devices_[static_cast<size_t>(device)].name;
 }
 
-// cnrtMalloc, and when the device is full, once more after giving back the blocks that mem_free_async
-// returned (waiting for the streams that freed them).
-void* Runtime::malloc_or_reclaim(int32_t device, size_t bytes) {
-  bind(device);
-  void* ptr = nullptr;
-  cnrtRet_t code = cnrt_->cnrtMalloc(&ptr, bytes);
+bool Runtime::vendor_malloc(size_t bytes, void** ptr, std::string& why) {
+  const cnrtRet_t code = cnrt_->cnrtMalloc(ptr, bytes);
   if (code == cnrtErrorNoMem) {
+    why = cnrt_message(*cnrt_, code, "cnrtMalloc");
     cnrt_->cnrtGetLastError();
-    release_freed_blocks(device, true);
-    code = cnrt_->cnrtMalloc(&ptr, bytes);
+    return false;
   }
-  if (code == cnrtErrorNoMem) out_of_memory(device, bytes, cnrt_message(*cnrt_, code, "cnrtMalloc"));
   cnrt_check(*cnrt_, code, "cnrtMalloc");
-  book_.add(ptr, Allocation{device, bytes});
+  return true;
+}
+
+void Runtime::vendor_free(void* ptr) {
+  H2_CNRT(*cnrt_, cnrtFree, ptr);
+}
+
+void* Runtime::vendor_host_malloc(size_t bytes) {
+  void* ptr = nullptr;
+  const cnrtRet_t code = cnrt_->cnrtHostMalloc(&ptr, bytes);
+  if (code == cnrtErrorSysNoMem || code == cnrtErrorNoMem) {
+    cnrt_->cnrtGetLastError();
+    return nullptr;
+  }
+  cnrt_check(*cnrt_, code, "cnrtHostMalloc");
   return ptr;
 }
 
-void* Runtime::allocate(int32_t device, size_t bytes) {
-  check_device(device);
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  return malloc_or_reclaim(device, bytes);
+void Runtime::vendor_host_free(void* ptr) {
+  H2_CNRT(*cnrt_, cnrtFreeHost, ptr);
+}
+
+cnrtNotifier_t Runtime::event_create() {
+  cnrtNotifier_t notifier = nullptr;
+  H2_CNRT(*cnrt_, cnrtNotifierCreateWithFlags, &notifier, CNRT_NOTIFIER_DISABLE_TIMING_SW);
+  return notifier;
+}
+
+void Runtime::event_destroy(cnrtNotifier_t notifier) noexcept {
+  cnrt_->cnrtNotifierDestroy(notifier);
+}
+
+void Runtime::event_record(cnrtNotifier_t notifier, Stream& stream) {
+  H2_CNRT(*cnrt_, cnrtPlaceNotifier, notifier, stream.queue);
+}
+
+bool Runtime::event_done(cnrtNotifier_t notifier) noexcept {
+  const cnrtRet_t code = cnrt_->cnrtQueryNotifier(notifier);
+  if (code != cnrtSuccess) cnrt_->cnrtGetLastError();
+  return code == cnrtSuccess;
+}
+
+void Runtime::event_wait(cnrtNotifier_t notifier) noexcept {
+  if (cnrt_->cnrtWaitNotifier(notifier) != cnrtSuccess) cnrt_->cnrtGetLastError();
+}
+
+void Runtime::stream_wait(Stream& stream, cnrtNotifier_t notifier) {
+  H2_CNRT(*cnrt_, cnrtQueueWaitNotifier, notifier, stream.queue, 0);
 }
 
 // Waits for the work queued on every stream of `device`, or of every device with kAllDevices. A
@@ -185,89 +204,6 @@ void Runtime::wait_for_streams(int32_t device) {
     bind(stream->device);
     if (cnrt_->cnrtQueueSync(stream->queue) != cnrtSuccess) cnrt_->cnrtGetLastError();
   }
-}
-
-void Runtime::release(int32_t device, void* ptr) {
-  check_device(device);
-  {
-    std::lock_guard lock(book_.mutex());
-    const Allocation* allocation = book_.starting_at_locked(ptr);
-    if (allocation == nullptr || allocation->device != device || allocation->imported)
-      fail(H2_STATUS_INVALID_ARGUMENT,
-           "the pointer is not a live allocation of device " + std::to_string(device) +
-               (allocation != nullptr && allocation->imported ? " (imported: mem_close it)" : ""));
-    book_.erase_locked(ptr);
-  }
-  // cnrtFree does not wait for queued work; the ABI's mem_free does.
-  wait_for_streams(device);
-  bind(device);
-  H2_CNRT(*cnrt_, cnrtFree, ptr);
-}
-
-void* Runtime::allocate_async(int32_t device, size_t bytes, Stream& stream) {
-  check_device(device);
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
-                                         ", the allocation to device " + std::to_string(device));
-  bind(device);
-  // A block of this size that mem_free_async gave back: on its own stream it is free in stream order
-  // already; another stream first waits for the free's notifier, which never blocks the host.
-  if (auto block = book_.reuse(device, bytes)) {
-    if (block->stream_id != stream.id) H2_CNRT(*cnrt_, cnrtQueueWaitNotifier, block->freed, stream.queue, 0);
-    H2_CNRT(*cnrt_, cnrtNotifierDestroy, block->freed);
-    return block->ptr;
-  }
-  release_freed_blocks(device, false);
-  return malloc_or_reclaim(device, bytes);
-}
-
-void Runtime::release_async(int32_t device, void* ptr, Stream& stream) {
-  check_device(device);
-  if (stream.device != device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream.device) +
-                                         ", the memory to device " + std::to_string(device));
-  bind(device);
-  cnrtNotifier_t freed = nullptr;
-  H2_CNRT(*cnrt_, cnrtNotifierCreateWithFlags, &freed, CNRT_NOTIFIER_DISABLE_TIMING_SW);
-  std::lock_guard lock(book_.mutex());
-  const Allocation* allocation = book_.starting_at_locked(ptr);
-  if (allocation == nullptr || allocation->device != device || allocation->imported) {
-    cnrt_->cnrtNotifierDestroy(freed);
-    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not a live allocation of device " + std::to_string(device));
-  }
-  const cnrtRet_t placed = cnrt_->cnrtPlaceNotifier(freed, stream.queue);
-  if (placed != cnrtSuccess) {
-    cnrt_->cnrtNotifierDestroy(freed);
-    cnrt_check(*cnrt_, placed, "cnrtPlaceNotifier");
-  }
-  book_.add_freed_locked({ptr, device, allocation->bytes, stream.id, freed});
-  book_.erase_locked(ptr);
-}
-
-// Gives the blocks mem_free_async returned on `device` back to CNRT: those whose free has completed,
-// or with `wait` all of them after waiting for their streams.
-void Runtime::release_freed_blocks(int32_t device, bool wait) {
-  const auto done = book_.take_freed(device, [&](const auto& block) {
-    if (wait) return true;
-    const cnrtRet_t code = cnrt_->cnrtQueryNotifier(block.freed);
-    if (code != cnrtSuccess) cnrt_->cnrtGetLastError();
-    return code == cnrtSuccess;
-  });
-  if (done.empty()) return;
-  bind(device);
-  for (const auto& block : done) {
-    if (wait) cnrt_->cnrtWaitNotifier(block.freed);
-    cnrt_->cnrtNotifierDestroy(block.freed);
-    H2_CNRT(*cnrt_, cnrtFree, block.ptr);
-  }
-}
-
-std::pair<const char*, size_t> Runtime::allocation_of(const void* ptr) const {
-  const auto found = book_.allocation_of(ptr);
-  if (found.first == nullptr)
-    fail(H2_STATUS_INVALID_ARGUMENT, "a tensor's data is not inside a live allocation of this plugin");
-  return found;
 }
 
 void Runtime::export_memory(int32_t device, const void* ptr, H2_MemHandle& handle, uint64_t& offset) {
@@ -321,26 +257,6 @@ void Runtime::close_import(int32_t device, void* ptr) {
   wait_for_streams(device);  // as mem_free: queued work that may use it completes first
   bind(device);
   H2_CNRT(*cnrt_, cnrtUnMapMemHandle, ptr);
-}
-
-void* Runtime::allocate_host(size_t bytes) {
-  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot allocate 0 bytes");
-  void* ptr = nullptr;
-  const cnrtRet_t code = cnrt_->cnrtHostMalloc(&ptr, bytes);
-  if (code == cnrtErrorSysNoMem || code == cnrtErrorNoMem) {
-    cnrt_->cnrtGetLastError();
-    fail(H2_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes of page-locked host memory");
-  }
-  cnrt_check(*cnrt_, code, "cnrtHostMalloc");
-  book_.add_host(ptr, bytes);
-  return ptr;
-}
-
-void Runtime::release_host(void* ptr) {
-  if (!book_.erase_host(ptr))
-    fail(H2_STATUS_INVALID_ARGUMENT, "the pointer is not page-locked memory from this plugin's host_alloc");
-  wait_for_streams(kAllDevices);
-  H2_CNRT(*cnrt_, cnrtFreeHost, ptr);
 }
 
 H2_Stream* Runtime::create_stream(int32_t device) {

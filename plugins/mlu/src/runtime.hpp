@@ -14,6 +14,8 @@
 #include "allocation_book.hpp"
 #include "cnnl_library.hpp"
 #include "cnrt_staging.hpp"
+#include "device_binding.hpp"
+#include "event_memory.hpp"
 #include "h2/plugin_abi.h"
 #include "handle_registry.hpp"
 
@@ -42,7 +44,9 @@ struct DeviceInfo {
   uint32_t cores = 0;  // clusters x cores per cluster
 };
 
-class Runtime {
+// The memory slots come from EventMemory (plugins/common/event_memory.hpp) on CNRT's malloc, free
+// and notifiers; the hooks it calls are below.
+class Runtime : public h2::plugin::EventMemory<Runtime, Stream, cnrtNotifier_t> {
  public:
   explicit Runtime(const H2_InitArgs& args);  // throws PluginError: RUNTIME_MISSING, NO_DEVICE, ...
   ~Runtime();
@@ -56,23 +60,12 @@ class Runtime {
   void properties(int32_t device, H2_DeviceProperties& props) const;
   void memory_info(int32_t device, uint64_t& free_bytes, uint64_t& total_bytes) const;
 
-  void* allocate(int32_t device, size_t bytes);
-  void release(int32_t device, void* ptr);  // blocking: waits for the device's streams first
-  void* allocate_async(int32_t device, size_t bytes, Stream& stream);
-  void release_async(int32_t device, void* ptr, Stream& stream);
-  bool is_device_memory(const void* ptr, size_t bytes) const { return book_.contains(ptr, bytes); }
-  // The live allocation holding `ptr`: its start and size.
-  std::pair<const char*, size_t> allocation_of(const void* ptr) const;
-
   // Device memory shared between processes (ABI 1.3) on CNRT's IPC handles: the allocation holding
   // `ptr` is shared whole, with the offset of `ptr` in it; another process maps the handle.
   void export_memory(int32_t device, const void* ptr, H2_MemHandle& handle, uint64_t& offset);
   void* import_memory(int32_t device, const H2_MemHandle& handle, uint64_t& bytes);
   void close_import(int32_t device, void* ptr);
 
-  void* allocate_host(size_t bytes);
-  void release_host(void* ptr);  // waits for every stream first, as the ABI says
-  bool is_host_allocation(const void* ptr, size_t bytes) const { return book_.contains_host(ptr, bytes); }
   h2::plugin::HostStaging& staging() { return *staging_; }
 
   H2_Stream* create_stream(int32_t device);
@@ -86,21 +79,30 @@ class Runtime {
   std::shared_ptr<Event> event(H2_Event* handle) const { return events_.get(handle); }
 
  private:
+  friend class h2::plugin::EventMemory<Runtime, Stream, cnrtNotifier_t>;
   using Allocation = h2::plugin::Allocation;
 
-  void* malloc_or_reclaim(int32_t device, size_t bytes);
-  void release_freed_blocks(int32_t device, bool wait);
-  static constexpr int32_t kAllDevices = -1;
+  // EventMemory's hooks.
+  std::string device_name(int32_t device) const;
+  bool vendor_malloc(size_t bytes, void** ptr, std::string& why);
+  void vendor_free(void* ptr);
+  void* vendor_host_malloc(size_t bytes);
+  void vendor_host_free(void* ptr);
+  cnrtNotifier_t event_create();
+  void event_destroy(cnrtNotifier_t notifier) noexcept;
+  void event_record(cnrtNotifier_t notifier, Stream& stream);
+  bool event_done(cnrtNotifier_t notifier) noexcept;
+  void event_wait(cnrtNotifier_t notifier) noexcept;
+  void stream_wait(Stream& stream, cnrtNotifier_t notifier);
   void wait_for_streams(int32_t device);
-  [[noreturn]] void out_of_memory(int32_t device, size_t bytes, const std::string& runtime_message);
+  void before_free(Allocation&) {}  // CNRT has no export key to close
 
   std::unique_ptr<CnrtLibrary> cnrt_;
   std::unique_ptr<CnnlLibrary> cnnl_;
-  uint64_t generation_;
+  h2::plugin::DeviceBinding binding_;
   std::vector<DeviceInfo> devices_;
   std::unique_ptr<CnrtStagingRuntime> staging_runtime_;
   std::unique_ptr<h2::plugin::HostStaging> staging_;
-  h2::plugin::AllocationBook<cnrtNotifier_t> book_;
 
   std::atomic<uint64_t> next_stream_id_{1};
   h2::plugin::HandleRegistry<H2_Stream, Stream> streams_{"stream"};
