@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "device_memory.hpp"
 #include "common.hpp"
+#include "device_memory.hpp"
 
 namespace h2::cpu_reference {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <random>
 
-#include "h2/half.hpp"
 #include "common.hpp"
+#include "h2/half.hpp"
 
 namespace h2::cpu_reference {
 namespace {

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "../../../core/tests/test_support.hpp"
-#include "h2/h2.hpp"
 #include "common.hpp"
+#include "h2/h2.hpp"
 
 namespace h2::cpu_reference {
 namespace {
