@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "h2/plugin_abi.h"
 #include "plugin_error.hpp"
@@ -267,6 +268,27 @@ struct RuntimeSlots {
       default: check_device_range(src, bytes, "source"); check_device_range(dst, bytes, "destination");
     }
     return direction;
+  }
+
+  // event_record's lookup: the stream and the event, which must belong to one device.
+  static auto event_on_stream(H2_Event* event, H2_Stream* stream) {
+    auto s = runtime().stream(stream);
+    auto e = runtime().event(event);
+    if (e->device != s->device)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the event belongs to device " + std::to_string(e->device) +
+                                           " and the stream to device " + std::to_string(s->device));
+    return std::pair{s, e};
+  }
+
+  // event_elapsed_ms's lookup: two events that keep timings and have been recorded.
+  static auto timed_events(H2_Event* start, H2_Event* end, float* milliseconds) {
+    require(milliseconds, "milliseconds");
+    auto first = runtime().event(start);
+    auto second = runtime().event(end);
+    if (!first->timing || !second->timing)
+      fail(H2_STATUS_INVALID_ARGUMENT, "an event was created with H2_EVENT_DISABLE_TIMING");
+    if (!first->recorded || !second->recorded) fail(H2_STATUS_INVALID_ARGUMENT, "an event has never been recorded");
+    return std::pair{first, second};
   }
 
   static void check_device_range(const void* ptr, size_t bytes, const char* role) {

@@ -117,11 +117,7 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
 
 H2_Status event_record(H2_Event* event, H2_Stream* stream) {
   return guarded("event_record", [&] {
-    auto s = runtime().stream(stream);
-    auto e = runtime().event(event);
-    if (e->device != s->device)
-      fail(H2_STATUS_INVALID_ARGUMENT, "the event belongs to device " + std::to_string(e->device) +
-                                           " and the stream to device " + std::to_string(s->device));
+    const auto [s, e] = Slots::event_on_stream(event, stream);
     use_device(s->device);
     H2_CUDA_CHECK(cudaEventRecord(e->event, s->stream));
     e->recorded = true;
@@ -147,12 +143,7 @@ H2_Status event_synchronize(H2_Event* event) {
 
 H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) {
   return guarded("event_elapsed_ms", [&]() -> H2_Status {
-    require(milliseconds, "milliseconds");
-    auto first = runtime().event(start);
-    auto second = runtime().event(end);
-    if (!first->timing || !second->timing)
-      fail(H2_STATUS_INVALID_ARGUMENT, "an event was created with H2_EVENT_DISABLE_TIMING");
-    if (!first->recorded || !second->recorded) fail(H2_STATUS_INVALID_ARGUMENT, "an event has never been recorded");
+    const auto [first, second] = Slots::timed_events(start, end, milliseconds);
     const cudaError_t status = cudaEventElapsedTime(milliseconds, first->event, second->event);
     if (status == cudaErrorNotReady) {
       cudaGetLastError();

@@ -64,11 +64,7 @@ H2_Status memcpy_async(H2_Stream* stream, void* dst, const void* src, size_t byt
 H2_Status event_record(H2_Event* event, H2_Stream* stream) {
   return guarded("event_record", [&] {
     Runtime& r = runtime();
-    auto s = r.stream(stream);
-    auto e = r.event(event);
-    if (e->device != s->device)
-      fail(H2_STATUS_INVALID_ARGUMENT, "the event belongs to device " + std::to_string(e->device) +
-                                           " and the stream to device " + std::to_string(s->device));
+    const auto [s, e] = Slots::event_on_stream(event, stream);
     r.bind(s->device);
     H2_CNRT(r.cnrt(), cnrtPlaceNotifier, e->notifier, s->queue);
     e->recorded = true;
@@ -101,13 +97,8 @@ H2_Status event_synchronize(H2_Event* event) {
 
 H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) {
   return guarded("event_elapsed_ms", [&]() -> H2_Status {
-    require(milliseconds, "milliseconds");
     Runtime& r = runtime();
-    auto first = r.event(start);
-    auto second = r.event(end);
-    if (!first->timing || !second->timing)
-      fail(H2_STATUS_INVALID_ARGUMENT, "an event was created with H2_EVENT_DISABLE_TIMING");
-    if (!first->recorded || !second->recorded) fail(H2_STATUS_INVALID_ARGUMENT, "an event has never been recorded");
+    const auto [first, second] = Slots::timed_events(start, end, milliseconds);
     if (!event_complete(r, *first) || !event_complete(r, *second)) return H2_STATUS_NOT_READY;
     H2_CNRT(r.cnrt(), cnrtNotifierElapsedTime, first->notifier, second->notifier, milliseconds);
     return H2_STATUS_OK;
