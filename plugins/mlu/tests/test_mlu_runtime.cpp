@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 #include <string>
@@ -100,6 +101,19 @@ TEST(MluRuntime, ABadPointerIsAnInvalidArgumentNamingIt) {
 // The operators run through CNNL with the stream's handle and workspaces from stream-ordered memory.
 TEST(MluRuntime, OperatorsComputeThroughCnnl) {
   test::check_operators_compute("mlu");
+}
+
+// Filling integers converts as the ABI's copy does: toward zero, saturated, NaN to 0.
+TEST(MluRuntime, FillingIntegersSaturates) {
+  Runtime runtime(mlu_only());
+  Stream stream = runtime.device("mlu", 0).create_stream();
+  const Tensor t = Tensor::empty(stream, {2}, DType::i32);
+  ops::fill(stream, t, 1e20);
+  EXPECT_EQ(t.to_host(stream), (std::vector<double>(2, 2147483647.0)));
+  ops::fill(stream, t, -2.7);
+  EXPECT_EQ(t.to_host(stream), (std::vector<double>(2, -2.0)));
+  ops::fill(stream, t, std::nan(""));
+  EXPECT_EQ(t.to_host(stream), (std::vector<double>(2, 0.0)));
 }
 
 // A kernel that reads an index out of range fails the queue when it runs, naming the operator.

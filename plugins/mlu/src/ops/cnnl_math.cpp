@@ -63,6 +63,16 @@ bool row_major_operand(H2_Tensor& t, bool& transpose) {
   return false;
 }
 
+// `value` as the integer type T the way the ABI converts floats to integers: toward zero, saturated at
+// T's range, NaN to 0 (a plain cast of an out-of-range double is undefined).
+template <typename T>
+T saturated(double value) {
+  if (std::isnan(value)) return 0;
+  if (value <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (value >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(value);
+}
+
 void set_attribute(const CnnlLibrary& cnnl, cnnlMatMulDescriptor_t desc, cnnlMatMulDescAttribute_t attribute,
                    int32_t value) {
   H2_CNNL(cnnl, cnnlSetMatMulDescAttr, desc, attribute, &value, sizeof value);
@@ -118,9 +128,9 @@ void CnnlMath::fill(const H2_Tensor& y, double value) {
   TensorDesc out(y);
   // The host value has y's dtype; FLOAT for the 16-bit floats.
   const float as_float = static_cast<float>(value);
-  const auto as_i32 = static_cast<int32_t>(value);
-  const auto as_i64 = static_cast<int64_t>(value);
-  const auto as_u8 = static_cast<uint8_t>(value != 0 && y.dtype == H2_DTYPE_BOOL ? 1 : value);
+  const auto as_i32 = saturated<int32_t>(value);
+  const auto as_i64 = saturated<int64_t>(value);
+  const auto as_u8 = y.dtype == H2_DTYPE_BOOL ? static_cast<uint8_t>(value != 0) : saturated<uint8_t>(value);
   const void* host = nullptr;
   switch (y.dtype) {
     case H2_DTYPE_F32:
@@ -144,7 +154,7 @@ void CnnlMath::arange(const H2_Tensor& y, double start, double step) {
   if (y.dtype == H2_DTYPE_I64 || y.dtype == H2_DTYPE_I32) {
     auto values = scratch(H2_DTYPE_I64, {n});
     std::vector<int64_t> host(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<int64_t>(at(i));
+    for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = saturated<int64_t>(at(i));
     upload(values->tensor, host.data(), host.size() * sizeof(int64_t));
     return copy(y, values->tensor);
   }
