@@ -144,6 +144,29 @@ void Tensor::record_stream(const Stream& stream) const {
   storage_->record_stream(stream);
 }
 
+Tensor Tensor::from_buffer(std::shared_ptr<DeviceBuffer> storage, int64_t offset, DType dtype, Shape shape,
+                           Shape strides) {
+  if (!storage) invalid("Tensor::from_buffer: no buffer");
+  if (strides.size() != shape.size())
+    invalid("Tensor::from_buffer: " + shape_string(shape) + " has " + std::to_string(strides.size()) + " strides");
+  if (offset < 0) invalid("Tensor::from_buffer: a negative offset");
+  int64_t last = offset;
+  bool empty = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || strides[d] < 0)
+      invalid("Tensor::from_buffer: " + shape_string(shape) + " with strides " + shape_string(strides) +
+              " has a negative size or stride");
+    if (shape[d] == 0) empty = true;
+    last += (shape[d] - 1) * strides[d];
+  }
+  const size_t reach = empty ? 0 : static_cast<size_t>(last + 1) * dtype_size(dtype);
+  if (reach > storage->size())
+    invalid("Tensor::from_buffer: " + shape_string(shape) + " of " + std::string(dtype_name(dtype)) + " with strides " +
+            shape_string(strides) + " at offset " + std::to_string(offset) + " reaches byte " + std::to_string(reach) +
+            ", the buffer has " + std::to_string(storage->size()));
+  return Tensor(std::move(storage), offset, dtype, std::move(shape), std::move(strides));
+}
+
 Tensor Tensor::from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, DType dtype) {
   for (int64_t size : shape)
     if (size < 0) invalid("tensor shape " + shape_string(shape) + " has a negative size");

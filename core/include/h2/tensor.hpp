@@ -41,6 +41,11 @@ class Tensor {
   // A contiguous tensor over the start of existing device memory, which must hold it (for buffers a
   // library reuses between calls, such as DiComm's scratch).
   static Tensor from_buffer(std::shared_ptr<DeviceBuffer> storage, Shape shape, DType dtype);
+  // A strided view of existing device memory: element (i0, i1, ...) at `offset` + sum(i_d strides[d])
+  // elements from the buffer's start (for frameworks that keep their own storage and views, such as
+  // DiTorch). Every element it reaches must lie in the buffer; strides are >= 0.
+  static Tensor from_buffer(std::shared_ptr<DeviceBuffer> storage, int64_t offset, DType dtype, Shape shape,
+                            Shape strides);
   // A new contiguous tensor holding `values` rounded to `dtype` (fp16 and bf16 through fp32).
   // Blocks until the data is on the device.
   static Tensor from_host(Stream& stream, std::span<const double> values, Shape shape, DType dtype);

@@ -23,6 +23,19 @@ class Validation : public OpsTest {
   }
 };
 
+// A strided view over a framework's own buffer (DiTorch): the view reads what it names, and one that
+// would reach past the buffer is refused naming its shape, strides and offset.
+TEST_F(Validation, StridedViewsOfABufferStayInsideIt) {
+  const Tensor base = T({0, 1, 2, 3, 4, 5}, {6});
+  const Tensor columns = Tensor::from_buffer(base.buffer(), 1, DType::f64, {2, 2}, {3, 1});
+  EXPECT_EQ(host(columns), (Values{1, 2, 4, 5}));
+  expect_error(
+      [&] {
+        Tensor::from_buffer(base.buffer(), 2, DType::f64, {2, 2}, {3, 1});
+      },
+      "[2, 2] of f64 with strides [3, 1] at offset 2 reaches byte 56, the buffer has 48");
+}
+
 TEST_F(Validation, GemmInnerDimensionsNamedAsInTheIssue) {
   Tensor c = empty({64, 16}, DType::f32);
   expect_error(

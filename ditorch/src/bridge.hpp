@@ -1,0 +1,18 @@
+// What DiTorch's parts share: LibTorch tensors on PrivateUse1 seen as h2::Tensor views of the same
+// memory, the dtype correspondence, and the allocator.
+#pragma once
+
+#include <ATen/Tensor.h>
+#include <c10/core/Allocator.h>
+
+#include "h2/h2.hpp"
+
+namespace h2torch {
+
+c10::Allocator* torch_allocator();
+// The H2 dtype of a LibTorch scalar type; an error naming both when H2 has none.
+h2::DType h2_dtype(c10::ScalarType type);
+// A PrivateUse1 tensor as an h2::Tensor view of its storage (same memory, offset, sizes, strides).
+h2::Tensor as_h2(const at::Tensor& t);
+
+}  // namespace h2torch

@@ -1,0 +1,86 @@
+// DiTorch's device on the plugin H2_TORCH_DEVICES names (meson runs it on cpu-reference and on the
+// emulated Ascend and MLU devices): LibTorch tensors made on privateuseone hold H2 memory, round trip
+// with the CPU and between dtypes and layouts, fill on the device, run other operators through the
+// counted CPU fallback (an error under H2_TORCH_FALLBACK=error), and a device index that does not
+// exist is a LibTorch error naming it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+
+#include "h2torch/h2torch.hpp"
+
+namespace {
+
+using testing::HasSubstr;
+
+const c10::Device kH2(c10::DeviceType::PrivateUse1, 0);
+
+TEST(DiTorchDevice, TheDeviceIsTheOneH2TorchDevicesNames) {
+  ASSERT_EQ(h2torch::device_count(), 1);
+  const char* named = std::getenv("H2_TORCH_DEVICES");
+  ASSERT_NE(named, nullptr) << "run through meson test, which names the device";
+  EXPECT_EQ(h2torch::device(0).label(), named);
+}
+
+TEST(DiTorchDevice, TensorsRoundTripWithTheCpu) {
+  const torch::Tensor cpu = torch::randn({4, 5});
+  const torch::Tensor h2 = cpu.to(kH2);
+  EXPECT_EQ(h2.device(), kH2);
+  EXPECT_TRUE(torch::equal(h2.cpu(), cpu));
+  EXPECT_GT(h2torch::memory_stats(0).allocations, 0u) << "the tensor's memory is not the caching allocator's";
+}
+
+TEST(DiTorchDevice, CopiesConvertDtypesAndLayoutsOnTheDevice) {
+  const torch::Tensor cpu = torch::arange(12, torch::kFloat).reshape({3, 4});
+  const torch::Tensor h2 = cpu.to(kH2);
+  EXPECT_TRUE(torch::equal(h2.t().contiguous().cpu(), cpu.t().contiguous()));
+  EXPECT_TRUE(torch::equal(h2.to(torch::kBFloat16).cpu(), cpu.to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(h2.slice(1, 1, 3).cpu(), cpu.slice(1, 1, 3)));
+  torch::Tensor strided = torch::zeros({4, 3}, kH2);
+  strided.t().copy_(cpu);  // a CPU tensor into a transposed H2 view
+  EXPECT_TRUE(torch::equal(strided.cpu(), cpu.t()));
+}
+
+TEST(DiTorchDevice, FillAndZeroRunOnTheDevice) {
+  torch::Tensor h2 = torch::empty({2, 3}, kH2);
+  h2.fill_(2.5);
+  EXPECT_TRUE(torch::equal(h2.cpu(), torch::full({2, 3}, 2.5)));
+  h2.zero_();
+  EXPECT_TRUE(torch::equal(h2.cpu(), torch::zeros({2, 3})));
+}
+
+TEST(DiTorchDevice, OtherOperatorsRunThroughTheCountedCpuFallback) {
+  const torch::Tensor cpu = torch::randn({3, 3});
+  const torch::Tensor h2 = cpu.to(kH2);
+  const torch::Tensor sum = h2 + h2;
+  EXPECT_EQ(sum.device(), kH2);
+  EXPECT_TRUE(torch::allclose(sum.cpu(), cpu + cpu));
+  EXPECT_GE(h2torch::fallback_counts()["aten::add.out"], 1) << "the addition did not go through the fallback";
+  EXPECT_EQ(h2torch::fallback_counts().count("aten::_copy_from_and_resize"), 0u) << "the fallback's own copies";
+}
+
+TEST(DiTorchDevice, ForbiddenFallbackIsAnErrorNamingTheOperator) {
+  const torch::Tensor h2 = torch::ones({2}, kH2);
+  setenv("H2_TORCH_FALLBACK", "error", 1);
+  try {
+    (void)(h2 * h2);
+    unsetenv("H2_TORCH_FALLBACK");
+    FAIL() << "the fallback ran";
+  } catch (const c10::Error& e) {
+    unsetenv("H2_TORCH_FALLBACK");
+    EXPECT_THAT(e.what(), HasSubstr("aten::mul.out has no H2 kernel, and H2_TORCH_FALLBACK=error forbids"));
+  }
+}
+
+TEST(DiTorchDevice, ADeviceIndexThatDoesNotExistIsNamed) {
+  try {
+    (void)torch::empty({2}, c10::Device(c10::DeviceType::PrivateUse1, 7));
+    FAIL() << "a tensor was made on a device that does not exist";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("privateuseone:7 does not exist"));
+  }
+}
+
+}  // namespace
