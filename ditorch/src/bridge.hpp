@@ -14,5 +14,8 @@ c10::Allocator* torch_allocator();
 h2::DType h2_dtype(c10::ScalarType type);
 // A PrivateUse1 tensor as an h2::Tensor view of its storage (same memory, offset, sizes, strides).
 h2::Tensor as_h2(const at::Tensor& t);
+// Counts `label` as run on the CPU (logging it the first time), or throws naming it under
+// H2_TORCH_FALLBACK=error.
+void note_fallback(const std::string& label);
 
 }  // namespace h2torch

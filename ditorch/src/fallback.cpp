@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "bridge.hpp"
 #include "h2torch/h2torch.hpp"
 
 namespace h2torch {
@@ -21,18 +22,22 @@ std::map<std::string, int64_t>& counts() {
   return map;
 }
 
-void h2_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const c10::OperatorName& name = op.schema().operator_name();
-  const std::string label = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+}  // namespace
+
+void note_fallback(const std::string& label) {
   const char* mode = std::getenv("H2_TORCH_FALLBACK");
   TORCH_CHECK(mode == nullptr || std::strcmp(mode, "error") != 0, label,
               " has no H2 kernel, and H2_TORCH_FALLBACK=error forbids running it on the CPU");
-  {
-    std::lock_guard lock(counts_mutex);
-    if (counts()[label]++ == 0 && (mode == nullptr || std::strcmp(mode, "quiet") != 0))
-      std::cerr << "h2torch: " << label
-                << " has no H2 kernel; it runs on the CPU (counted: h2torch.fallback_counts())\n";
-  }
+  std::lock_guard lock(counts_mutex);
+  if (counts()[label]++ == 0 && (mode == nullptr || std::strcmp(mode, "quiet") != 0))
+    std::cerr << "h2torch: " << label << " has no H2 kernel; it runs on the CPU (counted: h2torch.fallback_counts())\n";
+}
+
+namespace {
+
+void h2_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const c10::OperatorName& name = op.schema().operator_name();
+  note_fallback(name.name + (name.overload_name.empty() ? "" : "." + name.overload_name));
   at::native::cpu_fallback(op, stack);
 }
 
