@@ -63,17 +63,16 @@ at::Tensor binary(const char* name, h2::ops::BinaryOp op, const at::Tensor& self
     h2::ops::binary(s, op, x, other.item().toDouble() * factor, y);
     return out;
   }
-  if (self.device().is_cpu()) {
-    h2::ops::binary(s, op, self.item().toDouble(), operand(other, type, shape), y);
-    return out;
-  }
   h2::Tensor b = operand(other, type, shape);
-  if (factor != 1) {
+  if (factor != 1) {  // alpha scales `other` whichever side is a scalar
     h2::Tensor scaled = h2::Tensor::empty(s, shape, y.dtype());
     h2::ops::binary(s, h2::ops::BinaryOp::mul, b, factor, scaled);
     b = scaled;
   }
-  h2::ops::binary(s, op, operand(self, type, shape), b, y);
+  if (self.device().is_cpu())
+    h2::ops::binary(s, op, self.item().toDouble(), b, y);
+  else
+    h2::ops::binary(s, op, operand(self, type, shape), b, y);
   return out;
 }
 

@@ -63,6 +63,7 @@ TEST(DiTorchDevice, ElementwiseAndMatrixProductsMatchCpuLibTorch) {
   EXPECT_TRUE(torch::allclose((ha * hb).cpu(), a * b));
   EXPECT_TRUE(torch::allclose((ha / (hb.abs() + 1)).cpu(), a / (b.abs() + 1)));
   EXPECT_TRUE(torch::allclose((ha * torch::tensor(3.0)).cpu(), a * 3.0));
+  EXPECT_TRUE(torch::allclose(torch::sub(torch::tensor(2.0), hb, 3.0).cpu(), torch::sub(torch::tensor(2.0), b, 3.0)));
   const torch::Tensor i = torch::arange(6, torch::kLong);
   EXPECT_TRUE(torch::allclose((i.to(kH2) / i.to(kH2).add(1)).cpu(), i / (i + 1)));
   EXPECT_TRUE(torch::allclose(torch::mm(ha, hm).cpu(), torch::mm(a, m), 1e-5, 1e-6));
