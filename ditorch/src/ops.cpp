@@ -1,6 +1,6 @@
-// The PrivateUse1 kernels DiTorch provides itself: the factories and views every tensor needs
-// (empty, empty_strided, as_strided, view, _reshape_alias), copies between the CPU and H2 devices and
-// between H2 devices (of one plugin or of two), and fill_. Work on a device goes to its one stream in
+// The PrivateUse1 kernels every tensor needs: the factories and views (empty, empty_strided,
+// as_strided, view, _reshape_alias, resize_), copies between the CPU and H2 devices and between H2
+// devices (of one plugin or of two), item(), fill_ and arange. Work on a device goes to its one stream in
 // order; a copy to the CPU waits for it.
 #include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
@@ -114,24 +114,67 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
   return dst;
 }
 
+// self resized in place: its storage grows (keeping what it held) when the new size needs more.
+const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size, c10::optional<c10::MemoryFormat> format) {
+  TORCH_CHECK(!format || *format == c10::MemoryFormat::Contiguous || *format == c10::MemoryFormat::Preserve,
+              "resize_: H2 tensors are contiguous or strided views, not ", *format);
+  const c10::DeviceGuard guard(self.device());
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  const int64_t elements = self.storage_offset() + c10::multiply_integers(size);
+  const auto needed = static_cast<size_t>(elements) * self.element_size();
+  if (self.storage().nbytes() < needed) {
+    at::Tensor grown = at::empty({elements}, self.options());
+    const int64_t kept = static_cast<int64_t>(self.storage().nbytes() / self.element_size());
+    if (kept > 0) {
+      const auto* old = static_cast<std::shared_ptr<h2::DeviceBuffer>*>(self.storage().data_ptr().get_context());
+      const h2::DType type = h2_dtype(self.scalar_type());
+      h2::ops::copy(stream(self.device().index()), h2::Tensor::from_buffer(*old, 0, type, {kept}, {1}),
+                    as_h2(grown.narrow(0, 0, kept)));
+    }
+    impl->set_storage_keep_dtype(grown.storage());
+  }
+  impl->set_sizes_contiguous(size);
+  return self;
+}
+
 // dst resized to self's sizes if needed (the CPU fallback's outputs), then self copied into it.
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-  if (dst.sizes() != self.sizes()) {
-    const int64_t needed = self.numel() * dst.element_size();
-    c10::TensorImpl* impl = dst.unsafeGetTensorImpl();
-    if (static_cast<int64_t>(dst.storage().nbytes()) < needed) {
-      const at::Tensor fresh = at::empty(self.sizes(), dst.options());
-      impl->set_storage_keep_dtype(fresh.storage());
-    }
-    impl->set_storage_offset(0);
-    impl->set_sizes_contiguous(self.sizes());
-  }
+  if (dst.sizes() != self.sizes()) h2torch::resize(dst, self.sizes(), c10::nullopt);
   return copy_from(self, dst, false);
+}
+
+// item(): the element, read back (waits for the device).
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return to_cpu(self, self.scalar_type()).item();
+}
+
+// start, start + step, ... below end (above it for a negative step), as LibTorch's arange.
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step, at::Tensor& out) {
+  const double first = start.toDouble(), last = end.toDouble(), increment = step.toDouble();
+  TORCH_CHECK(increment != 0, "arange: step must be nonzero");
+  TORCH_CHECK((increment > 0 && last >= first) || (increment < 0 && last <= first),
+              "arange: upper bound and larger bound inconsistent with step sign");
+  const auto size =
+      c10::isIntegralType(out.scalar_type(), true)
+          ? static_cast<int64_t>((end.toLong() - start.toLong() + step.toLong() - (step.toLong() > 0 ? 1 : -1)) /
+                                 step.toLong())
+          : static_cast<int64_t>(std::ceil((last - first) / increment));
+  const c10::DeviceGuard guard(out.device());
+  at::native::resize_output(out, {size});
+  if (size > 0) h2::ops::arange(stream(out.device().index()), as_h2(out), first, increment);
+  return out;
 }
 
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
   if (self.numel() > 0) h2::ops::fill(stream(self.device().index()), as_h2(self), value.toDouble());
   return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  return fill_scalar(self, value.item());
 }
 
 at::Tensor& zero(at::Tensor& self) {
@@ -148,7 +191,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("resize_", TORCH_FN(resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("arange.start_out", TORCH_FN(arange_out));
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+  m.impl("fill_.Tensor", TORCH_FN(fill_tensor));
   m.impl("zero_", TORCH_FN(zero));
 }
 

@@ -1,0 +1,68 @@
+#include "kernels.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/native/Resize.h>
+
+#include <map>
+#include <mutex>
+
+namespace h2torch {
+
+int one_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
+  int index = -1;
+  for (const at::Tensor* t : tensors) {
+    if (!t->defined() || (t->device().is_cpu() && t->dim() == 0)) continue;
+    TORCH_CHECK(t->device().type() == c10::DeviceType::PrivateUse1, op, ": expected all tensors on one H2 device, ",
+                "found ", t->device(), " (move it with .to('privateuseone'))");
+    TORCH_CHECK(index < 0 || index == t->device().index(), op, ": expected all tensors on one device, found ",
+                "privateuseone:", index, " and privateuseone:", t->device().index());
+    index = t->device().index();
+  }
+  TORCH_CHECK(index >= 0, op, ": no operand is on an H2 device");
+  return index;
+}
+
+h2::Tensor operand(const at::Tensor& t, c10::ScalarType type) {
+  return as_h2(t.scalar_type() == type ? t : t.to(type));
+}
+
+h2::Tensor operand(const at::Tensor& t, c10::ScalarType type, c10::IntArrayRef shape) {
+  return operand(t, type).expand(shape_of(shape));
+}
+
+void resize_out(const at::Tensor& out, c10::IntArrayRef shape) {
+  at::native::resize_output(out, shape);
+}
+
+std::vector<int> normalized_dims(c10::IntArrayRef dims, int64_t rank) {
+  std::vector<int> result;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) result.push_back(static_cast<int>(d));
+    return result;
+  }
+  for (int64_t d : dims) result.push_back(static_cast<int>(c10::maybe_wrap_dim(d, rank)));
+  return result;
+}
+
+void check_floating(const char* op, const at::Tensor& t) {
+  const c10::ScalarType type = t.scalar_type();
+  TORCH_CHECK(type == c10::kFloat || type == c10::kHalf || type == c10::kBFloat16, op,
+              ": H2's operators compute in float32, float16 and bfloat16, not ", type);
+}
+
+h2::ops::Philox next_philox(int index, int64_t numel) {
+  struct Stream {
+    uint64_t seed = 0, offset = 0;
+  };
+  static std::mutex mutex;
+  static std::map<int, Stream> streams;
+  const uint64_t seed = at::detail::getDefaultCPUGenerator().current_seed();
+  std::lock_guard lock(mutex);
+  Stream& s = streams[index];
+  if (s.seed != seed) s = {seed, 0};
+  const h2::ops::Philox draw{s.seed, s.offset};
+  s.offset += h2::ops::philox_counters(numel);
+  return draw;
+}
+
+}  // namespace h2torch
