@@ -16,8 +16,9 @@ packages=(
   # `ip netns`: the tests' and benchmarks' test hosts in network namespaces
   iproute2
 )
-# LibTorch pulls in a large set of recommended packages we do not need.
-no_recommends=(libtorch-dev)
+# LibTorch (and PyTorch for DiTorch's Python package) pull in a large set of recommended packages we
+# do not need.
+no_recommends=(libtorch-dev python3-torch)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -105,13 +105,6 @@ H2_BINARY(maximum, BinaryOp::maximum, false)
 H2_BINARY(minimum, BinaryOp::minimum, false)
 H2_BINARY(pow_tensor, BinaryOp::pow, false)
 
-// A Python number as LibTorch passes it: a CPU 0-dim tensor that does not take part in promotion.
-at::Tensor wrapped(const c10::Scalar& value) {
-  at::Tensor t = at::scalar_tensor(value, at::kDouble);
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-
 at::Tensor& pow_scalar_out(const at::Tensor& self, const c10::Scalar& exponent, at::Tensor& out) {
   return binary_into("pow", BinaryOp::pow, self, wrapped(exponent), 1, out);
 }
@@ -143,11 +136,27 @@ at::Tensor& clamp_inplace(at::Tensor& self, const c10::optional<c10::Scalar>& mi
 
 // ---- unary ----
 
+at::Tensor unary_on_cpu(UnaryOp op, const at::Tensor& x) {
+  switch (op) {
+    case UnaryOp::exp: return at::exp(x);
+    case UnaryOp::log: return at::log(x);
+    case UnaryOp::sqrt: return at::sqrt(x);
+    case UnaryOp::rsqrt: return at::rsqrt(x);
+    case UnaryOp::neg: return at::neg(x);
+    case UnaryOp::reciprocal: return at::reciprocal(x);
+  }
+  return {};
+}
+
 at::Tensor& unary_into(const char* name, UnaryOp op, const at::Tensor& self, at::Tensor& out) {
   const int index = one_device(name, {&self, &out});
   const c10::DeviceGuard guard(h2_device(index));
   resize_out(out, self.sizes());
-  check_floating(name, out);
+  if (c10::isIntegralType(out.scalar_type(), true)) {
+    note_fallback(std::string("aten::") + name + " (" + c10::toString(out.scalar_type()) + ")");
+    out.copy_(unary_on_cpu(op, self.cpu()));
+    return out;
+  }
   if (out.numel() > 0) h2::ops::unary(stream(index), op, operand(self, out.scalar_type()), as_h2(out));
   return out;
 }
@@ -242,6 +251,11 @@ at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const c
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   at::infer_size(self.sizes(), mask.sizes());  // names the shapes when they do not broadcast
+  if (c10::isIntegralType(self.scalar_type(), true)) {
+    note_fallback(std::string("aten::masked_fill_ (") + c10::toString(self.scalar_type()) + ")");
+    self.copy_(self.cpu().masked_fill_(mask.cpu(), value));
+    return self;
+  }
   if (self.numel() > 0)
     h2::ops::masked_fill(stream(index), as_h2(self), operand(mask, at::kBool, self.sizes()), value.toDouble(),
                          as_h2(self));

@@ -1,5 +1,7 @@
-// Indexing aten operators on h2::ops: index_select (embedding's forward), gather, scatter_add and
-// cat, each functional and out=.
+// Indexing aten operators on h2::ops: index_select (embedding's forward) and index_add (its
+// backward), gather, scatter_add and cat, each functional, in place and out=. scatter (assignment)
+// has no kernel: with repeated indices LibTorch keeps one of the values, which a sum cannot express,
+// so it runs through the counted CPU fallback.
 #include "kernels.hpp"
 
 namespace h2torch {
@@ -67,6 +69,45 @@ at::Tensor& scatter_add_inplace(at::Tensor& self, int64_t dim, const at::Tensor&
   return h2torch::scatter_add_out(self, dim, index, src, self);
 }
 
+// out = self, then out.select(dim, index[i]) += alpha * source.select(dim, i): a scatter_add whose
+// index is `index` spread over source's shape.
+at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          const c10::Scalar& alpha, at::Tensor& out) {
+  const int device = one_device("index_add", {&self, &index, &source, &out});
+  check_index("index_add", index);
+  TORCH_CHECK(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  const c10::DeviceGuard guard(h2_device(device));
+  dim = c10::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  TORCH_CHECK(source.dim() == self.dim() && (self.dim() == 0 || source.size(dim) == index.numel()),
+              "index_add_(): source ", source.sizes(), " does not match index of ", index.numel(),
+              " element(s) along dim ", dim, " of ", self.sizes());
+  resize_out(out, self.sizes());
+  h2::Stream& s = stream(device);
+  if (!out.is_same(self)) h2::ops::copy(s, as_h2(self), as_h2(out));
+  if (index.numel() == 0) return out;
+  h2::Shape along(static_cast<size_t>(source.dim()), 1);
+  along[static_cast<size_t>(dim)] = index.numel();
+  const h2::Tensor spread = h2::Tensor::empty(s, shape_of(source.sizes()), h2::DType::i64);
+  h2::ops::copy(s, operand(index, at::kLong).view(along).expand(spread.shape()), spread);
+  h2::Tensor values = operand(source, out.scalar_type());
+  if (alpha.toDouble() != 1) {
+    const h2::Tensor scaled = h2::Tensor::empty(s, values.shape(), values.dtype());
+    h2::ops::binary(s, h2::ops::BinaryOp::mul, values, alpha.toDouble(), scaled);
+    values = scaled;
+  }
+  h2::ops::scatter_add(s, as_h2(out), static_cast<int>(dim), spread, values);
+  return out;
+}
+at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                     const c10::Scalar& alpha) {
+  at::Tensor out = at::empty({0}, self.options());
+  return h2torch::index_add_out(self, dim, index, source, alpha, out);
+}
+at::Tensor& index_add_inplace(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                              const c10::Scalar& alpha) {
+  return h2torch::index_add_out(self, dim, index, source, alpha, self);
+}
+
 // The inputs copied side by side along dim (1-D empty tensors skipped, as LibTorch does).
 at::Tensor& cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
   std::vector<at::Tensor> inputs;
@@ -125,6 +166,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   H2_IMPL(m, "scatter_add", scatter_add);
   H2_IMPL(m, "scatter_add_", scatter_add_inplace);
   H2_IMPL(m, "scatter_add.out", scatter_add_out);
+  H2_IMPL(m, "index_add", index_add);
+  H2_IMPL(m, "index_add_", index_add_inplace);
+  H2_IMPL(m, "index_add.out", index_add_out);
   H2_IMPL(m, "cat", cat);
   H2_IMPL(m, "cat.out", cat_out);
 }

@@ -3,7 +3,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/native/Resize.h>
 
-#include <map>
 #include <mutex>
 
 namespace h2torch {
@@ -30,6 +29,12 @@ h2::Tensor operand(const at::Tensor& t, c10::ScalarType type, c10::IntArrayRef s
   return operand(t, type).expand(shape_of(shape));
 }
 
+at::Tensor wrapped(const c10::Scalar& value) {
+  at::Tensor t = at::scalar_tensor(value, at::kDouble);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
 void resize_out(const at::Tensor& out, c10::IntArrayRef shape) {
   at::native::resize_output(out, shape);
 }
@@ -45,24 +50,14 @@ std::vector<int> normalized_dims(c10::IntArrayRef dims, int64_t rank) {
 }
 
 void check_floating(const char* op, const at::Tensor& t) {
-  const c10::ScalarType type = t.scalar_type();
-  TORCH_CHECK(type == c10::kFloat || type == c10::kHalf || type == c10::kBFloat16, op,
-              ": H2's operators compute in float32, float16 and bfloat16, not ", type);
+  TORCH_CHECK(c10::isFloatingType(t.scalar_type()), op, ": expected a floating-point tensor, got ", t.scalar_type());
 }
 
-h2::ops::Philox next_philox(int index, int64_t numel) {
-  struct Stream {
-    uint64_t seed = 0, offset = 0;
-  };
-  static std::mutex mutex;
-  static std::map<int, Stream> streams;
-  const uint64_t seed = at::detail::getDefaultCPUGenerator().current_seed();
-  std::lock_guard lock(mutex);
-  Stream& s = streams[index];
-  if (s.seed != seed) s = {seed, 0};
-  const h2::ops::Philox draw{s.seed, s.offset};
-  s.offset += h2::ops::philox_counters(numel);
-  return draw;
+h2::ops::Philox next_philox(int /*index*/, int64_t /*numel*/) {
+  at::CPUGeneratorImpl* generator =
+      at::get_generator_or_default<at::CPUGeneratorImpl>(c10::nullopt, at::detail::getDefaultCPUGenerator());
+  std::lock_guard lock(generator->mutex_);
+  return {generator->random64(), 0};
 }
 
 }  // namespace h2torch

@@ -36,16 +36,21 @@ inline h2::Shape shape_of(c10::IntArrayRef sizes) {
 h2::Tensor operand(const at::Tensor& t, c10::ScalarType type);
 h2::Tensor operand(const at::Tensor& t, c10::ScalarType type, c10::IntArrayRef shape);
 
+// A Python number as LibTorch passes it: a CPU 0-dim tensor that does not take part in promotion.
+at::Tensor wrapped(const c10::Scalar& value);
+
 // `out` resized to `shape` (as LibTorch's out= kernels do: a warning when a non-empty out is resized).
 void resize_out(const at::Tensor& out, c10::IntArrayRef shape);
 // `dims` (negative counting from the end) normalised for a tensor of `rank`; all dims when empty.
 std::vector<int> normalized_dims(c10::IntArrayRef dims, int64_t rank);
 
-// Floating-point dtypes only: H2's operators compute in f32, f16 and bf16.
+// Floating-point dtypes only (which of them a plugin supports, its capability says: H2's operator
+// checks name it).
 void check_floating(const char* op, const at::Tensor& t);
 
-// The next `numel` draws of device `index`'s Philox stream. The seed is torch.manual_seed's (the CPU
-// generator's current seed): reseeding restarts every H2 device's stream.
+// The Philox stream of one random operator on device `index` drawing `numel` values: a fresh key drawn
+// from LibTorch's default CPU generator, so that torch.manual_seed makes H2's random operators
+// repeat exactly as the CPU's do (each H2 draw advances the CPU generator by one 64-bit number).
 h2::ops::Philox next_philox(int index, int64_t numel);
 
 // A kernel whose H2 errors (bad shapes, dtypes a plugin does not support) become LibTorch errors,

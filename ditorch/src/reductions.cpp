@@ -39,6 +39,15 @@ at::Tensor& reduce_into(const char* name, ReduceOp op, const at::Tensor& self, c
   const std::vector<int> dims = normalized_dims(dim_list, self.dim());
   resize_out(out, reduced_shape(self, dims, keepdim));
   const c10::ScalarType type = out.scalar_type();
+  // Counting truth values (a mask's sum): in f32 on the device, exact below 2^24 elements.
+  if (op == ReduceOp::sum && (self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) &&
+      self.numel() < (int64_t{1} << 24) && self.dim() > 0 && out.numel() > 0) {
+    h2::Stream& s = stream(index);
+    const h2::Tensor counts = h2::Tensor::empty(s, shape_of(out.sizes()), h2::DType::f32);
+    h2::ops::reduce(s, op, operand(self, at::kFloat), dims, counts, keepdim);
+    h2::ops::copy(s, counts, as_h2(out));
+    return out;
+  }
   if (!c10::isFloatingType(type) || !c10::isFloatingType(self.scalar_type())) {
     note_fallback(std::string("aten::") + name + " (" + c10::toString(self.scalar_type()) + ")");
     out.copy_(reduce_on_cpu(op, self.cpu(), dims, keepdim, type));

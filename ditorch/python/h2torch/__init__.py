@@ -65,7 +65,7 @@ def device_count():
 def device(index=0):
     """PyTorch's device for H2 device ``index`` (``privateuseone:index``)."""
     if not 0 <= index < device_count():
-        raise RuntimeError(f"h2torch: privateuseone:{index} does not exist: H2 has {device_count()} device(s)")
+        raise IndexError(f"h2torch: privateuseone:{index} does not exist: H2 has {device_count()} device(s)")
     return torch.device("privateuseone", index)
 
 
