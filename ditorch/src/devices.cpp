@@ -123,6 +123,24 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   c10::Stream exchangeStream(c10::Stream s) const noexcept override {
     return c10::Stream(c10::Stream::DEFAULT, s.device());
   }
+  // LibTorch's events are H2 events recorded on the device's stream (the autograd engine and
+  // torch.Event use them to order work across streams and devices).
+  void record(void** event, const c10::Stream& s, const c10::DeviceIndex index,
+              const c10::EventFlag /*flag*/) const override {
+    TORCH_CHECK(index == -1 || index == s.device_index(), "event of privateuseone:", index,
+                " recorded on a stream of privateuseone:", s.device_index());
+    if (*event == nullptr) *event = new h2::Event(device(s.device_index()).create_event(false));
+    static_cast<h2::Event*>(*event)->record(stream(s.device_index()));
+  }
+  void block(void* event, const c10::Stream& s) const override {
+    if (event != nullptr) stream(s.device_index()).wait(*static_cast<h2::Event*>(event));
+  }
+  bool queryEvent(void* event) const override { return event == nullptr || static_cast<h2::Event*>(event)->ready(); }
+  void destroyEvent(void* event, const c10::DeviceIndex /*index*/) const noexcept override {
+    delete static_cast<h2::Event*>(event);
+  }
+  bool queryStream(const c10::Stream& s) const override { return stream(s.device_index()).ready(); }
+  void synchronizeStream(const c10::Stream& s) const override { stream(s.device_index()).synchronize(); }
   c10::DeviceIndex deviceCount() const noexcept override {
     try {
       return static_cast<c10::DeviceIndex>(device_count());

@@ -3,6 +3,7 @@
 // with the CPU and between dtypes and layouts, fill on the device, run other operators through the
 // counted CPU fallback (an error under H2_TORCH_FALLBACK=error), and a device index that does not
 // exist is a LibTorch error naming it.
+#include <c10/core/Event.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -75,6 +76,19 @@ TEST(DiTorchDevice, ElementwiseAndMatrixProductsMatchCpuLibTorch) {
     const auto count = [&](const std::map<std::string, int64_t>& c) { return c.count(op) ? c.at(op) : 0; };
     EXPECT_EQ(count(after), count(before)) << op << " fell back to the CPU";
   }
+}
+
+// LibTorch's events on the device: recorded on its stream, complete once the work before them has.
+TEST(DiTorchDevice, EventsAndStreamsAreH2s) {
+  const torch::Tensor h2 = torch::randn({64, 64}).to(kH2);
+  c10::Event event(c10::DeviceType::PrivateUse1);
+  const c10::Stream stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->getStream(kH2);
+  (void)torch::mm(h2, h2);
+  event.record(stream);
+  event.block(stream);
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->synchronizeStream(stream);
+  EXPECT_TRUE(event.query());
+  EXPECT_TRUE(c10::impl::getDeviceGuardImpl(c10::DeviceType::PrivateUse1)->queryStream(stream));
 }
 
 TEST(DiTorchDevice, MixingDevicesInOneOperatorIsNamed) {

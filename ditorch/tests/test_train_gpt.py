@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """examples/torch/train_gpt.py on privateuseone reproduces CPU PyTorch, with no operator on the CPU.
 
+(With H2_TRAIN_GPT_EXECUTABLE set, the same for the C++ example, examples/torch/train_gpt.cpp.)
 Runs the example twice, as a user would: on the CPU, and on the H2 device H2_TORCH_DEVICES names with
 H2_TORCH_FALLBACK=error (any operator without an H2 kernel would end the run). The 20 losses must
 agree within 1e-4 relative. A smaller model than gpt-tiny (2 layers, 4 x 64 bytes a step) keeps it
@@ -19,7 +20,8 @@ ARGS = ["--steps", "20", "--layers", "2", "--batch", "4", "--seq-len", "64"]
 
 
 def train(device, json_path, **env):
-    subprocess.run([sys.executable, EXAMPLE, *ARGS, "--device", device, "--json", json_path],
+    program = [os.environ["H2_TRAIN_GPT_EXECUTABLE"]] if "H2_TRAIN_GPT_EXECUTABLE" in os.environ else [sys.executable, EXAMPLE]
+    subprocess.run([*program, *ARGS, "--device", device, "--json", json_path],
                    env={**os.environ, **env}, check=True, timeout=600)
     with open(json_path) as f:
         return json.load(f)

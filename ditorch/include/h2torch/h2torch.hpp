@@ -15,6 +15,13 @@
 
 #include "h2/h2.hpp"
 
+namespace torch::nn {
+class Module;
+}
+namespace c10 {
+struct Device;
+}
+
 namespace h2torch {
 
 // The number of H2 devices LibTorch sees (the runtime is made on first use).
@@ -28,5 +35,11 @@ void synchronize();
 h2::MemoryStats memory_stats(int index);
 // How often each operator ran through the CPU fallback ("aten::add.Tensor" -> 3).
 std::map<std::string, int64_t> fallback_counts();
+
+// `module`'s parameters and buffers (its children's too) moved to `device`, for C++ programs: LibTorch
+// 1.13's Module::to moves a parameter with set_data, which accepts only its built-in dense devices
+// (TensorImpl::has_compatible_shallow_copy_type). This does what set_data does without that check.
+// Python's Module.to needs nothing of the kind. Move a module before its first backward pass.
+void to(torch::nn::Module& module, const c10::Device& device);
 
 }  // namespace h2torch
