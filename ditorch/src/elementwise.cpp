@@ -65,13 +65,15 @@ at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& self, c
   return out;
 }
 
-// The functional form's result: on the operands' device, in LibTorch's promoted dtype (integer
-// division and integer roots give the default float dtype).
+// The functional form's result: on the operands' device, of their broadcast shape, in LibTorch's
+// promoted dtype (integer division and integer roots give the default float dtype).
 at::Tensor result_for(const char* name, const at::Tensor& self, const at::Tensor& other, bool floating) {
   const int index = one_device(name, {&self, &other});
   c10::ScalarType type = other.defined() ? at::result_type(self, other) : self.scalar_type();
   if (floating && c10::isIntegralType(type, true)) type = c10::get_default_dtype_as_scalartype();
-  return at::empty({0}, self.options().dtype(type).device(h2_device(index)));
+  const c10::DimVector shape =
+      other.defined() ? at::infer_size_dimvector(self.sizes(), other.sizes()) : c10::DimVector(self.sizes());
+  return at::empty(shape, self.options().dtype(type).device(h2_device(index)));
 }
 
 #define H2_BINARY_WITH_ALPHA(fn, OP)                                                                                 \

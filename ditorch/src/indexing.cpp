@@ -43,7 +43,7 @@ at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& in
   return out;
 }
 at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty(index.sizes(), self.options());
   return h2torch::gather_out(self, dim, index, sparse_grad, out);
 }
 
@@ -62,7 +62,7 @@ at::Tensor& scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tenso
   return out;
 }
 at::Tensor scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty(self.sizes(), self.options());
   return h2torch::scatter_add_out(self, dim, index, src, out);
 }
 at::Tensor& scatter_add_inplace(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
@@ -100,7 +100,7 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
 }
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const c10::Scalar& alpha) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty(self.sizes(), self.options());
   return h2torch::index_add_out(self, dim, index, source, alpha, out);
 }
 at::Tensor& index_add_inplace(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,

@@ -39,8 +39,15 @@ at::Tensor& product_into(const char* op, const at::Tensor& a, const at::Tensor& 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
   return product_into("mm", self, mat2, out, 2);
 }
+// The product's result, made at its final shape (a resize after the fact costs a second tensor).
+at::Tensor product_result(const at::Tensor& a, const at::Tensor& b) {
+  c10::DimVector shape(a.sizes());
+  if (!shape.empty() && b.dim() > 0) shape.back() = b.size(-1);
+  return at::empty(shape, a.options());
+}
+
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = product_result(self, mat2);
   return h2torch::mm_out(self, mat2, out);
 }
 
@@ -48,7 +55,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   return product_into("bmm", self, mat2, out, 3);
 }
 at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = product_result(self, mat2);
   return h2torch::bmm_out(self, mat2, out);
 }
 
@@ -71,7 +78,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
 }
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,
                  const c10::Scalar& alpha) {
-  at::Tensor out = at::empty({0}, mat1.options());
+  at::Tensor out = product_result(mat1, mat2);
   return h2torch::addmm_out(self, mat1, mat2, beta, alpha, out);
 }
 at::Tensor& addmm_inplace(at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2, const c10::Scalar& beta,

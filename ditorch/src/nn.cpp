@@ -49,7 +49,7 @@ at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, bool half_to_float,
   return out;
 }
 at::Tensor softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  at::Tensor out = at::empty({0}, self.options().dtype(half_to_float ? at::kFloat : self.scalar_type()));
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(half_to_float ? at::kFloat : self.scalar_type()));
   return h2torch::softmax_out(self, dim, half_to_float, out);
 }
 
@@ -70,7 +70,7 @@ at::Tensor& softmax_backward_out(const at::Tensor& grad_output, const at::Tensor
 }
 at::Tensor softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim,
                             c10::ScalarType input_dtype) {
-  at::Tensor grad_input = at::empty({0}, output.options().dtype(input_dtype));
+  at::Tensor grad_input = at::empty(output.sizes(), output.options().dtype(input_dtype));
   return h2torch::softmax_backward_out(grad_output, output, dim, input_dtype, grad_input);
 }
 
@@ -100,7 +100,7 @@ at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_fl
   return out;
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
-  at::Tensor out = at::empty({0}, self.options().dtype(half_to_float ? at::kFloat : self.scalar_type()));
+  at::Tensor out = at::empty(self.sizes(), self.options().dtype(half_to_float ? at::kFloat : self.scalar_type()));
   return h2torch::log_softmax_out(self, dim, half_to_float, out);
 }
 
@@ -128,7 +128,7 @@ at::Tensor& log_softmax_backward_out(const at::Tensor& grad_output, const at::Te
 }
 at::Tensor log_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim,
                                 c10::ScalarType input_dtype) {
-  at::Tensor grad_input = at::empty({0}, output.options().dtype(input_dtype));
+  at::Tensor grad_input = at::empty(output.sizes(), output.options().dtype(input_dtype));
   return h2torch::log_softmax_backward_out(grad_output, output, dim, input_dtype, grad_input);
 }
 
@@ -212,7 +212,7 @@ at::Tensor& gelu_out(const at::Tensor& self, c10::string_view approximate, at::T
   return out;
 }
 at::Tensor gelu(const at::Tensor& self, c10::string_view approximate) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty(self.sizes(), self.options());
   return h2torch::gelu_out(self, approximate, out);
 }
 at::Tensor& gelu_inplace(at::Tensor& self, c10::string_view approximate) {
@@ -231,7 +231,7 @@ at::Tensor& gelu_backward_out(const at::Tensor& grad_output, const at::Tensor& s
   return grad_input;
 }
 at::Tensor gelu_backward(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  at::Tensor grad_input = at::empty({0}, self.options());
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
   return h2torch::gelu_backward_out(grad_output, self, approximate, grad_input);
 }
 
@@ -243,7 +243,7 @@ at::Tensor& silu_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 at::Tensor silu(const at::Tensor& self) {
-  at::Tensor out = at::empty({0}, self.options());
+  at::Tensor out = at::empty(self.sizes(), self.options());
   return h2torch::silu_out(self, out);
 }
 at::Tensor& silu_inplace(at::Tensor& self) {
@@ -261,7 +261,7 @@ at::Tensor& silu_backward_out(const at::Tensor& grad_output, const at::Tensor& s
   return grad_input;
 }
 at::Tensor silu_backward(const at::Tensor& grad_output, const at::Tensor& self) {
-  at::Tensor grad_input = at::empty({0}, self.options());
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
   return h2torch::silu_backward_out(grad_output, self, grad_input);
 }
 
@@ -388,7 +388,7 @@ at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tenso
 at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
                              const c10::optional<at::Tensor>& weight, int64_t reduction, int64_t ignore_index,
                              const at::Tensor& total_weight) {
-  at::Tensor grad_input = at::empty({0}, self.options());
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
   return h2torch::nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight,
                                         grad_input);
 }
