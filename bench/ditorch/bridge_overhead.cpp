@@ -94,7 +94,7 @@ void BM_SumDim(benchmark::State& state) {
 }
 
 // range(0): 1 = through the bridge (LibTorch on privateuseone), 0 = h2::ops directly.
-#define H2_BRIDGE_BENCHMARK(fn)                  \
+#define H2_BRIDGE_BENCHMARK(fn)                              \
   BENCHMARK(fn)->Arg(0)->UseRealTime()->Name(#fn "/direct"); \
   BENCHMARK(fn)->Arg(1)->UseRealTime()->Name(#fn "/bridge")
 H2_BRIDGE_BENCHMARK(BM_Add);

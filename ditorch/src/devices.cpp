@@ -92,7 +92,7 @@ struct Allocator final : c10::Allocator {
       *holder = std::make_shared<h2::DeviceBuffer>(device(index).allocate(bytes, stream(index)));
     } catch (const h2::Error& e) {
       delete holder;
-      TORCH_CHECK(false, "privateuseone:", index, " (", device(index).label(), "): ", e.what());
+      TORCH_CHECK(false, "privateuseone:", static_cast<int>(index), " (", device(index).label(), "): ", e.what());
     }
     return {(*holder)->data(), holder, &release, where};
   }
@@ -127,8 +127,8 @@ struct GuardImpl final : c10::impl::DeviceGuardImplInterface {
   // torch.Event use them to order work across streams and devices).
   void record(void** event, const c10::Stream& s, const c10::DeviceIndex index,
               const c10::EventFlag /*flag*/) const override {
-    TORCH_CHECK(index == -1 || index == s.device_index(), "event of privateuseone:", index,
-                " recorded on a stream of privateuseone:", s.device_index());
+    TORCH_CHECK(index == -1 || index == s.device_index(), "event of privateuseone:", static_cast<int>(index),
+                " recorded on a stream of privateuseone:", static_cast<int>(s.device_index()));
     if (*event == nullptr) *event = new h2::Event(device(s.device_index()).create_event(false));
     static_cast<h2::Event*>(*event)->record(stream(s.device_index()));
   }

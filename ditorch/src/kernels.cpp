@@ -14,7 +14,7 @@ int one_device(const char* op, std::initializer_list<const at::Tensor*> tensors)
     TORCH_CHECK(t->device().type() == c10::DeviceType::PrivateUse1, op, ": expected all tensors on one H2 device, ",
                 "found ", t->device(), " (move it with .to('privateuseone'))");
     TORCH_CHECK(index < 0 || index == t->device().index(), op, ": expected all tensors on one device, found ",
-                "privateuseone:", index, " and privateuseone:", t->device().index());
+                "privateuseone:", index, " and privateuseone:", static_cast<int>(t->device().index()));
     index = t->device().index();
   }
   TORCH_CHECK(index >= 0, op, ": no operand is on an H2 device");

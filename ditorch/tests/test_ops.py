@@ -177,6 +177,37 @@ class Operators(unittest.TestCase):
         self.assertTrue(torch.equal(again.cpu(), y.detach().cpu()), "torch.manual_seed does not reseed the device")
         self.assertTrue(torch.equal(F.dropout(x, p=0.25, training=False).cpu(), x.detach().cpu()))
 
+    def test_native_dropout_and_its_backward(self):
+        torch.manual_seed(4)
+        x = torch.randn(32, 32, device=H2, requires_grad=True)
+        y, mask = torch.native_dropout(x, 0.5, True)
+        kept = mask.cpu()
+        self.assertEqual(kept.dtype, torch.bool)
+        self.assertAlmostEqual(kept.float().mean().item(), 0.5, delta=0.05)
+        torch.testing.assert_close(y.detach().cpu(), x.detach().cpu() * kept / 0.5)
+        y.backward(torch.ones_like(y))
+        torch.testing.assert_close(x.grad.cpu(), kept.float() / 0.5)
+
+    def test_uniform_and_normal_fill_on_the_device(self):
+        torch.manual_seed(5)
+        u = torch.empty(20000, device=H2).uniform_(-2.0, 3.0).cpu()
+        self.assertGreaterEqual(u.min().item(), -2.0)
+        self.assertLess(u.max().item(), 3.0)
+        self.assertAlmostEqual(u.mean().item(), 0.5, delta=0.05)
+        n = torch.empty(20000, device=H2).normal_(1.0, 2.0).cpu()
+        self.assertAlmostEqual(n.mean().item(), 1.0, delta=0.1)
+        self.assertAlmostEqual(n.std().item(), 2.0, delta=0.1)
+
+    def test_out_arguments_and_resize(self):
+        a, b = torch.randn(3, 4), torch.randn(3, 4)
+        out = torch.empty(0, device=H2)
+        torch.add(a.to(H2), b.to(H2), out=out)
+        torch.testing.assert_close(out.cpu(), a + b)
+        grown = torch.arange(4.0).to(H2)
+        grown.resize_(2, 5)
+        self.assertEqual(grown.shape, (2, 5))
+        torch.testing.assert_close(grown.cpu().flatten()[:4], torch.arange(4.0))
+
     def test_adamw_steps_match_cpu_pytorch(self):
         torch.manual_seed(2)
         weights = [torch.randn(5, 3), torch.randn(3)]
