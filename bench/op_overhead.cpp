@@ -16,10 +16,10 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/per_call_reporter.hpp"
 #include "h2/h2.hpp"
 
 namespace {
@@ -103,42 +103,16 @@ BENCHMARK(BM_LibTorchDispatcherFill)->UseRealTime();
 BENCHMARK(BM_CoreOpsFill)->Arg(0)->UseRealTime();
 BENCHMARK(BM_PluginSlotFill)->Arg(0)->UseRealTime();
 
-// Keeps each benchmark's nanoseconds per call while printing the usual table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> ns_per_call;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs)
-      ns_per_call[run.benchmark_name()] =
-          run.GetAdjustedRealTime() / kBatch * (run.time_unit == benchmark::kMicrosecond ? 1e3 : 1.0);
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--json" && i + 1 < argc) {
-      json_path = argv[++i];
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int count = static_cast<int>(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
-  Collector collector;
+  if (!h2::bench::initialize(argc, argv, json_path)) return 2;
+  h2::bench::PerCallReporter collector(kBatch);
   benchmark::RunSpecifiedBenchmarks(&collector);
   current.reset();
 
-  // The median of the repetitions when there are several, else the single run.
-  auto ns = [&](const std::string& name) {
-    auto median = collector.ns_per_call.find(name + "_median");
-    return median != collector.ns_per_call.end() ? median->second : collector.ns_per_call[name];
-  };
+  auto ns = [&](const std::string& name) { return collector.ns(name); };
   const double core = ns("BM_CoreOpsFill/1/real_time"), direct = ns("BM_PluginSlotFill/1/real_time");
   const double core_async = ns("BM_CoreOpsFill/0/real_time"), direct_async = ns("BM_PluginSlotFill/0/real_time");
   const double torch = ns("BM_LibTorchDispatcherFill/real_time");

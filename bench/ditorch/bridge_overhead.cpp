@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
+#include "../common/per_call_reporter.hpp"
 #include "h2torch/h2torch.hpp"
 
 namespace {
@@ -104,18 +104,6 @@ H2_BRIDGE_BENCHMARK(BM_Gelu);
 H2_BRIDGE_BENCHMARK(BM_Softmax);
 H2_BRIDGE_BENCHMARK(BM_SumDim);
 
-// Keeps each benchmark's nanoseconds per call while printing the usual table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> ns_per_call;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs)
-      ns_per_call[run.benchmark_name()] =
-          run.GetAdjustedRealTime() / kBatch * (run.time_unit == benchmark::kMicrosecond ? 1e3 : 1.0);
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,24 +112,11 @@ int main(int argc, char** argv) {
   setenv("H2_CPU_REFERENCE_BLOCKING", "1", 1);
   setenv("H2_TORCH_DEVICES", "cpu-reference:0", 1);
   std::string json_path;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--json" && i + 1 < argc)
-      json_path = argv[++i];
-    else
-      args.push_back(argv[i]);
-  }
-  int count = static_cast<int>(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
-  Collector collector;
+  if (!h2::bench::initialize(argc, argv, json_path)) return 2;
+  h2::bench::PerCallReporter collector(kBatch);
   benchmark::RunSpecifiedBenchmarks(&collector);
 
-  // The median of the repetitions when there are several, else the single run.
-  auto ns = [&](const std::string& name) {
-    auto median = collector.ns_per_call.find(name + "_median");
-    return median != collector.ns_per_call.end() ? median->second : collector.ns_per_call[name];
-  };
+  auto ns = [&](const std::string& name) { return collector.ns(name); };
   std::cout << "\nDiTorch's bridge over h2::ops, per call (cpu-reference, blocking streams; medians)\n";
   std::printf("  %-12s %12s %12s %16s %8s\n", "operator", "h2::ops ns", "bridge ns", "overhead ns", "ratio");
   nlohmann::ordered_json operators = nlohmann::ordered_json::object();

@@ -77,10 +77,8 @@ h2::Tensor compare_difference(h2::Stream& s, Compare compare, const h2::Tensor& 
 
 at::Tensor& compare_into(const char* name, Compare compare, const at::Tensor& self, const at::Tensor& other,
                          at::Tensor& out) {
-  const int index = one_device(name, {&self, &other, &out});
-  const c10::DeviceGuard guard(h2_device(index));
-  const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
-  resize_out(out, shape);
+  const std::vector<int64_t> shape = broadcast_out(name, {&self, &other}, out);
+  const int index = out.device().index();
   if (out.numel() == 0) return out;
   h2::Stream& s = stream(index);
   const h2::Tensor d = h2::Tensor::empty(s, shape_of(shape), h2::DType::f32);
@@ -166,10 +164,8 @@ enum class Logical { both, either };
 
 at::Tensor& logical_into(const char* name, Logical op, const at::Tensor& self, const at::Tensor& other,
                          at::Tensor& out) {
-  const int index = one_device(name, {&self, &other, &out});
-  const c10::DeviceGuard guard(h2_device(index));
-  const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
-  resize_out(out, shape);
+  const std::vector<int64_t> shape = broadcast_out(name, {&self, &other}, out);
+  const int index = out.device().index();
   if (out.numel() == 0) return out;
   h2::Stream& s = stream(index);
   const h2::Tensor a = indicator(s, operand(self, at::kFloat, shape)),

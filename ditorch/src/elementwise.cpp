@@ -34,10 +34,8 @@ at::Tensor binary_on_cpu(BinaryOp op, const at::Tensor& a, const at::Tensor& b, 
 // out = self op (alpha * other), in out's dtype.
 at::Tensor& binary_into(const char* name, BinaryOp op, const at::Tensor& self, const at::Tensor& other,
                         const c10::Scalar& alpha, at::Tensor& out) {
-  const int index = one_device(name, {&self, &other, &out});
-  const c10::DeviceGuard guard(h2_device(index));
-  const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
-  resize_out(out, shape);
+  const std::vector<int64_t> shape = broadcast_out(name, {&self, &other}, out);
+  const int index = out.device().index();
   const c10::ScalarType type = out.scalar_type();
   if (c10::isIntegralType(type, true)) {
     note_fallback(std::string("aten::") + name + " (" + c10::toString(type) + ")");
@@ -198,10 +196,8 @@ at::Tensor& abs_inplace(at::Tensor& self) {
 
 at::Tensor& combine_into(const char* name, BinaryOp op, const at::Tensor& self, const at::Tensor& t1,
                          const at::Tensor& t2, const c10::Scalar& value, at::Tensor& out) {
-  const int index = one_device(name, {&self, &t1, &t2, &out});
-  const c10::DeviceGuard guard(h2_device(index));
-  const std::vector<int64_t> shape = at::infer_size(at::infer_size(t1.sizes(), t2.sizes()), self.sizes());
-  resize_out(out, shape);
+  const std::vector<int64_t> shape = broadcast_out(name, {&self, &t1, &t2}, out);
+  const int index = out.device().index();
   check_floating(name, out);
   if (out.numel() == 0) return out;
   h2::Stream& s = stream(index);
@@ -231,10 +227,8 @@ H2_COMBINE(addcdiv, BinaryOp::div)
 // ---- selection ----
 
 at::Tensor& where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  const int index = one_device("where", {&condition, &self, &other, &out});
-  const c10::DeviceGuard guard(h2_device(index));
-  const std::vector<int64_t> shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
-  resize_out(out, shape);
+  const std::vector<int64_t> shape = broadcast_out("where", {&condition, &self, &other}, out);
+  const int index = out.device().index();
   if (out.numel() == 0) return out;
   const c10::ScalarType type = out.scalar_type();
   const at::Tensor a = is_scalar(self) ? at::full({}, self.item(), out.options()) : self;

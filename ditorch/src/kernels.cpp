@@ -1,6 +1,7 @@
 #include "kernels.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/Resize.h>
 
 #include <mutex>
@@ -8,6 +9,10 @@
 namespace h2torch {
 
 int one_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
+  return one_device(op, std::span<const at::Tensor* const>(tensors.begin(), tensors.size()));
+}
+
+int one_device(const char* op, std::span<const at::Tensor* const> tensors) {
   int index = -1;
   for (const at::Tensor* t : tensors) {
     if (!t->defined() || (t->device().is_cpu() && t->dim() == 0)) continue;
@@ -33,6 +38,16 @@ at::Tensor wrapped(const c10::Scalar& value) {
   at::Tensor t = at::scalar_tensor(value, at::kDouble);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
+}
+
+std::vector<int64_t> broadcast_out(const char* op, std::initializer_list<const at::Tensor*> inputs, at::Tensor& out) {
+  std::vector<const at::Tensor*> all(inputs);
+  all.push_back(&out);
+  one_device(op, all);
+  std::vector<int64_t> shape;
+  for (const at::Tensor* t : inputs) shape = at::infer_size(shape, t->sizes());
+  resize_out(out, shape);
+  return shape;
 }
 
 void resize_out(const at::Tensor& out, c10::IntArrayRef shape) {

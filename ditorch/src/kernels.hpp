@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@ namespace h2torch {
 // The index of the H2 device all of `tensors` are on (CPU 0-dim tensors, which are scalars, and
 // undefined tensors aside): an error naming `op` when one is elsewhere or two H2 devices are mixed.
 int one_device(const char* op, std::initializer_list<const at::Tensor*> tensors);
+int one_device(const char* op, std::span<const at::Tensor* const> tensors);
 
 inline c10::Device h2_device(int index) {
   return {c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index)};
@@ -38,6 +40,10 @@ h2::Tensor operand(const at::Tensor& t, c10::ScalarType type, c10::IntArrayRef s
 
 // A Python number as LibTorch passes it: a CPU 0-dim tensor that does not take part in promotion.
 at::Tensor wrapped(const c10::Scalar& value);
+
+// The start of an operator whose inputs broadcast into `out`: all on one H2 device (named by `op`
+// when not), `out` resized to their broadcast shape, which is returned.
+std::vector<int64_t> broadcast_out(const char* op, std::initializer_list<const at::Tensor*> inputs, at::Tensor& out);
 
 // `out` resized to `shape` (as LibTorch's out= kernels do: a warning when a non-empty out is resized).
 void resize_out(const at::Tensor& out, c10::IntArrayRef shape);
