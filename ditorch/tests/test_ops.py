@@ -110,6 +110,14 @@ CASES = [
     ("stack", lambda a, b: torch.stack([a, b], 0), lambda: [rand(3, 4), rand(3, 4)], {}),
     ("rotary by halves", lambda x, c, s: torch.cat([x[..., :4] * c - x[..., 4:] * s, x[..., 4:] * c + x[..., :4] * s], -1),
      lambda: [rand(2, 5, 3, 8), rand(5, 1, 4), rand(5, 1, 4)], {}),
+    ("in-place arithmetic", lambda a, b: a.clone().add_(b, alpha=2).mul_(b).div_(2.0).sub_(b).pow_(2).add_(0.1).sqrt_(),
+     lambda: [rand(3, 4), rand(3, 4)], {}),
+    ("in-place unary", lambda a: a.clone().neg_().abs_().add_(0.5).reciprocal_(), lambda: [rand(3, 4)], {}),
+    ("in-place clamp and exp", lambda a: a.clone().clamp_(max=0.5).exp_(), lambda: [rand(3, 4)], {}),
+    ("in-place addcmul and addcdiv", lambda a, b: a.clone().addcmul_(a, b, value=0.5).addcdiv_(a, b.abs() + 1),
+     lambda: [rand(3, 4), rand(3, 4)], {}),
+    ("in-place activations and fills", lambda a: F.silu(F.gelu(a.clone().fill_(torch.tensor(0.5)) + a), inplace=True) * 1,
+     lambda: [rand(3, 4)], {}),
     ("transpose reshape", lambda a: a.transpose(1, 2).reshape(2, 12) * 2, lambda: [rand(2, 3, 4)], {}),
 ]
 
