@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "h2/error.hpp"
 
@@ -33,6 +34,13 @@ std::string StageRole::describe() const {
   return "pipeline " + std::to_string(pipeline) + " replica " + std::to_string(replica) + " stage " +
          std::to_string(stage) + (tp > 1 ? " tp " + std::to_string(tp_rank) + "/" + std::to_string(tp) : "") + " (" +
          block_range(first_block, end_block) + (first() ? ", embedding" : "") + (last() ? ", head" : "") + ")";
+}
+
+bool Placement::uniform_degree(int layer) const {
+  const std::vector<int>& ranks = holders.at(layer);
+  return std::all_of(ranks.begin(), ranks.end(), [&](int rank) {
+    return roles[static_cast<size_t>(rank)].tp == roles[static_cast<size_t>(ranks.front())].tp;
+  });
 }
 
 Placement place(const heteroauto::Plan& plan) {
@@ -103,22 +111,26 @@ Placement place(const heteroauto::Plan& plan) {
   }
   placement.global_micro_batches = static_cast<int>(next_micro_batch);
   int expected = 0;
-  std::map<int, const StageRole*> layer_degree;  // a holder of each layer, for its degree
   for (auto& [rank, role] : by_rank) {
     if (rank != expected)
       refuse("the plan's ranks are not 0.." + std::to_string(by_rank.size() - 1) + ": rank " +
              std::to_string(expected) + " is missing");
     ++expected;
-    for (int layer : role.layers(placement.model_layers)) {
-      const StageRole* other = layer_degree.emplace(layer, &role).first->second;
-      if (other->tp != role.tp)
-        refuse("layer " + std::to_string(layer) + " is held with tensor-parallel degree " + std::to_string(other->tp) +
-               " by " + other->describe() + " and " + std::to_string(role.tp) + " by " + role.describe() +
-               ": HeteroPP sums a layer's gradients shard by shard, so every replica must cut it alike");
-      placement.holders[layer].push_back(rank);
-      placement.shard_holders[{layer, role.tp_rank}].push_back(rank);
-    }
+    for (int layer : role.layers(placement.model_layers)) placement.holders[layer].push_back(rank);
     placement.roles.push_back(role);
+  }
+  // Each layer's pieces for the gradient sums: the least common multiple of its holders' degrees; a
+  // rank of degree t and index r holds pieces [r F/t, (r+1) F/t).
+  for (const auto& [layer, holders] : placement.holders) {
+    int pieces = 1;
+    for (int rank : holders) pieces = std::lcm(pieces, placement.roles[static_cast<size_t>(rank)].tp);
+    placement.pieces[layer] = pieces;
+    for (int rank : holders) {
+      const StageRole& role = placement.roles[static_cast<size_t>(rank)];
+      const int per_rank = pieces / role.tp;
+      for (int piece = role.tp_rank * per_rank; piece < (role.tp_rank + 1) * per_rank; ++piece)
+        placement.piece_holders[{layer, piece}].push_back(rank);
+    }
   }
   if (placement.roles.empty()) refuse("the plan has no stages");
   return placement;

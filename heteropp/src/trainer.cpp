@@ -8,6 +8,7 @@
 #include <map>
 #include <numbers>
 
+#include "gradient_sync.hpp"
 #include "h2/file_io.hpp"
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/corpus.hpp"
@@ -82,14 +83,6 @@ constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "k
                                          "seq_len", "vocab",  "mlp", "norm"};
 
 class RankTrainer {
-  // One gradient group: the layers whose shard (the whole layer without tensor parallelism) is held
-  // by exactly the same ranks, and their communicator.
-  struct GradientGroup {
-    std::vector<int> ranks;     // the world ranks holding these layers' shard
-    std::vector<int> layers;    // ascending; empty on ranks outside the group
-    dicomm::Communicator comm;  // invalid on ranks outside the group, and for one holder
-  };
-
  public:
   RankTrainer(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
               const Device& device)
@@ -157,7 +150,7 @@ class RankTrainer {
     found_inf_ = Tensor::empty(stream_, {1}, DType::f32);
     norm_ = Tensor::empty(stream_, {1}, DType::f32);
     loss_sum_ = Tensor::empty(stream_, {1}, DType::f32);
-    create_gradient_groups();
+    gradient_sync_ = std::make_unique<GradientSync>(placement_, world_, *model_, stream_, timeline_);
   }
 
   TrainResult run(const std::function<void(const StepReport&)>& on_step) {
@@ -204,7 +197,7 @@ class RankTrainer {
         static_cast<double>(placement_.global_micro_batches) * placement_.micro_batch_size * plan_.model.seq_len;
     run_pipeline(state_.loss_scale / global_tokens);
     busy_s_ += passes_.finish_step(timeline_);
-    sync_gradients();
+    gradient_sync_->sum();
 
     // Under loss scaling, unscale and look for overflow; then this rank's share of the global norm:
     // the layers it owns (each layer counted once, however many replicas hold it).
@@ -311,39 +304,6 @@ class RankTrainer {
     const Clock::time_point start = Clock::now();
     for (dicomm::Request& request : sends) request.wait();
     if (!sends.empty()) timeline_.add("wait sends", "comm", start, Clock::now());
-  }
-
-  // Sum of every layer's gradients over the replicas that hold it, one communicator per set of
-  // holders. Every rank walks the groups in the same global order, so no two ranks can wait on each
-  // other in a cycle.
-  void sync_gradients() {
-    for (GradientGroup& group : groups_) {
-      if (!group.comm.valid()) continue;
-      const Clock::time_point start = Clock::now();
-      int64_t elements = 0;
-      for (auto [begin, end] : gradient_runs(group)) {
-        group.comm.allreduce(stream_, model_->flat_grads().slice(0, begin, end), dicomm::ReduceOp::sum);
-        elements += end - begin;
-      }
-      stream_.synchronize();
-      timeline_.add("allreduce gradients", "comm", start, Clock::now(),
-                    {{"layers", group.layers}, {"ranks", group.ranks}, {"elements", elements}});
-    }
-  }
-
-  // The group's gradients as [begin, end) ranges of the flat gradient buffer, adjacent ones merged:
-  // one range, and so one allreduce, when the group's layers are consecutive on this stage.
-  std::vector<std::pair<int64_t, int64_t>> gradient_runs(const GradientGroup& group) {
-    std::vector<std::pair<int64_t, int64_t>> runs;
-    for (const Parameter& p : model_->parameters()) {
-      if (std::find(group.layers.begin(), group.layers.end(), p.layer) == group.layers.end()) continue;
-      const int64_t begin = p.grad_offset, end = p.grad_offset + p.grad.numel();
-      if (!runs.empty() && runs.back().second == begin)
-        runs.back().second = end;
-      else
-        runs.emplace_back(begin, end);
-    }
-    return runs;
   }
 
   // Whether this rank's gradient of `p` enters the global norm: each layer is counted on one replica
@@ -459,24 +419,6 @@ class RankTrainer {
   }
 
   // ---- set-up ----
-
-  // Groups by the set of ranks holding a layer's shard (the whole layer without tensor parallelism):
-  // a rank sums its shard's gradients with the ranks of the same index in other replicas.
-  void create_gradient_groups() {
-    std::map<std::vector<int>, size_t> by_ranks;
-    for (const auto& [shard, ranks] : placement_.shard_holders) {
-      auto [it, fresh] = by_ranks.try_emplace(ranks, groups_.size());
-      if (fresh) groups_.push_back({ranks, {}, {}});
-      if (std::find(ranks.begin(), ranks.end(), world_.rank()) != ranks.end())
-        groups_[it->second].layers.push_back(shard.first);
-    }
-    // Collective over the world, in the same order on every rank; single-holder groups need none.
-    for (GradientGroup& group : groups_) {
-      if (group.ranks.size() < 2) continue;
-      const bool member = std::find(group.ranks.begin(), group.ranks.end(), world_.rank()) != group.ranks.end();
-      group.comm = world_.split(member ? 0 : -1, world_.rank());
-    }
-  }
 
   void check_same_architecture(const nlohmann::json& saved) const {
     const nlohmann::json mine = heteroauto::to_json(plan_.model);
@@ -636,7 +578,7 @@ class RankTrainer {
   std::unique_ptr<GptStage> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ByteCorpus> corpus_;
-  std::vector<GradientGroup> groups_;
+  std::unique_ptr<GradientSync> gradient_sync_;
   dicomm::Communicator tp_comm_;  // the stage's tensor-parallel group (invalid without one)
   std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
   Tensor found_inf_, norm_, loss_sum_;

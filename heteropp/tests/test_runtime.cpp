@@ -91,20 +91,26 @@ TEST(PlacementTest, TensorParallelGroupsAndTheirNeighbours) {
   EXPECT_EQ(p.roles[3].send_prev, (std::vector<int>{2}));
   EXPECT_EQ(p.roles[1].next_rank, 2);
   EXPECT_EQ(p.holders.at(0), (std::vector<int>{0, 1, 5, 6}));
-  EXPECT_EQ(p.shard_holders.at({0, 1}), (std::vector<int>{1, 6}));
+  EXPECT_EQ(p.piece_holders.at({0, 1}), (std::vector<int>{1, 6}));
   EXPECT_EQ(p.owner_group(4), (std::vector<int>{3, 4}));
   EXPECT_NE(p.roles[3].describe().find("tp 0/2"), std::string::npos) << p.roles[3].describe();
 }
 
-TEST(PlacementTest, RefusesALayerCutDifferentlyInTwoReplicasAndShortDeviceLists) {
-  heteroauto::Plan plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}, {}, {2}}, {{{0, 5}}, {5}}});
-  try {
-    place(plan);
-    FAIL() << "a layer held with tp 2 and tp 1 was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is held with tensor-parallel degree 2"), std::string::npos) << e.what();
-  }
-  plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}}});
+// A layer held 2-way in one replica and whole in another: cut into 2 pieces for the gradient sums,
+// the whole holder holding both.
+TEST(PlacementTest, ALayerCutDifferentlyInTwoReplicasIsSummedPieceByPiece) {
+  const Placement p = place(make_plan(small_model(), 2, {{{{0, 5}}, {5}, {}, {2}}, {{{0, 5}}, {5}}}));
+  EXPECT_EQ(p.pieces.at(0), 2);
+  EXPECT_FALSE(p.uniform_degree(0));
+  EXPECT_EQ(p.piece_holders.at({0, 0}), (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.piece_holders.at({0, 1}), (std::vector<int>{1, 2}));
+  const Placement uniform = place(make_plan(small_model(), 2, {{{{0, 5}}, {2, 3}, {}, {2}}}));
+  EXPECT_EQ(uniform.pieces.at(3), 2);
+  EXPECT_TRUE(uniform.uniform_degree(3));
+}
+
+TEST(PlacementTest, RefusesShortDeviceLists) {
+  heteroauto::Plan plan = make_plan(small_model(), 2, {{{{0, 5}}, {5}}});
   plan.pipelines[0].stages[0].tp = 2;
   try {
     place(plan);

@@ -12,7 +12,6 @@
 #include "h2/file_io.hpp"
 #include "h2/heteroauto/search.hpp"
 #include "plan_print.hpp"
-#include "runnable_plan.hpp"
 
 namespace h2::tools {
 
@@ -52,22 +51,15 @@ void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
 
 int run_plan(const PlanOptions& options) {
   heteroauto::SearchResult result;
-  std::vector<std::string> refused;  // per plan: why HeteroPP does not run it yet, or ""
-  std::optional<RunnablePlan> written;
   try {
     const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
     const heteroauto::Model model = heteroauto::load_model(options.model);
     const heteroauto::SearchOptions search{.top = options.top, .max_tp = options.max_tp};
     result = heteroauto::search_plans(cluster, model, search);
-    for (const Plan& plan : result.plans) {
-      heteroauto::check_plan_invariants(plan, cluster);
-      refused.push_back(why_heteropp_refuses(plan));
-    }
-    // -o is for h2 train --plan: the best plan that HeteroPP runs, as h2 train itself would take.
-    if (!options.output.empty() && !result.plans.empty()) {
-      written = best_runnable_plan(cluster, model, result, search);
-      write_file_atomically(options.output, heteroauto::to_json(written->plan).dump(2) + "\n");
-    }
+    for (const Plan& plan : result.plans) heteroauto::check_plan_invariants(plan, cluster);
+    // -o is for h2 train --plan: the best plan, as h2 train itself would take.
+    if (!options.output.empty() && !result.plans.empty())
+      write_file_atomically(options.output, heteroauto::to_json(result.plans.front()).dump(2) + "\n");
   } catch (const heteroauto::DescriptionError& e) {
     std::cerr << "h2 plan: " << e.what() << (options.output.empty() ? "" : "; nothing written to " + options.output)
               << "\n";
@@ -79,11 +71,7 @@ int run_plan(const PlanOptions& options) {
 
   if (options.json) {
     nlohmann::json plans = nlohmann::json::array();
-    for (size_t i = 0; i < result.plans.size(); ++i) {
-      nlohmann::json plan = heteroauto::to_json(result.plans[i]);
-      if (!refused[i].empty()) plan["heteropp_refuses"] = refused[i];
-      plans.push_back(plan);
-    }
+    for (const Plan& plan : result.plans) plans.push_back(heteroauto::to_json(plan));
     nlohmann::json j = {{"plans", plans}, {"search", stats_json(result.stats)}};
     if (result.plans.empty()) j["infeasible"] = result.infeasible;
     if (options.explain) j["explanation"] = result.explanation;
@@ -101,13 +89,10 @@ int run_plan(const PlanOptions& options) {
       const Plan& plan = result.plans[i];
       std::cout << "\nPlan " << i + 1 << ": " << format_duration(plan.prediction.step_time_s) << " per step, "
                 << plan_summary(plan) << "\n";
-      if (!refused[i].empty()) std::cout << "  h2 train cannot run this plan yet: " << refused[i] << "\n";
       if (i == 0 || options.explain) print_plan(plan, std::cout);
     }
-    if (written && written->place == 0) std::cout << "\nWrote the best plan to " << options.output << "\n";
-    if (written && written->place > 0)
-      std::cout << "\nWrote HeteroAuto's plan " << written->place + 1 << ", the best that h2 train runs, to "
-                << options.output << "\n";
+    if (!options.output.empty() && !result.plans.empty())
+      std::cout << "\nWrote the best plan to " << options.output << "\n";
   }
   if (result.plans.empty()) {
     std::cerr << "h2 plan: nothing fits: " << result.infeasible << "\n";

@@ -26,7 +26,6 @@
 #include "plan_print.hpp"
 #include "plugin_option_args.hpp"
 #include "profile_command.hpp"
-#include "runnable_plan.hpp"
 #include "table.hpp"
 
 namespace h2::tools {
@@ -308,13 +307,10 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster, options, model);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
-    const heteroauto::SearchOptions search{.top = 1, .max_tp = options.max_tp};
-    const RunnablePlan chosen =
-        best_runnable_plan(cluster, model, heteroauto::search_plans(cluster, model, search), search);
-    if (chosen.place > 0)
-      std::cout << "HeteroAuto's best plan is not one HeteroPP runs (" << chosen.best_refused << "); taking its number "
-                << chosen.place + 1 << "\n";
-    plan = chosen.plan;
+    const heteroauto::SearchResult found =
+        heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
+    if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
+    plan = found.plans.front();
     heteroauto::check_plan_invariants(plan, cluster);
     std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
   }

@@ -82,7 +82,8 @@ TEST(H2Conform, APluginNamedLikeTheReferenceIsRefused) {
   fs::copy_file(original, copy);
   const Result r = h2("conform --quick --ops fill --plugin " + copy.string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("plugin " + copy.string() + " calls itself 'cpu-reference', the name of the reference"));
+  EXPECT_THAT(r.output,
+              HasSubstr("plugin " + copy.string() + " calls itself 'cpu-reference', the name of the reference"));
   fs::remove_all(dir);
 }
 

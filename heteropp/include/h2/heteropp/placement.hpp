@@ -1,7 +1,8 @@
 // Who does what in a plan: every world rank's pipeline, replica and stage, its place in the stage's
 // tensor-parallel group, the blocks it holds, its neighbours in the pipeline, where its micro-batches
-// sit in the step's global batch, and which ranks hold each layer (the ranks whose gradients of that
-// layer are summed).
+// sit in the step's global batch, and which ranks hold each layer and each piece of it (the ranks
+// whose gradients of it are summed). Replicas may cut one layer with different tensor-parallel
+// degrees (HexiScale's asymmetric tensor parallelism).
 //
 // Neighbouring stages may have different tensor-parallel degrees. Every rank of a stage holds the
 // whole activations, so rank i of a stage with degree t receives them from rank i mod t' of the
@@ -52,20 +53,25 @@ struct Placement {
   std::vector<StageRole> roles;  // by world rank
   // Layer (-1..L) -> the world ranks that hold it (or a shard of it), ascending.
   std::map<int, std::vector<int>> holders;
-  // (layer, tensor-parallel index) -> the ranks holding that shard: the ranks whose gradients of it
-  // are summed. Every replica holds a layer with the same tensor-parallel degree.
-  std::map<std::pair<int, int>, std::vector<int>> shard_holders;
+  // Layer -> the pieces its sharded parameters are cut into for the gradient sums: the least common
+  // multiple F of its holders' tensor-parallel degrees. A rank of degree t and index r holds pieces
+  // [r F/t, (r+1) F/t); with one degree for all holders a piece is a rank's whole shard.
+  std::map<int, int> pieces;
+  // (layer, piece) -> the ranks holding that piece, one per replica: the ranks whose gradients of it
+  // are summed.
+  std::map<std::pair<int, int>, std::vector<int>> piece_holders;
 
   int world_size() const { return static_cast<int>(roles.size()); }
+  // Whether every holder of `layer` has one tensor-parallel degree.
+  bool uniform_degree(int layer) const;
   // The rank whose copy of `layer` is counted once for the global gradient norm and written to
   // checkpoints: the lowest holder. Its tensor-parallel group (`owner_group`) holds the layer's shards.
   int owner(int layer) const { return holders.at(layer).front(); }
   const std::vector<int>& owner_group(int layer) const { return roles.at(static_cast<size_t>(owner(layer))).tp_ranks; }
 };
 
-// Throws h2::Error (H2_STATUS_INVALID_ARGUMENT) naming the stage when the plan asks for what the
-// runtime cannot do (one layer with different tensor-parallel degrees in different replicas, a
-// stage's device list not as long as its degree) or when ranks are not 0..N-1.
+// Throws h2::Error (H2_STATUS_INVALID_ARGUMENT) naming the stage when the plan is malformed (a stage's
+// device list not as long as its degree, ranks not 0..N-1).
 Placement place(const heteroauto::Plan& plan);
 
 // Where each device runs when the whole cluster is simulated on this machine (`h2 train` and
