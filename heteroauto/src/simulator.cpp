@@ -5,33 +5,6 @@
 
 namespace h2::heteroauto {
 
-namespace {
-
-struct Op {
-  int micro_batch;
-  bool backward;
-};
-
-// The order in which stage k of p runs its m forwards and backwards.
-std::vector<Op> stage_order(int k, int p, int m, Schedule schedule) {
-  std::vector<Op> order;
-  if (schedule == Schedule::gpipe) {
-    for (int i = 0; i < m; ++i) order.push_back({i, false});
-    for (int i = 0; i < m; ++i) order.push_back({i, true});
-    return order;
-  }
-  const int warmup = std::min(p - k - 1, m);
-  for (int i = 0; i < warmup; ++i) order.push_back({i, false});
-  for (int i = 0; i < m - warmup; ++i) {
-    order.push_back({warmup + i, false});
-    order.push_back({i, true});
-  }
-  for (int i = m - warmup; i < m; ++i) order.push_back({i, true});
-  return order;
-}
-
-}  // namespace
-
 Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedule) {
   const int p = static_cast<int>(times.forward.size());
   if (p == 0) throw std::invalid_argument("a pipeline needs at least one stage");
@@ -41,8 +14,8 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
 
   // Completion times; -1 while not yet run.
   std::vector<std::vector<double>> forward_end(p, std::vector<double>(m, -1)), backward_end = forward_end;
-  std::vector<std::vector<Op>> orders(p);
-  for (int k = 0; k < p; ++k) orders[k] = stage_order(k, p, m, schedule);
+  std::vector<std::vector<PassStep>> orders(p);
+  for (int k = 0; k < p; ++k) orders[k] = stage_schedule(schedule, k, p, m);
   std::vector<size_t> next(p, 0);
   std::vector<double> free_at(p, 0);
   Simulation sim;
@@ -52,9 +25,9 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
     bool progress = false;
     for (int k = 0; k < p; ++k) {
       while (next[k] < orders[k].size()) {
-        const Op op = orders[k][next[k]];
+        const PassStep op = orders[k][next[k]];
         double ready;
-        if (!op.backward) {
+        if (op.forward) {
           ready = k == 0 ? 0 : forward_end[k - 1][op.micro_batch];
           if (ready < 0) break;
           if (k > 0) ready += times.transfer[k - 1];
@@ -64,12 +37,12 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
           if (k < p - 1) ready += times.transfer[k];
         }
         const double start = std::max(ready, free_at[k]);
-        const double duration = op.backward ? times.backward[k] : times.forward[k];
+        const double duration = op.forward ? times.forward[k] : times.backward[k];
         const double end = start + duration;
-        (op.backward ? backward_end : forward_end)[k][op.micro_batch] = end;
+        (op.forward ? forward_end : backward_end)[k][op.micro_batch] = end;
         free_at[k] = end;
         sim.busy[k] += duration;
-        sim.ops.push_back({k, op.micro_batch, op.backward, start, end});
+        sim.ops.push_back({k, op.micro_batch, !op.forward, start, end});
         ++next[k];
         --remaining;
         progress = true;

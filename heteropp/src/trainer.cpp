@@ -10,12 +10,12 @@
 
 #include "gradient_sync.hpp"
 #include "h2/file_io.hpp"
+#include "h2/heteroauto/schedule.hpp"
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/corpus.hpp"
 #include "h2/heteropp/gpt.hpp"
 #include "h2/heteropp/optimizer.hpp"
 #include "h2/heteropp/placement.hpp"
-#include "h2/heteropp/schedule.hpp"
 #include "h2/heteropp/timeline.hpp"
 #include "h2/memory.hpp"
 #include "pass_timer.hpp"
@@ -280,7 +280,8 @@ class RankTrainer {
   void run_pipeline(double loss_weight) {
     std::vector<dicomm::Request> sends;
     inbox_.clear();
-    for (const PassStep& pass : stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches)) {
+    for (const heteroauto::PassStep& pass :
+         heteroauto::stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches)) {
       const int j = pass.micro_batch;
       if (pass.forward) {
         Tensor input, targets;

@@ -11,7 +11,7 @@
 #include "h2/h2.hpp"
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/placement.hpp"
-#include "h2/heteropp/schedule.hpp"
+#include "h2/heteroauto/schedule.hpp"
 #include "plan_builder.hpp"
 
 namespace h2::heteropp {

@@ -8,9 +8,9 @@
 
 #include <vector>
 
-namespace h2::heteroauto {
+#include "h2/heteroauto/schedule.hpp"
 
-enum class Schedule { one_f_one_b, gpipe };
+namespace h2::heteroauto {
 
 struct PipelineTimes {
   std::vector<double> forward;   // per stage, per micro-batch

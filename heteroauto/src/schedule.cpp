@@ -1,13 +1,12 @@
-#include "h2/heteropp/schedule.hpp"
+#include "h2/heteroauto/schedule.hpp"
 
 #include <algorithm>
 
-namespace h2::heteropp {
+namespace h2::heteroauto {
 
-std::vector<PassStep> stage_schedule(heteroauto::Schedule schedule, int stage, int stages, int micro_batches) {
+std::vector<PassStep> stage_schedule(Schedule schedule, int stage, int stages, int micro_batches) {
   std::vector<PassStep> steps;
-  const int warmup =
-      schedule == heteroauto::Schedule::gpipe ? micro_batches : std::min(stages - stage - 1, micro_batches);
+  const int warmup = schedule == Schedule::gpipe ? micro_batches : std::min(stages - stage - 1, micro_batches);
   int forwards = 0, backwards = 0;
   for (; forwards < warmup; ++forwards) steps.push_back({true, forwards});
   for (; forwards < micro_batches; ++forwards, ++backwards) {
@@ -25,4 +24,4 @@ std::string schedule_string(const std::vector<PassStep>& steps) {
   return text;
 }
 
-}  // namespace h2::heteropp
+}  // namespace h2::heteroauto

@@ -5,14 +5,17 @@
 // the remaining backwards; at most S - k micro-batches are in flight, so activation memory is bounded
 // by the pipeline depth instead of m. Both orders are deadlock-free with blocking receives and
 // asynchronous sends: every stage consumes its neighbours' messages in the order they are sent.
+//
+// Written once for the planner's simulator and HeteroPP's runtime, so that what HeteroAuto predicts
+// is the order HeteroPP runs.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "h2/heteroauto/simulator.hpp"
+namespace h2::heteroauto {
 
-namespace h2::heteropp {
+enum class Schedule { one_f_one_b, gpipe };
 
 struct PassStep {
   bool forward = true;
@@ -25,4 +28,4 @@ std::vector<PassStep> stage_schedule(heteroauto::Schedule schedule, int stage, i
 // "F0 F1 B0 F2 B1 B2", for tests and logs.
 std::string schedule_string(const std::vector<PassStep>& steps);
 
-}  // namespace h2::heteropp
+}  // namespace h2::heteroauto
