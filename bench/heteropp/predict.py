@@ -5,20 +5,21 @@ For each scenario: `h2 train --profile` measures the model (a layer, the embeddi
 optimizer, at every micro-batch size) on every device of the cluster at once, as `h2 profile` does,
 plans on those measured costs and trains a few steps; its summary.json holds HeteroAuto's predicted
 step time and the measured one (median after the first step).
-Scenarios, on the cpu-reference devices of examples/clusters/local.json (two device types of equal
-speed, 2 and 1 GiB) and gpt-tiny:
-  - local: the embedded default (HeteroAuto picks four data-parallel replicas, or two whose two
-    devices are tensor-parallel: it predicts them within a percent of each other);
-  - local, tight memory: one device of each type (one per core of this 2-core machine) with 15 MiB
-    usable each, so the model must be cut into a pipeline and part of it recomputed. One device per
+Scenarios, on the cpu-reference devices of examples/clusters/local.json (three device types of equal
+speed: two devices of 2 GiB, one of 128 MiB, one of 112 MiB) and gpt-tiny:
+  - local: the embedded default (HeteroAuto picks a tensor-parallel replica on the 2 GiB devices and
+    a two-stage pipeline of uneven stages over the small ones, with different micro-batch counts);
+  - local, tight memory: one device of each of the first two types (one per core of this 2-core
+    machine) with 15 MiB usable each, so the model must be cut into a pipeline and part of it recomputed. One device per
     core because simulated devices that share cores run faster while the others idle in a pipeline
     bubble, which a profile of all of them busy at once cannot know (real accelerators do not share
     their compute);
   - local, tensor-parallel: the 2 GiB group's two devices with 20 MiB usable each and a global batch
     of 4, planned with --max-tp 2, so that every layer is cut over both devices (Megatron-LM's
     layout), which checks the cost model's tensor-parallel terms;
-  - homogeneous parts: each node group alone, pinned to one of the machine's cores (taskset), against
-    the whole cluster on both cores: the heterogeneous job's tokens/s against the sum of its parts'.
+  - homogeneous parts: the 2 GiB devices alone and the two small devices alone (which hold the model
+    only together), each part pinned to one of the machine's cores (taskset), against the whole
+    cluster on both cores: the heterogeneous job's tokens/s against the sum of its parts'.
 Prints tables and writes JSON; exits non-zero when a run fails; never asserts a timing.
 """
 
@@ -122,8 +123,10 @@ def main():
     for t in tight["device_types"]:
         t["memory_gib"] = 0.115
         t["runtime_overhead_gib"] = 0.1
+    tight["nodes"] = tight["nodes"][:2]
     for group in tight["nodes"]:
         group["devices_per_node"] = 1
+    tight["device_types"] = [t for t in tight["device_types"] if t["name"] in {g["device_type"] for g in tight["nodes"]}]
 
     # Tensor parallelism: one node group of two devices (one per core) with 20 MiB usable each and a
     # global batch of 4, where HeteroAuto (with --max-tp 2) cuts every layer over both devices, as
@@ -169,19 +172,21 @@ def main():
               "measured\n   just before; away from 1.00x the machine itself ran at another speed, and the error "
               "follows it)")
 
-        # The whole cluster on both cores against each node group alone on one core.
+        # The whole cluster on both cores against its parts, each alone on one core: the 2 GiB devices,
+        # and the small devices (which hold the model only together).
         parts = []
-        for i, group in enumerate(local["nodes"]):
+        for i, groups in enumerate([local["nodes"][:1], local["nodes"][1:]]):
             part = copy.deepcopy(local)
-            part["nodes"] = [group]
-            part["name"] = f"{local['name']}-{group['name']}"
-            s = train(args, env, work, f"part-{group['name']}", part, cpus=str(i % os.cpu_count()))
+            part["nodes"] = groups
+            part["name"] = f"{local['name']}-" + "+".join(g["name"] for g in groups)
+            s = train(args, env, work, "part-" + "+".join(g["name"] for g in groups), part,
+                      cpus=str(i % os.cpu_count()))
             failed |= s is None
             if s:
                 parts.append(s)
         whole = train(args, env, work, "whole", local, cpus=f"0-{min(1, os.cpu_count() - 1)}")
         failed |= whole is None
-        if whole and len(parts) == len(local["nodes"]):
+        if whole and len(parts) == 2:
             total = sum(p["tokens_per_s"] for p in parts)
             print("\nThe heterogeneous cluster against the sum of its homogeneous parts (tokens/s)")
             for p in parts:

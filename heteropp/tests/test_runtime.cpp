@@ -9,9 +9,9 @@
 #include <functional>
 
 #include "h2/h2.hpp"
+#include "h2/heteroauto/schedule.hpp"
 #include "h2/heteropp/checkpoint.hpp"
 #include "h2/heteropp/placement.hpp"
-#include "h2/heteroauto/schedule.hpp"
 #include "plan_builder.hpp"
 
 namespace h2::heteropp {

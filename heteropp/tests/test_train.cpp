@@ -248,25 +248,42 @@ TEST_F(TrainTest, ReplicasThatCutALayerWithDifferentDegreesTrainWhatOneProcessTr
 
 // h2 plan -o writes what h2 train --plan runs, on every example cluster whose devices run here (each
 // device type names a plugin: local, cpu-and-ascend, three-vendors), with gpt-tiny; the first step's
-// loss is the same on all of them.
-TEST_F(TrainTest, PlanFilesOfTheRunnableExampleClustersTrain) {
+// loss is one device's on all of them. The embedded default (local) is a tensor-parallel replica next
+// to a two-stage pipeline of uneven stages, and its trace shows the pipeline's messages.
+TEST_F(TrainTest, PlanFilesOfTheRunnableExampleClustersTrainWhatOneDeviceTrains) {
   const fs::path examples = fs::path(h2::test::env_or_fail("H2_SOURCE_ROOT")) / "examples";
   const std::string model = (examples / "models" / "gpt-tiny.json").string();
-  std::vector<double> first_losses;
+  auto first_loss = [](const fs::path& out) {
+    std::ifstream metrics(out / "metrics.jsonl");
+    std::string line;
+    return std::getline(metrics, line) ? nlohmann::json::parse(line).at("loss").get<double>() : -1.0;
+  };
+  write(dir_ / "one-device.json", test::cpu_cluster_json("cpu-reference", 1));
+  write(dir_ / "one-device-plan.json",
+        heteroauto::to_json(make_plan(heteroauto::load_model(model), 1, {{{{0, 6}}, {16}}})));
+  auto result = run_h2("train --cluster " + (dir_ / "one-device.json").string() + " --model " + model + " --plan " +
+                       (dir_ / "one-device-plan.json").string() + " --steps 1 --out " + (dir_ / "one-device").string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const double single = first_loss(dir_ / "one-device");
   for (const char* name : {"local", "cpu-and-ascend", "three-vendors"}) {
     const std::string cluster = (examples / "clusters" / (std::string(name) + ".json")).string();
     const fs::path plan = dir_ / (std::string(name) + "-best.json"), out = dir_ / (std::string(name) + "-round-trip");
-    auto result = run_h2("plan --cluster " + cluster + " --model " + model + " -o " + plan.string());
+    result = run_h2("plan --cluster " + cluster + " --model " + model + " -o " + plan.string());
     ASSERT_EQ(result.exit_code, 0) << result.output;
     result = run_h2("train --cluster " + cluster + " --model " + model + " --plan " + plan.string() +
                     " --steps 1 --out " + out.string());
     ASSERT_EQ(result.exit_code, 0) << name << ":\n" << result.output;
-    std::ifstream metrics(out / "metrics.jsonl");
-    std::string line;
-    ASSERT_TRUE(std::getline(metrics, line)) << name;
-    first_losses.push_back(nlohmann::json::parse(line).at("loss"));
+    EXPECT_NEAR(first_loss(out), single, 2e-5 * single) << name;
+    if (std::string(name) != "local") continue;
+    const heteroauto::Plan best = heteroauto::load_plan(plan.string());
+    ASSERT_EQ(best.pipelines.size(), 2u) << "the default cluster's plan changed:\n" << result.output;
+    std::set<std::string> events;
+    const nlohmann::json trace = nlohmann::json::parse(std::ifstream(out / "trace.json"));
+    for (const nlohmann::json& e : trace["traceEvents"]) events.insert(e.value("name", std::string()));
+    for (const char* event : {"send activations", "recv activations", "send gradients", "recv gradients",
+                              "allreduce tensor-parallel", "allreduce gradients"})
+      EXPECT_TRUE(events.count(event)) << "no '" << event << "' in the main job's trace";
   }
-  for (double loss : first_losses) EXPECT_NEAR(loss, first_losses.front(), 2e-5 * first_losses.front());
 }
 
 TEST_F(TrainTest, BadInputIsNamed) {
