@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,8 +17,7 @@
 #include "h2/file_io.hpp"
 #include "h2/heteroauto/cost_model.hpp"
 #include "h2/heteroauto/description.hpp"
-#include "h2/heteropp/gpt.hpp"
-#include "h2/heteropp/optimizer.hpp"
+#include "h2/heteropp/model_profiler.hpp"
 #include "launch_command.hpp"
 #include "local_cluster.hpp"
 #include "plugin_option_args.hpp"
@@ -33,11 +31,6 @@ namespace {
 
 constexpr const char* kName = "h2 profile";
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 std::vector<int> micro_batches_of(const ProfileOptions& options, const heteroauto::Model& model) {
   if (options.micro_batch > 0) return {options.micro_batch};
   std::vector<int> sizes = model.micro_batch_sizes;
@@ -45,57 +38,7 @@ std::vector<int> micro_batches_of(const ProfileOptions& options, const heteroaut
   return sizes;
 }
 
-using Clock = std::chrono::steady_clock;
-
-double milliseconds(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-// Median forward and backward time of `stage` on `input` over the timed iterations, after warm-up.
-nlohmann::json time_stage(const ProfileOptions& options, heteropp::GptStage& stage, Stream& stream, const Tensor& input,
-                          const Tensor& targets, const Tensor& grad_output, int micro_batch) {
-  std::vector<double> forward_ms, backward_ms;
-  for (int i = 0; i < options.warmup + options.iterations; ++i) {
-    stream.synchronize();
-    const Clock::time_point start = Clock::now();
-    stage.forward(i, input, targets);
-    stream.synchronize();
-    const Clock::time_point middle = Clock::now();
-    stage.backward(i, grad_output);
-    stream.synchronize();
-    const Clock::time_point end = Clock::now();
-    if (i < options.warmup) continue;
-    forward_ms.push_back(milliseconds(start, middle));
-    backward_ms.push_back(milliseconds(middle, end));
-  }
-  return {{"micro_batch", micro_batch}, {"forward_ms", median(forward_ms)}, {"backward_ms", median(backward_ms)}};
-}
-
-// What a step does per parameter after the backward passes: zero the gradients (before the next
-// step), their norm, AdamW. Measured over one layer's parameters.
-double optimizer_ns_per_parameter(const ProfileOptions& options, heteropp::GptStage& layer, Stream& stream) {
-  heteropp::AdamW optimizer(layer, stream, {});
-  std::vector<Tensor> grads;
-  int64_t parameters = 0;
-  for (const heteropp::Parameter& p : layer.parameters()) {
-    grads.push_back(p.grad);
-    parameters += p.value.numel();
-  }
-  const Tensor norm = Tensor::empty(stream.device(), {1}, DType::f32);
-  std::vector<double> ms;
-  for (int i = 0; i < options.warmup + options.iterations; ++i) {
-    stream.synchronize();
-    const Clock::time_point start = Clock::now();
-    ops::grad_norm(stream, grads, norm);
-    optimizer.step(1e-4, 1.0, i + 1);
-    layer.zero_grads();
-    stream.synchronize();
-    if (i >= options.warmup) ms.push_back(milliseconds(start, Clock::now()));
-  }
-  return median(ms) * 1e6 / static_cast<double>(parameters);
-}
-
-// One device: a layer, the embedding and the head as stages of their own, at each micro-batch size; then the optimizer.
+// One device of the cluster: the model profiler (heteropp/model_profiler.hpp) on its device.
 // Every rank measures the same part at the same time (a barrier before each), so devices that share cores contend as
 // they do in training.
 int run_worker(const ProfileOptions& options) {
@@ -106,56 +49,14 @@ int run_worker(const ProfileOptions& options) {
   const Device device = dicomm::select_device(runtime, dicomm::rank_info_from_environment());
   Stream stream = device.create_stream();
   dicomm::Communicator world = dicomm::Communicator::world();
-  const heteropp::GptConfig config = heteropp::GptConfig::from_model(model, 1);
-  const int last = config.layers;
-  heteropp::GptStage layer(config, 0, 1, false, false, device, stream);
-  heteropp::GptStage embedding(config, 0, 0, true, false, device, stream);
-  heteropp::GptStage head(config, last, last, false, true, device, stream);
-  nlohmann::json result = {{"device", device.label()}};
-  for (int b : micro_batches_of(options, model)) {
-    const int64_t batch = b;
-    std::vector<double> token_values(static_cast<size_t>(batch * model.seq_len));
-    for (size_t i = 0; i < token_values.size(); ++i)
-      token_values[i] = static_cast<double>((i * 7919) % static_cast<size_t>(model.vocab));
-    const Tensor tokens = Tensor::from_host(stream, token_values, {batch, model.seq_len}, DType::i64);
-    // Inputs of the scale the model sees: the embedding's output, and the loss's gradient through
-    // the head.
-    const Tensor x = embedding.forward(-1, tokens);
-    head.forward(-1, x, tokens);
-    const Tensor dy = head.backward(-1, {}, 1.0 / static_cast<double>(batch * model.seq_len));
-    embedding.backward(-1, dy);
-    stream.synchronize();
-    world.barrier();
-    result["layer"].push_back(time_stage(options, layer, stream, x, {}, dy, b));
-    world.barrier();
-    result["embedding"].push_back(time_stage(options, embedding, stream, tokens, {}, dy, b));
-    world.barrier();
-    result["head"].push_back(time_stage(options, head, stream, x, tokens, {}, b));
-  }
-  world.barrier();
-  result["optimizer_ns_per_parameter"] = optimizer_ns_per_parameter(options, layer, stream);
+  const nlohmann::json result = heteropp::profile_device(
+      model, device, stream,
+      {.micro_batches = micro_batches_of(options, model), .warmup = options.warmup, .iterations = options.iterations},
+      [&world] { world.barrier(); });
   const char* rank = std::getenv("H2_RANK");
   std::ofstream out(fs::path(options.worker_results) / ("rank-" + std::string(rank ? rank : "0")));
   out << result.dump() << "\n";
   return out ? 0 : 1;
-}
-
-// The mean over a device type's devices of their medians, point by point.
-nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
-  nlohmann::json mean = devices.front();
-  mean.erase("device");
-  const double n = static_cast<double>(devices.size());
-  for (const char* part : {"layer", "embedding", "head"})
-    for (size_t i = 0; i < mean[part].size(); ++i)
-      for (const char* field : {"forward_ms", "backward_ms"}) {
-        double sum = 0;
-        for (const nlohmann::json& d : devices) sum += d[part][i][field].get<double>();
-        mean[part][i][field] = sum / n;
-      }
-  double sum = 0;
-  for (const nlohmann::json& d : devices) sum += d["optimizer_ns_per_parameter"].get<double>();
-  mean["optimizer_ns_per_parameter"] = sum / n;
-  return mean;
 }
 
 std::string ms_cell(const nlohmann::json& point) {
@@ -217,7 +118,7 @@ int run_driver(const ProfileOptions& options) {
   for (nlohmann::json& type : described.at("device_types")) {
     const std::string name = type.at("name");
     if (!by_type.count(name)) continue;
-    const nlohmann::json profile = mean_profile(by_type[name]);
+    const nlohmann::json profile = heteropp::mean_profile(by_type[name]);
     type["measured"][model.name] = profile;
     measured[name] = profile;
     // What the description's peak and efficiency said, for comparison.
