@@ -115,6 +115,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool /*non_b
 }
 
 // self resized in place: its storage grows (keeping what it held) when the new size needs more.
+// Freeing the old buffer after the copy is enqueued is safe: the caching allocator reuses it only for
+// work ordered after the copy on the device's stream.
 const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size, c10::optional<c10::MemoryFormat> format) {
   TORCH_CHECK(!format || *format == c10::MemoryFormat::Contiguous || *format == c10::MemoryFormat::Preserve,
               "resize_: H2 tensors are contiguous or strided views, not ", *format);
@@ -123,15 +125,16 @@ const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size, c10::opt
   const int64_t elements = self.storage_offset() + c10::multiply_integers(size);
   const auto needed = static_cast<size_t>(elements) * self.element_size();
   if (self.storage().nbytes() < needed) {
-    at::Tensor grown = at::empty({elements}, self.options());
-    const int64_t kept = static_cast<int64_t>(self.storage().nbytes() / self.element_size());
-    if (kept > 0) {
-      const auto* old = static_cast<std::shared_ptr<h2::DeviceBuffer>*>(self.storage().data_ptr().get_context());
-      const h2::DType type = h2_dtype(self.scalar_type());
-      h2::ops::copy(stream(self.device().index()), h2::Tensor::from_buffer(*old, 0, type, {kept}, {1}),
-                    as_h2(grown.narrow(0, 0, kept)));
+    // The storage itself grows (as LibTorch's resize_ does), so other views of it see the new memory.
+    c10::StorageImpl* storage = self.storage().unsafeGetStorageImpl();
+    at::DataPtr grown = torch_allocator()->allocate(needed);
+    if (storage->nbytes() > 0) {
+      const auto* old = static_cast<std::shared_ptr<h2::DeviceBuffer>*>(storage->data_ptr().get_context());
+      auto* fresh = static_cast<std::shared_ptr<h2::DeviceBuffer>*>(grown.get_context());
+      stream(self.device().index()).copy(**fresh, 0, **old, 0, storage->nbytes());
     }
-    impl->set_storage_keep_dtype(grown.storage());
+    storage->set_data_ptr_noswap(std::move(grown));
+    storage->set_nbytes(needed);
   }
   impl->set_sizes_contiguous(size);
   return self;

@@ -1,5 +1,6 @@
 // Reductions on h2::ops::reduce: sum and mean over any dimensions (gradients of broadcasts reduce
-// with sum), amax, max over a dimension with its indices, and max of a whole tensor. Integer
+// with sum), amax, max over a dimension with its indices, and max of a whole tensor; their minima as
+// the negated maxima of the negation. Integer
 // reductions (counting) run on the CPU and are counted as fallbacks.
 #include "kernels.hpp"
 
@@ -147,6 +148,39 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor& self, int64_t dim, 
   return {max, indices};
 }
 
+// ---- minima: the negated maxima of the negation (the ABI reduces with max) ----
+
+at::Tensor min_all(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() > 0,
+              "min(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+              "reduction dim with the 'dim' argument.");
+  return at::neg(at::max(at::neg(self)));
+}
+
+at::Tensor amin(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+  return at::neg(at::amax(at::neg(self), dim, keepdim));
+}
+at::Tensor& amin_out(const at::Tensor& self, c10::IntArrayRef dim, bool keepdim, at::Tensor& out) {
+  const at::Tensor result = h2torch::amin(self, dim, keepdim);
+  resize_out(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  auto [values, indices] = at::max(at::neg(self), dim, keepdim);
+  return {at::neg(values), indices};
+}
+std::tuple<at::Tensor&, at::Tensor&> min_dim_out(const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& min,
+                                                 at::Tensor& indices) {
+  auto [values, where] = h2torch::min_dim(self, dim, keepdim);
+  resize_out(min, values.sizes());
+  resize_out(indices, where.sizes());
+  min.copy_(values);
+  indices.copy_(where);
+  return {min, indices};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -159,6 +193,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   H2_IMPL(m, "max", max_all);
   H2_IMPL(m, "max.dim", max_dim);
   H2_IMPL(m, "max.dim_max", max_dim_out);
+  H2_IMPL(m, "min", min_all);
+  H2_IMPL(m, "min.dim", min_dim);
+  H2_IMPL(m, "min.dim_min", min_dim_out);
+  H2_IMPL(m, "amin", amin);
+  H2_IMPL(m, "amin.out", amin_out);
 }
 
 }  // namespace h2torch

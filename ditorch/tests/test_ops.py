@@ -103,6 +103,10 @@ CASES = [
      lambda: [rand(3, 4) > 0, rand(3, 4) > 0], {"grad": False}),
     ("sign", torch.sign, lambda: [torch.tensor([-2.0, 0.0, 3.5, float("-inf")])], {"grad": False}),
     ("max all", lambda a: a.max(), lambda: [rand(3, 7)], {}),
+    ("min all", lambda a: a.min(), lambda: [rand(3, 7)], {}),
+    ("amin", lambda a: a.amin(0), lambda: [rand(3, 7)], {}),
+    ("min dim", lambda a: a.min(1).values, lambda: [rand(3, 7)], {"grad": False}),
+    ("min dim indices", lambda a: a.min(1).indices, lambda: [rand(3, 7)], {"grad": False}),
     ("index_select", lambda a, i: a.index_select(1, i), lambda: [rand(3, 6, 2), indices(6, 5)], {}),
     ("gather", lambda a, i: a.gather(1, i), lambda: [rand(4, 6), indices(6, 4, 3)], {}),
     ("scatter_add", lambda a, i, s: a.scatter_add(1, i, s), lambda: [rand(4, 6), indices(6, 4, 3), rand(4, 3)], {}),
@@ -212,9 +216,12 @@ class Operators(unittest.TestCase):
         torch.add(a.to(H2), b.to(H2), out=out)
         torch.testing.assert_close(out.cpu(), a + b)
         grown = torch.arange(4.0).to(H2)
+        alias = grown.view(4)
         grown.resize_(2, 5)
         self.assertEqual(grown.shape, (2, 5))
         torch.testing.assert_close(grown.cpu().flatten()[:4], torch.arange(4.0))
+        grown.fill_(7.0)  # the storage grew in place: a view of it sees the new memory
+        torch.testing.assert_close(alias.cpu(), torch.full((4,), 7.0))
 
     def test_adamw_steps_match_cpu_pytorch(self):
         torch.manual_seed(2)
