@@ -1,7 +1,6 @@
 // Comparisons (eq, ne, lt, le, gt, ge against a tensor or a scalar), logical and/or/not, isnan and
-// sign/sgn, which
-// autograd's formulas for maximum, clamp, pow, abs and the reductions use. The plugin ABI has no
-// comparison operator, so each is composed from its arithmetic in f32, exactly:
+// sign/sgn, which autograd's formulas for maximum, clamp, pow, abs and the reductions use. The plugin
+// ABI has no comparison operator, so each is composed from its arithmetic in f32, exactly:
 //   d = clamp(a) - clamp(b), with infinities clamped to the largest finite f32 so that inf - inf is 0;
 //   copying a float to BOOL gives x != 0 (NaN included), so "d != 0" is one copy;
 //   d > 0 is (max(d, 0) != 0) and not NaN, where NaN is (d - d != 0).

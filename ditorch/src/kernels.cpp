@@ -68,7 +68,7 @@ void check_floating(const char* op, const at::Tensor& t) {
   TORCH_CHECK(c10::isFloatingType(t.scalar_type()), op, ": expected a floating-point tensor, got ", t.scalar_type());
 }
 
-h2::ops::Philox next_philox(int /*index*/, int64_t /*numel*/) {
+h2::ops::Philox next_philox() {
   at::CPUGeneratorImpl* generator =
       at::get_generator_or_default<at::CPUGeneratorImpl>(c10::nullopt, at::detail::getDefaultCPUGenerator());
   std::lock_guard lock(generator->mutex_);

@@ -54,10 +54,10 @@ std::vector<int> normalized_dims(c10::IntArrayRef dims, int64_t rank);
 // checks name it).
 void check_floating(const char* op, const at::Tensor& t);
 
-// The Philox stream of one random operator on device `index` drawing `numel` values: a fresh key drawn
-// from LibTorch's default CPU generator, so that torch.manual_seed makes H2's random operators
-// repeat exactly as the CPU's do (each H2 draw advances the CPU generator by one 64-bit number).
-h2::ops::Philox next_philox(int index, int64_t numel);
+// The Philox stream of one random operator (any device, any size): a fresh key drawn from LibTorch's
+// default CPU generator at offset 0, so that torch.manual_seed makes H2's random operators repeat
+// exactly as the CPU's do (each H2 draw advances the CPU generator by one 64-bit number).
+h2::ops::Philox next_philox();
 
 // A kernel whose H2 errors (bad shapes, dtypes a plugin does not support) become LibTorch errors,
 // which PyTorch raises as RuntimeError with H2's message.

@@ -20,11 +20,6 @@ h2::Tensor dim_last(const h2::Tensor& t, int64_t dim) {
   return dim == last ? t : t.transpose(static_cast<int>(dim), last);
 }
 
-// `value` (f32) written into `out`, converting when out is 16-bit.
-void write(h2::Stream& s, const h2::Tensor& value, const h2::Tensor& out) {
-  h2::ops::copy(s, value, out);
-}
-
 h2::Tensor empty_f32(h2::Stream& s, const h2::Shape& shape) {
   return h2::Tensor::empty(s, shape, h2::DType::f32);
 }
@@ -96,7 +91,7 @@ at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, bool half_to_fl
   h2::ops::reduce(s, ReduceOp::sum, exps, {last}, total, true);
   h2::ops::unary(s, UnaryOp::log, total, total);
   h2::ops::sub(s, shifted, total.expand(x.shape()), shifted);
-  write(s, shifted, dim_last(as_h2(out), dim));
+  h2::ops::copy(s, shifted, dim_last(as_h2(out), dim));
   return out;
 }
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
@@ -123,7 +118,7 @@ at::Tensor& log_softmax_backward_out(const at::Tensor& grad_output, const at::Te
   h2::ops::unary(s, UnaryOp::exp, y, probs);
   h2::ops::mul(s, probs, total.expand(y.shape()), probs);
   h2::ops::sub(s, dy, probs, probs);
-  write(s, probs, dim_last(as_h2(grad_input), dim));
+  h2::ops::copy(s, probs, dim_last(as_h2(grad_input), dim));
   return grad_input;
 }
 at::Tensor log_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim,
@@ -340,7 +335,7 @@ std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(const at::Tensor& self
   resize_out(total_weight, {});
   if (reduction == at::Reduction::None && self.dim() == 2) {
     resize_out(output, {n});
-    write(s, losses.view({n}), as_h2(output));
+    h2::ops::copy(s, losses.view({n}), as_h2(output));
     total_weight.zero_();
     return {output, total_weight};
   }
@@ -349,8 +344,8 @@ std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out(const at::Tensor& self
   h2::ops::reduce(s, ReduceOp::sum, losses, {0, 1}, sum);
   h2::ops::reduce(s, ReduceOp::sum, picked.weights, {0, 1}, total);
   if (reduction == at::Reduction::Mean) h2::ops::div(s, sum, total, sum);
-  write(s, sum, as_h2(output));
-  write(s, total, as_h2(total_weight));
+  h2::ops::copy(s, sum, as_h2(output));
+  h2::ops::copy(s, total, as_h2(total_weight));
   return {output, total_weight};
 }
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self, const at::Tensor& target,
@@ -382,7 +377,7 @@ at::Tensor& nll_loss_backward_out(const at::Tensor& grad_output, const at::Tenso
   h2::ops::fill(s, dx, 0);
   h2::ops::scatter_add(s, dx, 1, picked.classes, scale);
   resize_out(grad_input, self.sizes());
-  write(s, dx, as_h2(grad_input).view({n, classes}));
+  h2::ops::copy(s, dx, as_h2(grad_input).view({n, classes}));
   return grad_input;
 }
 at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
@@ -408,7 +403,7 @@ at::Tensor& bernoulli_float(at::Tensor& self, double p, c10::optional<at::Genera
   const h2::Tensor ones = empty_f32(s, shape), kept = empty_f32(s, shape);
   const h2::Tensor mask = h2::Tensor::empty(s, shape, h2::DType::boolean);
   h2::ops::fill(s, ones, 1);
-  h2::ops::dropout(s, ones, kept, 1 - p, next_philox(index, self.numel()), mask);
+  h2::ops::dropout(s, ones, kept, 1 - p, next_philox(), mask);
   h2::ops::copy(s, mask, as_h2(self));
   return self;
 }
@@ -427,7 +422,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
     output.zero_();
     mask.fill_(false);
   } else {
-    h2::ops::dropout(stream(index), as_h2(input), as_h2(output), p, next_philox(index, input.numel()), as_h2(mask));
+    h2::ops::dropout(stream(index), as_h2(input), as_h2(output), p, next_philox(), as_h2(mask));
   }
   return {output, mask};
 }
@@ -448,7 +443,7 @@ at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tens
 at::Tensor& uniform(at::Tensor& self, double from, double to, c10::optional<at::Generator> /*generator*/) {
   const int index = one_device("uniform_", {&self});
   check_floating("uniform_", self);
-  if (self.numel() > 0) h2::ops::uniform(stream(index), as_h2(self), from, to, next_philox(index, self.numel()));
+  if (self.numel() > 0) h2::ops::uniform(stream(index), as_h2(self), from, to, next_philox());
   return self;
 }
 
@@ -456,7 +451,7 @@ at::Tensor& normal(at::Tensor& self, double mean, double std, c10::optional<at::
   const int index = one_device("normal_", {&self});
   check_floating("normal_", self);
   TORCH_CHECK(std >= 0, "normal expects std >= 0.0, but found std ", std);
-  if (self.numel() > 0) h2::ops::normal(stream(index), as_h2(self), mean, std, next_philox(index, self.numel()));
+  if (self.numel() > 0) h2::ops::normal(stream(index), as_h2(self), mean, std, next_philox());
   return self;
 }
 

@@ -1,7 +1,7 @@
 // Reductions on h2::ops::reduce: sum and mean over any dimensions (gradients of broadcasts reduce
 // with sum), amax, max over a dimension with its indices, and max of a whole tensor; their minima as
-// the negated maxima of the negation. Integer
-// reductions (counting) run on the CPU and are counted as fallbacks.
+// the negated maxima of the negation. Sums of masks count on the device (in f32); other integer
+// reductions run on the CPU and are counted as fallbacks.
 #include "kernels.hpp"
 
 namespace h2torch {
@@ -40,16 +40,10 @@ at::Tensor& reduce_into(const char* name, ReduceOp op, const at::Tensor& self, c
   const std::vector<int> dims = normalized_dims(dim_list, self.dim());
   resize_out(out, reduced_shape(self, dims, keepdim));
   const c10::ScalarType type = out.scalar_type();
-  // Counting truth values (a mask's sum): in f32 on the device, exact below 2^24 elements.
-  if (op == ReduceOp::sum && (self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) &&
-      self.numel() < (int64_t{1} << 24) && self.dim() > 0 && out.numel() > 0) {
-    h2::Stream& s = stream(index);
-    const h2::Tensor counts = h2::Tensor::empty(s, shape_of(out.sizes()), h2::DType::f32);
-    h2::ops::reduce(s, op, operand(self, at::kFloat), dims, counts, keepdim);
-    h2::ops::copy(s, counts, as_h2(out));
-    return out;
-  }
-  if (!c10::isFloatingType(type) || !c10::isFloatingType(self.scalar_type())) {
+  // Counting truth values (a mask's sum) runs on the device in f32: exact below 2^24 elements.
+  const bool counting = op == ReduceOp::sum && (self.scalar_type() == at::kBool || self.scalar_type() == at::kByte) &&
+                        self.numel() < (int64_t{1} << 24);
+  if (!counting && (!c10::isFloatingType(type) || !c10::isFloatingType(self.scalar_type()))) {
     note_fallback(std::string("aten::") + name + " (" + c10::toString(self.scalar_type()) + ")");
     out.copy_(reduce_on_cpu(op, self.cpu(), dims, keepdim, type));
     return out;
@@ -63,14 +57,14 @@ at::Tensor& reduce_into(const char* name, ReduceOp op, const at::Tensor& self, c
     out.copy_(self);
     return out;
   }
-  // The operator writes x's dtype or f32; other output dtypes through an f32 result.
-  const c10::ScalarType x_type = self.scalar_type();
+  // The operator writes x's dtype or f32; other output dtypes (a count's i64) through an f32 result.
   h2::Stream& s = stream(index);
-  if (type == x_type || type == at::kFloat) {
-    h2::ops::reduce(s, op, as_h2(self), dims, as_h2(out), keepdim);
+  const h2::Tensor x = counting ? operand(self, at::kFloat) : as_h2(self);
+  if (h2_dtype(type) == x.dtype() || type == at::kFloat) {
+    h2::ops::reduce(s, op, x, dims, as_h2(out), keepdim);
   } else {
     const h2::Tensor result = h2::Tensor::empty(s, shape_of(out.sizes()), h2::DType::f32);
-    h2::ops::reduce(s, op, as_h2(self), dims, result, keepdim);
+    h2::ops::reduce(s, op, x, dims, result, keepdim);
     h2::ops::copy(s, result, as_h2(out));
   }
   return out;
