@@ -141,13 +141,17 @@ __global__ void __launch_bounds__(kAttentionThreads)
     }
   }
   if (i >= g.seq_q) return;
-  const float inverse = l > 0 ? 1 / l : 0.0f;
+  // Only a row that sees no key at all (causal, seq_q > seq_k) is masked: o = 0, lse = -inf. A row
+  // that sees keys whose scores are all -inf (an infinite input) has l = 0 here, and is NaN, as the
+  // reference's exp(-inf - max) with max = -inf makes it (the first H100 run of suite 1.3 gave 0).
+  const bool sees_keys = visible_keys(g, i, 0, causal) > 0;
+  const float inverse = l > 0 ? 1 / l : sees_keys ? NAN : 0.0f;
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const int d = part + kParts * c;
     if (d < dim) store(o, at(o, b, h, i, d), acc[c] * inverse);
   }
-  if (part == 0) store(lse, lse_at(lse, b, h, i), l > 0 ? m + logf(l) : -INFINITY);
+  if (part == 0) store(lse, lse_at(lse, b, h, i), l > 0 ? m + logf(l) : sees_keys ? NAN : -INFINITY);
 }
 
 // dk and dv of one key tile, over every query of every query head sharing the kv head.
