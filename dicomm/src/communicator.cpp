@@ -49,11 +49,12 @@ Tensor flat(const Tensor& t) {
   return t.view({t.numel()});
 }
 
-// The work buffer a reduction runs in: fp16 and bf16 widen to fp32 (one rounding at the end), and
-// `copy` makes a private copy so the caller's tensor is not touched.
-Tensor work_buffer(Collective& c, const Tensor& source, bool copy) {
-  if (!widened(source.dtype()) && !copy) return source;
-  Tensor work = c.scratch(source.numel(), widened(source.dtype()) ? DType::f32 : source.dtype());
+// The work buffer a reduction runs in: fp16 and bf16 widen to fp32 (one rounding at the end) unless
+// `widen` is false, and `copy` makes a private copy so the caller's tensor is not touched.
+Tensor work_buffer(Collective& c, const Tensor& source, bool copy, bool widen = true) {
+  widen = widen && widened(source.dtype());
+  if (!widen && !copy) return source;
+  Tensor work = c.scratch(source.numel(), widen ? DType::f32 : source.dtype());
   ops::copy(c.link().stream(), source, work);
   return work;
 }
@@ -300,7 +301,7 @@ void Communicator::recv(Stream& stream, const Tensor& tensor, int peer, uint32_t
     start_recv(stream, tensor, peer, tag).wait();
 }
 
-void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) const {
+void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, Accumulation accumulation) const {
   check_tensor("allreduce", "the tensor", tensor);
   check_reducible("allreduce", tensor);
   CommState& s = const_cast<CommState&>(state());
@@ -311,9 +312,10 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op) 
   Collective c(s, stream, tensor.device(),
                "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
   const Tensor data = flat(tensor);
-  const Tensor work = work_buffer(c, data, false);
+  const bool widen = widened(data.dtype()) && accumulation == Accumulation::wide;
+  const Tensor work = work_buffer(c, data, false, widen);
   // Also when the result may overwrite `data`: the widening copy reads it.
-  const auto ready = widened(data.dtype()) ? c.record() : c.input_ready();
+  const auto ready = widen ? c.record() : c.input_ready();
   const double scale = scale_of(op, size());
   const size_t bytes = bytes_of(work);
   if (bytes <= s.world->small_bytes()) {
@@ -449,6 +451,13 @@ void Communicator::abort(const std::string& reason) const {
   world.engine().fail(CommErrorKind::aborted, world.rank(),
                       "DiComm: this rank (" + std::to_string(world.rank()) + ") aborted: " + reason);
   if (Store* store = world.store()) store->abort(reason);
+}
+
+void Communicator::abort_after(const std::exception& error) const {
+  if (const auto* comm = dynamic_cast<const CommError*>(&error);
+      comm != nullptr && (comm->kind() == CommErrorKind::peer_failed || comm->kind() == CommErrorKind::aborted))
+    return;
+  abort(error.what());
 }
 
 }  // namespace h2::dicomm

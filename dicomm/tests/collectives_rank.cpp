@@ -68,10 +68,10 @@ std::string name(const char* what, DType dtype, int64_t n) {
 }
 
 void check_allreduce(const Communicator& comm, h2::Stream& stream, const h2::Device& device, DType dtype, int64_t n,
-                     ReduceOp op) {
+                     ReduceOp op, h2::dicomm::Accumulation accumulation = h2::dicomm::Accumulation::wide) {
   const int size = comm.size();
   Tensor t = Tensor::from_host(stream, values(comm.rank(), n), {n}, dtype);
-  comm.allreduce(stream, t, op);
+  comm.allreduce(stream, t, op, accumulation);
   const std::vector<double> got = t.to_host(stream);
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -254,6 +254,11 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
         if (n == 700001 && dtype != DType::f32 && op != ReduceOp::sum) continue;  // keeps the test short
         check_allreduce(world, stream, device, dtype, n, op);
       }
+  // 16-bit partial sums on the wire (the small-message algorithm and the ring); the values are small
+  // integers, so even rounding at every step must give the exact sums, the same bits on every rank.
+  for (DType dtype : {DType::f16, DType::bf16})
+    for (int64_t n : {1023, 40001})
+      check_allreduce(world, stream, device, dtype, n, ReduceOp::sum, h2::dicomm::Accumulation::narrow);
   for (DType dtype : dtypes)
     for (int64_t n : {0, 1, 3, 5001, 300001}) {
       check_reduce_scatter(world, stream, device, dtype, n, n == 5001 ? ReduceOp::avg : ReduceOp::sum);

@@ -53,15 +53,11 @@ CostModel::CostModel(const Cluster& cluster, const Model& model) : cluster_(clus
 }
 
 double CostModel::layer_parameters() const {
-  const double h = static_cast<double>(model_.hidden);
-  const double kv = static_cast<double>(model_.kv_heads) * h / static_cast<double>(model_.heads);
-  const double attention = 2 * h * h + 2 * h * kv;
-  const double mlp = (model_.mlp == Mlp::swiglu ? 3.0 : 2.0) * h * static_cast<double>(model_.ffn);
-  return attention + mlp + 2 * h;
+  return model_.layer_parameters();
 }
 
 double CostModel::embedding_parameters() const {
-  return static_cast<double>(model_.vocab) * static_cast<double>(model_.hidden);
+  return model_.embedding_parameters();
 }
 
 double CostModel::layer_forward_flops(int micro_batch) const {

@@ -313,6 +313,18 @@ int Model::dtype_bytes() const {
   return dtype == "f32" ? 4 : 2;
 }
 
+double Model::layer_parameters() const {
+  const double h = static_cast<double>(hidden);
+  const double kv = static_cast<double>(kv_heads) * h / static_cast<double>(heads);
+  const double attention = 2 * h * h + 2 * h * kv;
+  const double mlp_weights = (mlp == Mlp::swiglu ? 3.0 : 2.0) * h * static_cast<double>(ffn);
+  return attention + mlp_weights + 2 * h;
+}
+
+double Model::embedding_parameters() const {
+  return static_cast<double>(vocab) * static_cast<double>(hidden);
+}
+
 nlohmann::json to_json(const Model& m) {
   nlohmann::json recompute = nlohmann::json::array();
   for (Recompute r : m.recompute) recompute.push_back(to_string(r));

@@ -366,7 +366,11 @@ Tensor GptStage::block_forward(Block& b, BlockCache& s, const Tensor& x) {
 
 // ---- backward ----
 
-Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double loss_weight) {
+Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double loss_weight,
+                          const std::function<void(int layer)>& layer_done) {
+  auto done = [&](int layer) {
+    if (layer_done) layer_done(layer);
+  };
   const GptConfig& c = config_;
   auto found = in_flight_.find(micro_batch);
   if (found == in_flight_.end())
@@ -391,6 +395,7 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
     norm_backward(mb->final_in, parameters_[final_norm_].value, biased ? parameters_[final_norm_bias_].value : Tensor(),
                   mb->meanf, mb->rstdf, dhf, dx, parameters_[final_norm_].grad,
                   biased ? parameters_[final_norm_bias_].grad : Tensor());
+    done(c.layers);
   } else {
     dx = grad_output.view({grad_output.numel() / c.hidden, c.hidden});
   }
@@ -399,11 +404,13 @@ Tensor GptStage::backward(int micro_batch, const Tensor& grad_output, double los
     if (mb->recompute) block_forward(*blocks_[i], cache, Tensor(cache.x));  // the same values as the first time
     dx = block_backward(*blocks_[i], cache, dx);
     cache = BlockCache{};  // free this block's activations before the next block's
+    done(first_block_ + static_cast<int>(i));
   }
   if (has_embedding_) {
     const Tensor dweight = empty(parameters_[embedding_].grad.shape(), DType::f32);
     ops::embedding_backward(stream_, mb->tokens.view({mb->tokens.numel()}), dx, dweight);
     accumulate(parameters_[embedding_].grad, dweight);
+    done(-1);
     return {};
   }
   return dx.view({dx.size(0) / c.seq_len, c.seq_len, c.hidden});

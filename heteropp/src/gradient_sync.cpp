@@ -1,7 +1,6 @@
 #include "gradient_sync.hpp"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 
 #include "h2/ops.hpp"
@@ -28,100 +27,277 @@ std::vector<Tensor> piece_views(const Parameter& p, int pieces, int tp, int tp_r
   return views;
 }
 
+// A layer's f32 gradient bytes, whole: the same number on every rank, whatever it holds of the layer.
+double layer_gradient_bytes(const heteroauto::Model& model, int layer) {
+  const double parameters =
+      layer >= 0 && layer < model.layers ? model.layer_parameters() : model.embedding_parameters();
+  return 4 * parameters;
+}
+
+double seconds_between(Timeline::Clock::time_point start, Timeline::Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
 }  // namespace
 
-GradientSync::GradientSync(const Placement& placement, const dicomm::Communicator& world, GptStage& model,
-                           Stream& stream, Timeline& timeline)
+GradientSync::GradientSync(const Placement& placement, const heteroauto::Model& model_description,
+                           const dicomm::Communicator& world, GptStage& model, Stream& stream, Timeline& timeline,
+                           const GradientSyncOptions& options)
     : placement_(placement),
       world_(world),
       role_(placement.roles.at(static_cast<size_t>(world.rank()))),
       model_(model),
       stream_(stream),
-      timeline_(timeline) {
+      timeline_(timeline),
+      options_(options) {
+  if (options_.comm_dtype != DType::f32 && options_.comm_dtype != DType::f16 && options_.comm_dtype != DType::bf16)
+    throw Error(H2_STATUS_INVALID_ARGUMENT,
+                "gradients travel in f32, f16 or bf16, not " + std::string(dtype_name(options_.comm_dtype)));
   std::map<std::vector<int>, size_t> index;
-  for (const auto& [layer, holders] : placement_.holders) add_layer(index, layer);
+  std::map<size_t, size_t> open;
+  // In backward order: the head's layer first, the embedding's last.
+  for (auto it = placement_.holders.rbegin(); it != placement_.holders.rend(); ++it)
+    add_layer(index, open, it->first, layer_gradient_bytes(model_description, it->first));
+  // A bucket is ready when its last (lowest) layer is: every rank takes them in that order.
+  std::stable_sort(buckets_.begin(), buckets_.end(), [](const Bucket& a, const Bucket& b) {
+    return a.layers.back() != b.layers.back() ? a.layers.back() > b.layers.back() : a.created < b.created;
+  });
   // Collective over the world, in the same order on every rank; single-rank groups need none.
   for (Group& group : groups_) {
     if (group.ranks.size() < 2) continue;
     group.comm = world_.split(contains(group.ranks, world_.rank()) ? 0 : -1, world_.rank());
   }
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    Bucket& bucket = buckets_[i];
+    bucket.mine = bucket.mine && groups_[bucket.group].comm.valid();
+    if (!bucket.mine) continue;
+    // Neighbouring parameters (the layers' come in descending order, each layer's ascending) make
+    // one range: one message.
+    std::sort(bucket.ranges.begin(), bucket.ranges.end());
+    std::vector<std::pair<int64_t, int64_t>> merged;
+    for (auto range : bucket.ranges)
+      if (!merged.empty() && merged.back().second == range.first)
+        merged.back().second = range.second;
+      else
+        merged.push_back(range);
+    bucket.ranges = std::move(merged);
+    mine_.push_back(i);
+    for (int layer : bucket.layers) by_layer_[layer].push_back(i);
+    bucket.ready.emplace(stream_.device().create_event(/*timing=*/false));
+  }
+  if (mine_.empty()) return;
+  comm_stream_.emplace(stream_.device().create_stream());
+  next_ = summed_ = mine_.size();  // nothing to do before the first step
+  thread_ = std::thread([this] { run_thread(); });
 }
 
-GradientSync::Group& GradientSync::group_of(std::map<std::vector<int>, size_t>& index, const std::vector<int>& ranks) {
+GradientSync::~GradientSync() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t GradientSync::group_of(std::map<std::vector<int>, size_t>& index, const std::vector<int>& ranks) {
   auto [it, fresh] = index.try_emplace(ranks, groups_.size());
-  if (fresh) groups_.push_back({ranks, {}, {}, {}, {}});
-  return groups_[it->second];
+  if (fresh) groups_.push_back({ranks, {}});
+  return it->second;
 }
 
-// Adds `layer`'s pieces to their groups (every rank, for the groups' order), and this rank's parts.
-void GradientSync::add_layer(std::map<std::vector<int>, size_t>& index, int layer) {
+GradientSync::Bucket& GradientSync::bucket_for(std::map<size_t, size_t>& open, size_t group, int layer,
+                                               double layer_bytes) {
+  if (auto it = open.find(group); it != open.end()) {
+    Bucket& bucket = buckets_[it->second];
+    if (bucket.layers.back() == layer) return bucket;  // another piece of the same layer
+    if (bucket.bytes + layer_bytes <= static_cast<double>(options_.bucket_bytes)) {
+      bucket.layers.push_back(layer);
+      bucket.bytes += layer_bytes;
+      return bucket;
+    }
+  }
+  Bucket bucket;
+  bucket.group = group;
+  bucket.layers = {layer};
+  bucket.bytes = layer_bytes;
+  bucket.created = buckets_.size();
+  bucket.mine = contains(groups_[group].ranks, world_.rank());
+  open[group] = buckets_.size();
+  buckets_.push_back(std::move(bucket));
+  return buckets_.back();
+}
+
+// Adds `layer`'s pieces to their groups' buckets (every rank, for the order), and this rank's parts.
+void GradientSync::add_layer(std::map<std::vector<int>, size_t>& index, std::map<size_t, size_t>& open, int layer,
+                             double layer_bytes) {
   const int pieces = placement_.pieces.at(layer);
-  const bool mine = contains(placement_.holders.at(layer), world_.rank());
+  const bool holds = contains(placement_.holders.at(layer), world_.rank());
   const bool uniform = placement_.uniform_degree(layer);
   // Only blocks are cut over tensor-parallel ranks (the embedding and the head are whole): a mixed
   // embedding or head has no pieces to sum, only its whole parameters below.
   const bool cut = layer >= 0 && layer < placement_.model_layers;
   for (int piece = 0; piece < (uniform || cut ? pieces : 0); ++piece) {
-    Group& group = group_of(index, placement_.piece_holders.at({layer, piece}));
-    if (!mine || !contains(group.ranks, world_.rank())) continue;
-    group.layers.push_back(layer);
+    const size_t group = group_of(index, placement_.piece_holders.at({layer, piece}));
+    Bucket& bucket = bucket_for(open, group, layer, layer_bytes);
+    if (!holds || !bucket.mine) continue;
     for (const Parameter& p : model_.parameters()) {
       if (p.layer != layer) continue;
       if (uniform) {  // the rank's whole shard, whole parameters included: a range of the flat buffer
-        const int64_t begin = p.grad_offset, end = p.grad_offset + p.grad.numel();
-        if (!group.ranges.empty() && group.ranges.back().second == begin)
-          group.ranges.back().second = end;
-        else
-          group.ranges.emplace_back(begin, end);
+        add_range(bucket, p);
       } else if (p.sharding.sharded()) {
-        for (const Tensor& view : piece_views(p, pieces, role_.tp, role_.tp_rank, piece)) group.parts.push_back({view});
+        for (const Tensor& view : piece_views(p, pieces, role_.tp, role_.tp_rank, piece)) {
+          bucket.parts.push_back({view});
+          bucket.part_elements += view.numel();
+        }
       }
     }
   }
   if (uniform) return;
   // A mixed layer's whole parameters: every holder, its copy weighted by 1 / its degree.
-  Group& group = group_of(index, placement_.holders.at(layer));
-  if (!mine) return;
-  group.layers.push_back(layer);
+  const size_t group = group_of(index, placement_.holders.at(layer));
+  Bucket& bucket = bucket_for(open, group, layer, layer_bytes);
+  if (!holds) return;
   for (const Parameter& p : model_.parameters())
-    if (p.layer == layer && !p.sharding.sharded()) group.parts.push_back({p.grad, 1.0 / role_.tp});
+    if (p.layer == layer && !p.sharding.sharded()) {
+      bucket.parts.push_back({p.grad, 1.0 / role_.tp});
+      bucket.part_elements += p.grad.numel();
+    }
 }
 
-void GradientSync::sum() {
-  for (Group& group : groups_) {
-    if (!group.comm.valid()) continue;
-    const Timeline::Clock::time_point start = Timeline::Clock::now();
-    int64_t elements = 0;
-    for (auto [begin, end] : group.ranges) {
-      group.comm.allreduce(stream_, model_.flat_grads().slice(0, begin, end), dicomm::ReduceOp::sum);
-      elements += end - begin;
-    }
-    if (!group.parts.empty()) {
-      // Strided pieces: packed into one buffer (weighted), summed, unpacked.
-      const int64_t total = std::accumulate(group.parts.begin(), group.parts.end(), int64_t{0},
-                                            [](int64_t n, const Part& part) { return n + part.view.numel(); });
-      const Tensor packed = Tensor::empty(stream_, {total}, DType::f32);
-      int64_t offset = 0;
-      for (const Part& part : group.parts) {
-        const Tensor slot = packed.slice(0, offset, offset + part.view.numel()).view(part.view.shape());
-        if (part.weight == 1)
-          ops::copy(stream_, part.view, slot);
-        else
-          ops::binary(stream_, ops::BinaryOp::mul, part.view, part.weight, slot);
-        offset += part.view.numel();
-      }
-      group.comm.allreduce(stream_, packed, dicomm::ReduceOp::sum);
-      offset = 0;
-      for (const Part& part : group.parts) {
-        ops::copy(stream_, packed.slice(0, offset, offset + part.view.numel()).view(part.view.shape()), part.view);
-        offset += part.view.numel();
-      }
-      elements += total;
-    }
-    stream_.synchronize();
-    timeline_.add("allreduce gradients", "comm", start, Timeline::Clock::now(),
-                  {{"layers", group.layers}, {"ranks", group.ranks}, {"elements", elements}});
+void GradientSync::add_range(Bucket& bucket, const Parameter& p) {
+  bucket.ranges.emplace_back(p.grad_offset, p.grad_offset + p.grad.numel());
+  bucket.range_elements += p.grad.numel();
+}
+
+void GradientSync::begin_step() {
+  std::lock_guard lock(mutex_);
+  for (size_t i : mine_) {
+    buckets_[i].layers_left = buckets_[i].layers.size();
+    buckets_[i].started = false;
   }
+  next_ = summed_ = 0;
+  comm_s_ = 0;
+}
+
+void GradientSync::layer_done(int layer) {
+  if (!options_.overlap) return;
+  auto found = by_layer_.find(layer);
+  if (found == by_layer_.end()) return;
+  std::lock_guard lock(mutex_);
+  for (size_t i : found->second)
+    if (--buckets_[i].layers_left == 0) start_locked(buckets_[i]);
+}
+
+void GradientSync::start_locked(Bucket& bucket) {
+  bucket.ready->record(stream_);
+  bucket.started = true;
+  changed_.notify_all();
+}
+
+GradientSync::StepTimes GradientSync::finish() {
+  const Timeline::Clock::time_point start = Timeline::Clock::now();
+  std::unique_lock lock(mutex_);
+  for (size_t i : mine_)
+    if (!buckets_[i].started) start_locked(buckets_[i]);
+  changed_.wait(lock, [&] { return summed_ == mine_.size() || error_; });
+  if (error_) std::rethrow_exception(error_);
+  return {comm_s_, seconds_between(start, Timeline::Clock::now())};
+}
+
+void GradientSync::run_thread() {
+  for (;;) {
+    Bucket* bucket = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stop_ || (next_ < mine_.size() && buckets_[mine_[next_]].started); });
+      if (stop_) return;
+      bucket = &buckets_[mine_[next_++]];
+    }
+    Timeline::Clock::time_point start;
+    try {
+      // Waited for here, on this thread, so that the time below is the sum's, not the backward's.
+      bucket->ready->synchronize();
+      start = Timeline::Clock::now();
+      sum(*bucket);
+      comm_stream_->synchronize();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+      changed_.notify_all();
+      return;
+    }
+    const Timeline::Clock::time_point end = Timeline::Clock::now();
+    timeline_.add("allreduce gradients", "comm", start, end,
+                  {{"layers", bucket->layers},
+                   {"ranks", groups_[bucket->group].ranks},
+                   {"elements", bucket->range_elements + bucket->part_elements},
+                   {"dtype", std::string(dtype_name(options_.comm_dtype))}},
+                  Timeline::kGradientThread);
+    std::lock_guard lock(mutex_);
+    comm_s_ += seconds_between(start, end);
+    ++summed_;
+    changed_.notify_all();
+  }
+}
+
+void GradientSync::sum(Bucket& bucket) {
+  Stream& stream = *comm_stream_;
+  const dicomm::Communicator& comm = groups_[bucket.group].comm;
+  if (options_.comm_dtype == DType::f32) {
+    for (auto [begin, end] : bucket.ranges)
+      comm.allreduce(stream, model_.flat_grads().slice(0, begin, end), dicomm::ReduceOp::sum);
+    if (bucket.parts.empty()) return;
+  }
+  // Strided pieces, weighted parts and 16-bit messages: packed into one buffer, summed, unpacked.
+  const Tensor buffer = packed(bucket, options_.comm_dtype);
+  // 16-bit messages all the way: each receiver adds in f32 and rounds (the point is the bytes).
+  comm.allreduce(stream, buffer, dicomm::ReduceOp::sum, dicomm::Accumulation::narrow);
+  unpack(bucket, buffer);
+}
+
+// The bucket's parts (and, for 16-bit messages, its ranges) one after the other in `dtype`.
+Tensor GradientSync::packed(const Bucket& bucket, DType dtype) {
+  Stream& stream = *comm_stream_;
+  const bool with_ranges = dtype != DType::f32;
+  const Tensor buffer =
+      Tensor::empty(stream, {bucket.part_elements + (with_ranges ? bucket.range_elements : 0)}, dtype);
+  int64_t offset = 0;
+  auto slot = [&](int64_t numel) {
+    const Tensor s = buffer.slice(0, offset, offset + numel);
+    offset += numel;
+    return s;
+  };
+  if (with_ranges)
+    for (auto [begin, end] : bucket.ranges)
+      ops::copy(stream, model_.flat_grads().slice(0, begin, end), slot(end - begin));
+  for (const Part& part : bucket.parts) {
+    const Tensor to = slot(part.view.numel()).view(part.view.shape());
+    if (part.weight == 1) {
+      ops::copy(stream, part.view, to);
+    } else if (dtype == DType::f32) {
+      ops::binary(stream, ops::BinaryOp::mul, part.view, part.weight, to);
+    } else {  // weighted in f32, rounded once
+      const Tensor weighted = Tensor::empty(stream, part.view.shape(), DType::f32);
+      ops::binary(stream, ops::BinaryOp::mul, part.view, part.weight, weighted);
+      ops::copy(stream, weighted, to);
+    }
+  }
+  return buffer;
+}
+
+void GradientSync::unpack(const Bucket& bucket, const Tensor& buffer) {
+  Stream& stream = *comm_stream_;
+  int64_t offset = 0;
+  auto slot = [&](int64_t numel) {
+    const Tensor s = buffer.slice(0, offset, offset + numel);
+    offset += numel;
+    return s;
+  };
+  if (buffer.dtype() != DType::f32)
+    for (auto [begin, end] : bucket.ranges)
+      ops::copy(stream, slot(end - begin), model_.flat_grads().slice(0, begin, end));
+  for (const Part& part : bucket.parts) ops::copy(stream, slot(part.view.numel()).view(part.view.shape()), part.view);
 }
 
 }  // namespace h2::heteropp

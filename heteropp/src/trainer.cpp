@@ -75,6 +75,8 @@ enum Stat {
   kSquaredNorm,
   kFoundInf,
   kStepSeconds,
+  kGradientComm,
+  kExposedComm,
   kStats
 };
 
@@ -150,7 +152,8 @@ class RankTrainer {
     found_inf_ = Tensor::empty(stream_, {1}, DType::f32);
     norm_ = Tensor::empty(stream_, {1}, DType::f32);
     loss_sum_ = Tensor::empty(stream_, {1}, DType::f32);
-    gradient_sync_ = std::make_unique<GradientSync>(placement_, world_, *model_, stream_, timeline_);
+    gradient_sync_ = std::make_unique<GradientSync>(placement_, plan.model, world_, *model_, stream_, timeline_,
+                                                    options.gradient_sync);
   }
 
   TrainResult run(const std::function<void(const StepReport&)>& on_step) {
@@ -195,9 +198,10 @@ class RankTrainer {
 
     const double global_tokens =
         static_cast<double>(placement_.global_micro_batches) * placement_.micro_batch_size * plan_.model.seq_len;
+    gradient_sync_->begin_step();
     run_pipeline(state_.loss_scale / global_tokens);
     busy_s_ += passes_.finish_step(timeline_);
-    gradient_sync_->sum();
+    gradient_times_ = gradient_sync_->finish();
 
     // Under loss scaling, unscale and look for overflow; then this rank's share of the global norm:
     // the layers it owns (each layer counted once, however many replicas hold it).
@@ -266,6 +270,8 @@ class RankTrainer {
       rank.peak_allocated = s[kPeakAllocated];
       rank.peak_reserved = s[kPeakReserved];
       rank.plugin_allocations = s[kPluginAllocations];
+      rank.gradient_comm_s = s[kGradientComm];
+      rank.exposed_comm_s = s[kExposedComm];
       report.ranks.push_back(rank);
     }
     report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
@@ -280,8 +286,12 @@ class RankTrainer {
   void run_pipeline(double loss_weight) {
     std::vector<dicomm::Request> sends;
     inbox_.clear();
-    for (const heteroauto::PassStep& pass :
-         heteroauto::stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches)) {
+    const std::vector<heteroauto::PassStep> schedule =
+        heteroauto::stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches);
+    // The step's last backward pass leaves each layer's gradients final: their sums start behind it.
+    const auto last_backward =
+        std::find_if(schedule.rbegin(), schedule.rend(), [](const heteroauto::PassStep& p) { return !p.forward; });
+    for (const heteroauto::PassStep& pass : schedule) {
       const int j = pass.micro_batch;
       if (pass.forward) {
         Tensor input, targets;
@@ -297,7 +307,10 @@ class RankTrainer {
         Tensor grad_output;
         if (!role_.last()) grad_output = receive(j, role_.next_rank, gradient_tag(j), "recv gradients");
         passes_.start(stream_);
-        Tensor grad_input = model_->backward(j, grad_output, loss_weight);
+        const bool last = last_backward != schedule.rend() && &pass == &*last_backward;
+        Tensor grad_input = model_->backward(j, grad_output, loss_weight, [&](int layer) {
+          if (last) gradient_sync_->layer_done(layer);
+        });
         compute_done("backward", j);
         for (int peer : role_.send_prev) sends.push_back(send(grad_input, peer, gradient_tag(j), "send gradients", j));
       }
@@ -410,6 +423,8 @@ class RankTrainer {
     mine[kPeakReserved] = static_cast<double>(memory.peak_reserved_bytes);
     mine[kPluginAllocations] = static_cast<double>(memory.plugin_allocations - plugin_allocations_);
     mine[kStepSeconds] = seconds(step_start, Clock::now());
+    mine[kGradientComm] = gradient_times_.comm_s;
+    mine[kExposedComm] = gradient_times_.exposed_s;
     const Tensor in = Tensor::from_host(stream_, mine, {kStats}, DType::f64);
     const Tensor out = Tensor::empty(stream_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
     const Clock::time_point start = Clock::now();
@@ -550,7 +565,9 @@ class RankTrainer {
                        {"memory_total_bytes", r.ranks[i].memory_total},
                        {"peak_allocated_bytes", r.ranks[i].peak_allocated},
                        {"peak_reserved_bytes", r.ranks[i].peak_reserved},
-                       {"plugin_allocations", r.ranks[i].plugin_allocations}});
+                       {"plugin_allocations", r.ranks[i].plugin_allocations},
+                       {"gradient_comm_s", r.ranks[i].gradient_comm_s},
+                       {"exposed_comm_s", r.ranks[i].exposed_comm_s}});
     }
     return {{"step", r.step},
             {"loss", r.loss},
@@ -580,6 +597,7 @@ class RankTrainer {
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ByteCorpus> corpus_;
   std::unique_ptr<GradientSync> gradient_sync_;
+  GradientSync::StepTimes gradient_times_;
   dicomm::Communicator tp_comm_;  // the stage's tensor-parallel group (invalid without one)
   std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
   Tensor found_inf_, norm_, loss_sum_;
@@ -592,7 +610,14 @@ class RankTrainer {
 TrainResult train(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
                   const Device& device, const std::function<void(const StepReport&)>& on_step) {
   RankTrainer trainer(plan, options, world, device);
-  return trainer.run(on_step);
+  try {
+    return trainer.run(on_step);
+  } catch (const std::exception& e) {
+    // Before the trainer goes: its gradient thread may be inside a sum that only an abort ends (a
+    // peer's failure has ended it already).
+    world.abort_after(e);
+    throw;
+  }
 }
 
 }  // namespace h2::heteropp

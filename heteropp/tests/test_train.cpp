@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -144,6 +145,58 @@ TEST_F(TrainTest, PipelinesAndReplicasTrainWhatOneProcessTrains) {
   EXPECT_EQ(pids.size(), 6u);
   for (const char* name : {"forward", "backward", "send", "recv", "allreduce", "optimizer", "checkpoint"})
     EXPECT_TRUE(names.count(name)) << name;
+}
+
+// Gradient sums start while the step's last backward pass runs (one bucket per layer here), on the
+// rank's gradient thread; they change no loss, the trace shows them beside the backward pass, and
+// summary.json reports the exposed time. 16-bit messages train the same model within bf16's rounding.
+TEST_F(TrainTest, GradientSumsOverlapTheLastBackwardPassAndChangeNoLoss) {
+  const std::vector<ClassSpec> replicas = {{{{0, 5}}, {3, 2}}};
+  const std::vector<double> after = train("sums-after", replicas, "--overlap-grad-reduce off");
+  const std::vector<double> overlapped = train("sums-overlapped", replicas, "--grad-bucket 1K");
+  EXPECT_EQ(after, overlapped) << "overlap must not change a bit";
+  expect_close(train("single", kSingle), overlapped, 0, "2 replicas, sums overlapped");
+
+  std::ifstream trace(dir_ / "sums-overlapped" / "trace.json");
+  std::map<int, std::vector<std::pair<double, double>>> backward;  // pid -> [start, end)
+  std::vector<nlohmann::json> sums;
+  const nlohmann::json events = nlohmann::json::parse(trace).at("traceEvents");  // kept: the loop reads it
+  for (const nlohmann::json& e : events) {
+    if (e.at("ph") != "X") continue;
+    const std::string name = e.at("name");
+    if (name.starts_with("backward"))
+      backward[e.at("pid").get<int>()].emplace_back(e.at("ts").get<double>(),
+                                                    e.at("ts").get<double>() + e.at("dur").get<double>());
+    if (name == "allreduce gradients") sums.push_back(e);
+  }
+  ASSERT_FALSE(sums.empty());
+  int beside_backward = 0;
+  for (const nlohmann::json& sum : sums) {
+    EXPECT_EQ(sum.at("tid"), 1) << "sums run on the gradient thread's row";
+    for (auto [start, end] : backward[sum.at("pid").get<int>()])
+      beside_backward += start <= sum.at("ts").get<double>() && sum.at("ts").get<double>() < end;
+  }
+  std::cout << beside_backward << " of " << sums.size() << " gradient sums began during a backward pass\n";
+  EXPECT_GT(beside_backward, 0) << "no gradient sum overlapped a backward pass";
+
+  std::ifstream summary_file(dir_ / "sums-overlapped" / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(summary_file);
+  EXPECT_GE(summary.at("exposed_comm_s").get<double>(), 0);
+  EXPECT_GT(summary.at("gradient_comm_s").get<double>(), 0);
+  for (const nlohmann::json& rank : summary.at("ranks")) EXPECT_TRUE(rank.contains("exposed_comm_s"));
+
+  const std::vector<double> bf16 = train("sums-bf16", replicas, "--grad-comm-dtype bf16");
+  ASSERT_EQ(bf16.size(), after.size());
+  for (size_t i = 0; i < bf16.size(); ++i) EXPECT_NEAR(bf16[i], after[i], 1e-2 * after[i]) << "step " << i + 1;
+
+  for (const char* bad :
+       {"--grad-comm-dtype f64", "--grad-bucket 0", "--grad-bucket lots", "--overlap-grad-reduce maybe"}) {
+    const auto result = run_h2("train --cluster " + (dir_ / "cluster.json").string() + " --model " +
+                               (dir_ / "model.json").string() + " " + bad);
+    EXPECT_NE(result.exit_code, 0) << bad;
+    EXPECT_NE(result.output.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos)
+        << bad << ": " << result.output;
+  }
 }
 
 // A pipeline whose second stage runs on the Ascend plugin (over the emulated CANN runtime) trains

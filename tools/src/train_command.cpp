@@ -92,6 +92,9 @@ heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroa
   t.checkpoint_every = o.checkpoint_every;
   t.keep_checkpoints = o.keep_checkpoints;
   t.resume = o.resume;
+  t.gradient_sync.overlap = o.overlap_grad_reduce == "on";
+  t.gradient_sync.bucket_bytes = o.grad_bucket_bytes;
+  t.gradient_sync.comm_dtype = *dtype_from_name(o.grad_comm_dtype);
   return t;
 }
 
@@ -142,12 +145,14 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
   const double error = predicted > 0 ? (predicted - measured) / measured : 0;
   const double tokens = static_cast<double>(plan.micro_batch_count()) * plan.micro_batch_size * plan.model.seq_len;
 
-  Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "peak allocated", "peak reserved",
-               "memory used", "of"});
+  Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "grad sums", "exposed",
+               "peak allocated", "peak reserved", "memory used", "of"});
   nlohmann::json ranks = nlohmann::json::array();
+  double most_gradient_comm = 0, most_exposed_comm = 0;  // per step, on the rank with the most
   for (size_t r = 0; r < placement.roles.size(); ++r) {
     const heteropp::StageRole& role = placement.roles[r];
     double busy = 0, bubble = 0, used = 0, total = 0, peak_allocated = 0, peak_reserved = 0, plugin_allocations = 0;
+    double gradient_comm = 0, exposed_comm = 0;
     for (size_t i = skip; i < result.steps.size(); ++i) {
       const heteropp::RankStepStats& s = result.steps[i].ranks[r];
       busy += 1 - s.bubble;
@@ -157,13 +162,18 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
       peak_allocated = std::max(peak_allocated, s.peak_allocated);
       peak_reserved = std::max(peak_reserved, s.peak_reserved);
       plugin_allocations += s.plugin_allocations;
+      gradient_comm += s.gradient_comm_s;
+      exposed_comm += s.exposed_comm_s;
     }
     const double n = static_cast<double>(result.steps.size() - skip);
+    most_gradient_comm = std::max(most_gradient_comm, gradient_comm / n);
+    most_exposed_comm = std::max(most_exposed_comm, exposed_comm / n);
     table.add_row(
         {std::to_string(r),
          "p" + std::to_string(role.pipeline) + " r" + std::to_string(role.replica) + " s" + std::to_string(role.stage) +
              (role.tp > 1 ? " t" + std::to_string(role.tp_rank) + "/" + std::to_string(role.tp) : ""),
          role.device_type, blocks(role), std::to_string(role.micro_batches), percent(busy / n), percent(bubble / n),
+         format_duration(gradient_comm / n), format_duration(exposed_comm / n),
          format_bytes(static_cast<uint64_t>(peak_allocated)), format_bytes(static_cast<uint64_t>(peak_reserved)),
          format_bytes(static_cast<uint64_t>(used)), format_bytes(static_cast<uint64_t>(total))});
     ranks.push_back({{"rank", r},
@@ -178,6 +188,10 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                      {"micro_batches", role.micro_batches},
                      {"busy", busy / n},
                      {"bubble", bubble / n},
+                     // Per step: the gradient sums' time and what of it the step waited for after
+                     // its pipeline (the rest ran beside the backward pass).
+                     {"gradient_comm_s", gradient_comm / n},
+                     {"exposed_comm_s", exposed_comm / n},
                      {"memory_used_bytes", used},
                      {"memory_total_bytes", total},
                      {"peak_allocated_bytes", peak_allocated},
@@ -194,6 +208,9 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
             << (skip ? " after the first step" : "") << "), HeteroAuto predicted " << format_duration(predicted) << " ("
             << (error >= 0 ? "+" : "") << format_fixed(error * 100, 1, "%") << ")\n"
             << "  throughput  " << format_rate(tokens / measured, "tokens/s") << "\n";
+  if (most_gradient_comm > 0)
+    std::cout << "  grad sums   " << format_duration(most_gradient_comm) << " per step, "
+              << format_duration(most_exposed_comm) << " of it exposed after the pipeline (ranks with the most)\n";
   // A prediction far off because its costs are nominal, not this machine's: say what would fix it.
   std::string nominal;
   for (const auto& [type, basis] : plan.prediction.cost_basis)
@@ -213,6 +230,8 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                                   {"prediction_error", error},
                                   {"cost_basis", plan.prediction.cost_basis},
                                   {"tokens_per_s", tokens / measured},
+                                  {"gradient_comm_s", most_gradient_comm},
+                                  {"exposed_comm_s", most_exposed_comm},
                                   {"checkpoint", result.checkpoint},
                                   {"ranks", ranks}};
   write_file_atomically((fs::path(out_dir) / "summary.json").string(), summary.dump(2) + "\n");
@@ -257,15 +276,8 @@ int run_worker(const TrainCommandOptions& options) {
         });
     if (world.rank() == 0) print_summary(plan, result, options.out);
     return 0;
-  } catch (const dicomm::CommError& e) {
-    // Another rank failed or this one aborted: the message names it and has reached every rank.
-    // What only this rank saw (a timeout naming the rank that never came, a transport error) is
-    // told to the others, so that none of them waits out its own timeout first.
-    if (e.kind() != dicomm::CommErrorKind::peer_failed && e.kind() != dicomm::CommErrorKind::aborted)
-      world.abort(e.what());
-    throw;
   } catch (const std::exception& e) {
-    world.abort(e.what());
+    world.abort_after(e);
     throw;
   }
 }
@@ -368,7 +380,13 @@ int run_driver(const TrainCommandOptions& options) {
                     "--checkpoint-every",
                     std::to_string(options.checkpoint_every),
                     "--keep-checkpoints",
-                    std::to_string(options.keep_checkpoints)};
+                    std::to_string(options.keep_checkpoints),
+                    "--overlap-grad-reduce",
+                    options.overlap_grad_reduce,
+                    "--grad-bucket",
+                    std::to_string(options.grad_bucket_bytes),
+                    "--grad-comm-dtype",
+                    options.grad_comm_dtype};
   if (!options.resume.empty()) launch.command.insert(launch.command.end(), {"--resume", options.resume});
   for (const std::string& file : options.data) launch.command.insert(launch.command.end(), {"--data", file});
   for (const std::string& arg : plugin_option_args(plugin_options)) launch.command.push_back(arg);
@@ -439,6 +457,22 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   command->add_option("--keep-checkpoints", options.keep_checkpoints, "Newest checkpoints kept")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  command
+      ->add_option("--overlap-grad-reduce", options.overlap_grad_reduce,
+                   "Sum each bucket of gradients over the replicas as soon as the last backward pass has made it, "
+                   "while the pass goes on (off: all after the pipeline)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  command
+      ->add_option("--grad-bucket", options.grad_bucket_bytes,
+                   "Bytes of f32 gradients per bucket (whole layers, at least one): 4096, 16M, 16MiB")
+      ->default_str("1MiB")
+      ->transform(byte_size_range(1, uint64_t{1} << 40));
+  command
+      ->add_option("--grad-comm-dtype", options.grad_comm_dtype,
+                   "What gradients travel in between replicas; f16 and bf16 halve the bytes and sum in f32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
   add_plugin_option_flag(command, options.plugin_options);
   command->add_flag("--worker", options.worker,
                     "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");

@@ -31,6 +31,9 @@ struct TrainCommandOptions {
   std::vector<std::string> data;
   int64_t checkpoint_every = 0;
   int keep_checkpoints = 2;
+  std::string overlap_grad_reduce = "on";  // sum gradients while the last backward pass runs
+  uint64_t grad_bucket_bytes = uint64_t{1} << 20;
+  std::string grad_comm_dtype = "f32";
   bool worker = false;
   std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank
 };

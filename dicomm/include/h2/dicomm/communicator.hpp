@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,12 @@ namespace h2::dicomm {
 
 enum class ReduceOp { sum, avg, max };
 const char* reduce_op_name(ReduceOp op);
+
+// How a reduction of f16 or bf16 data travels. wide: partial results go as f32 and are rounded once
+// at the end (as accurate as f32, the default). narrow: they go in the data's own 16 bits, each
+// receiver adding in f32 and rounding once per step (half the reduce-scatter's bytes, as NCCL's
+// 16-bit reductions; for gradients, where the bytes matter more than the last bits).
+enum class Accumulation { wide, narrow };
 
 struct CommOptions {
   // 0: H2_DICOMM_TIMEOUT (seconds) or 300 s.
@@ -100,7 +107,8 @@ class Communicator {
   void recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag = 0) const;
 
   // In place: every rank ends with the reduction over all ranks (bit-identical on every rank).
-  void allreduce(Stream& stream, const Tensor& tensor, ReduceOp op = ReduceOp::sum) const;
+  void allreduce(Stream& stream, const Tensor& tensor, ReduceOp op = ReduceOp::sum,
+                 Accumulation accumulation = Accumulation::wide) const;
   // input: size()*N elements; output: N elements, the reduction of block rank() of every input.
   void reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op = ReduceOp::sum) const;
   // input: N elements; output: size()*N elements, block r from rank r.
@@ -111,6 +119,11 @@ class Communicator {
 
   // Fails every pending and later operation of every rank of the job with "rank R aborted: reason".
   void abort(const std::string& reason) const;
+  // After `error` stopped this rank: aborts with its message, unless it is the news of another rank's
+  // failure or of an abort, which every rank has had already. What only this rank saw (a timeout
+  // naming a rank that never came, a transport error, its own bug) reaches the others at once, so
+  // that none of them waits out its own timeout first.
+  void abort_after(const std::exception& error) const;
 
  private:
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}

@@ -113,6 +113,8 @@ struct Model {
   std::vector<Recompute> recompute{Recompute::none, Recompute::full};
 
   int dtype_bytes() const;
+  double layer_parameters() const;      // one transformer block
+  double embedding_parameters() const;  // the token embedding; the LM head is as large
 };
 
 Cluster parse_cluster(const nlohmann::json& json);

@@ -87,8 +87,12 @@ class GptStage {
   // grad_output: the gradient of the activations returned by forward (not used on the last stage,
   // where each token's loss gets weight `loss_weight`, e.g. 1 / tokens in the global batch).
   // Accumulates into the parameters' gradients and returns the gradient of forward's input
-  // (undefined on the first stage). Frees what forward kept for `micro_batch`.
-  Tensor backward(int micro_batch, const Tensor& grad_output, double loss_weight = 1);
+  // (undefined on the first stage). Frees what forward kept for `micro_batch`. `layer_done`, when
+  // given, is called with each layer's index as soon as the work that accumulates that layer's
+  // gradients has been enqueued (the head's first, the embedding's last), so that the sums over
+  // replicas can start while the rest of the pass runs.
+  Tensor backward(int micro_batch, const Tensor& grad_output, double loss_weight = 1,
+                  const std::function<void(int layer)>& layer_done = {});
 
   // Full activation recomputation: forward keeps only each block's input, and backward runs the
   // block's forward again first (one more forward of compute for a block's activations of memory).

@@ -17,6 +17,7 @@
 
 #include "h2/device.hpp"
 #include "h2/dicomm/communicator.hpp"
+#include "h2/dtype.hpp"
 #include "h2/heteroauto/plan.hpp"
 #include "h2/heteroauto/simulator.hpp"
 
@@ -26,6 +27,20 @@ struct LossScaling {
   bool enabled = false;            // dynamic loss scaling (for f16 training)
   double initial = 65536;          // the first scale
   int64_t growth_interval = 2000;  // steps without overflow before the scale doubles
+};
+
+// How each layer's gradients are summed over the replicas that hold it (Megatron's overlapped grad
+// reduce, PyTorch DDP's buckets).
+struct GradientSyncOptions {
+  // Sum a bucket as soon as the step's last backward pass has made its layers' gradients, on a
+  // thread of its own, while the pass goes on; false: every sum after the pipeline.
+  bool overlap = true;
+  // Whole layers per bucket, up to this many bytes of f32 gradients (at least one layer each): fewer,
+  // larger messages against an earlier start.
+  size_t bucket_bytes = size_t{1} << 20;
+  // f16 or bf16: gradients travel in 16 bits (half the bytes), each collective sums in f32 and rounds
+  // once; f32: exact to the order of the sums.
+  DType comm_dtype = DType::f32;
 };
 
 struct TrainOptions {
@@ -44,6 +59,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;         // steps; 0: only after the last step (when out_dir is set)
   int keep_checkpoints = 2;
   std::string resume;  // a checkpoint root or step directory; "": start from the seed
+  GradientSyncOptions gradient_sync;
 };
 
 struct RankStepStats {
@@ -54,6 +70,8 @@ struct RankStepStats {
   double peak_allocated = 0;      // bytes held by tensors at the step's peak (h2::memory_stats)
   double peak_reserved = 0;       // bytes the caching allocator held from the plugin at its peak
   double plugin_allocations = 0;  // plugin allocations during the step: 0 once the cache is warm
+  double gradient_comm_s = 0;     // the gradient sums' time, from each bucket's start to its end
+  double exposed_comm_s = 0;      // of it, the time the step waited for them after its pipeline
 };
 
 struct StepReport {
@@ -77,7 +95,8 @@ struct TrainResult {
 
 // Runs the rank's part of the plan. `device` is this rank's device. Calls `on_step` on every rank
 // after every step. Throws h2::Error (bad plan, checkpoint mismatch, non-finite loss without loss
-// scaling) or dicomm::CommError (a peer failed); the caller should abort the communicator then.
+// scaling) or dicomm::CommError (a peer failed), after telling the other ranks
+// (Communicator::abort_after).
 TrainResult train(const heteroauto::Plan& plan, const TrainOptions& options, const dicomm::Communicator& world,
                   const Device& device, const std::function<void(const StepReport&)>& on_step = {});
 
