@@ -19,6 +19,8 @@
 #include "h2/heteropp/timeline.hpp"
 #include "h2/memory.hpp"
 #include "pass_timer.hpp"
+#include "pipeline_messages.hpp"
+#include "rank_checkpoints.hpp"
 
 namespace h2::heteropp {
 
@@ -55,14 +57,6 @@ void keep_metrics_up_to(const std::string& path, int64_t step) {
   write_file_atomically(path, kept);
 }
 
-// Pipeline messages of micro-batch j: activations forward on one tag, gradients backward on another.
-uint32_t activation_tag(int micro_batch) {
-  return 2u * static_cast<uint32_t>(micro_batch);
-}
-uint32_t gradient_tag(int micro_batch) {
-  return 2u * static_cast<uint32_t>(micro_batch) + 1;
-}
-
 // What every rank contributes to a step's report, exchanged with one allgather.
 enum Stat {
   kBusy,
@@ -79,10 +73,6 @@ enum Stat {
   kExposedComm,
   kStats
 };
-
-// The architecture fields of a model description; a checkpoint of another architecture is refused.
-constexpr const char* kArchitecture[] = {"layers",  "hidden", "ffn", "heads", "kv_heads",
-                                         "seq_len", "vocab",  "mlp", "norm"};
 
 class RankTrainer {
  public:
@@ -115,7 +105,7 @@ class RankTrainer {
     if (!resume_from_.empty()) {
       resumed_ = read_manifest(resume_from_);
       state_ = resumed_;
-      check_same_architecture(state_.model);
+      check_same_architecture(state_.model, plan.model, resume_from_);
       seed_ = state_.seed;
     }
     state_.model = heteroauto::to_json(plan.model);
@@ -148,7 +138,12 @@ class RankTrainer {
     if (role_.first() || role_.last())
       corpus_ = std::make_unique<ByteCorpus>(
           ByteCorpus::from_files(state_.data_files, static_cast<size_t>(plan.model.seq_len) + 1));
-    if (!resume_from_.empty()) load_checkpoint();
+    messages_ = std::make_unique<PipelineMessages>(
+        world_, stream_, timeline_, Shape{placement_.micro_batch_size, plan.model.seq_len, plan.model.hidden},
+        model_->config().dtype, role_.micro_batches);
+    checkpoints_ =
+        std::make_unique<RankCheckpoints>(placement_, world_, tp_comm_, *model_, *optimizer_, stream_, timeline_);
+    if (!resume_from_.empty()) checkpoints_->load(resume_from_, resumed_);
     found_inf_ = Tensor::empty(stream_, {1}, DType::f32);
     norm_ = Tensor::empty(stream_, {1}, DType::f32);
     loss_sum_ = Tensor::empty(stream_, {1}, DType::f32);
@@ -177,7 +172,7 @@ class RankTrainer {
       const bool last = state_.step == options_.steps;
       if (!options_.out_dir.empty() &&
           (last || (options_.checkpoint_every > 0 && state_.step % options_.checkpoint_every == 0)))
-        result.checkpoint = save_checkpoint();
+        result.checkpoint = checkpoints_->save(options_.out_dir, state_, options_.keep_checkpoints);
     }
     if (!options_.out_dir.empty()) write_timeline();
     return result;
@@ -281,11 +276,8 @@ class RankTrainer {
   }
 
   // The stage's forward and backward passes in schedule order. A stage receives its input from the
-  // previous stage and sends its output on; the receive of the next micro-batch is posted as soon as
-  // the current one has arrived, so the transfer overlaps this stage's compute.
+  // previous stage and sends its output on (PipelineMessages).
   void run_pipeline(double loss_weight) {
-    std::vector<dicomm::Request> sends;
-    inbox_.clear();
     const std::vector<heteroauto::PassStep> schedule =
         heteroauto::stage_schedule(options_.schedule, role_.stage, role_.stages, role_.micro_batches);
     // The step's last backward pass leaves each layer's gradients final: their sums start behind it.
@@ -297,27 +289,25 @@ class RankTrainer {
         Tensor input, targets;
         if (role_.first() || role_.last())
           load_batch(j, role_.first() ? &input : nullptr, role_.last() ? &targets : nullptr);
-        if (!role_.first()) input = receive(j, role_.prev_rank, activation_tag(j), "recv activations");
+        if (!role_.first()) input = messages_->receive_activations(j, role_.prev_rank);
         passes_.start(stream_);
         Tensor output = model_->forward(j, input, targets);
         if (role_.last()) ops::add(stream_, loss_sum_, sum_of(output), loss_sum_);
         compute_done("forward", j);
-        for (int peer : role_.send_next) sends.push_back(send(output, peer, activation_tag(j), "send activations", j));
+        for (int peer : role_.send_next) messages_->send_activations(output, peer, j);
       } else {
         Tensor grad_output;
-        if (!role_.last()) grad_output = receive(j, role_.next_rank, gradient_tag(j), "recv gradients");
+        if (!role_.last()) grad_output = messages_->receive_gradients(j, role_.next_rank);
         passes_.start(stream_);
         const bool last = last_backward != schedule.rend() && &pass == &*last_backward;
         Tensor grad_input = model_->backward(j, grad_output, loss_weight, [&](int layer) {
           if (last) gradient_sync_->layer_done(layer);
         });
         compute_done("backward", j);
-        for (int peer : role_.send_prev) sends.push_back(send(grad_input, peer, gradient_tag(j), "send gradients", j));
+        for (int peer : role_.send_prev) messages_->send_gradients(grad_input, peer, j);
       }
     }
-    const Clock::time_point start = Clock::now();
-    for (dicomm::Request& request : sends) request.wait();
-    if (!sends.empty()) timeline_.add("wait sends", "comm", start, Clock::now());
+    messages_->finish_step();
   }
 
   // Whether this rank's gradient of `p` enters the global norm: each layer is counted on one replica
@@ -373,36 +363,6 @@ class RankTrainer {
     return sum;
   }
 
-  Tensor message_tensor() const {
-    return Tensor::empty(stream_, {placement_.micro_batch_size, plan_.model.seq_len, plan_.model.hidden},
-                         model_->config().dtype);
-  }
-
-  void post(int j, int peer, uint32_t tag) {
-    if (inbox_.count(tag) || j >= role_.micro_batches) return;
-    Tensor tensor = message_tensor();
-    dicomm::Request request = world_.irecv(stream_, tensor, peer, tag);
-    inbox_.emplace(tag, std::make_pair(tensor, request));
-  }
-
-  Tensor receive(int j, int peer, uint32_t tag, const char* what) {
-    post(j, peer, tag);
-    auto [tensor, request] = inbox_.at(tag);
-    inbox_.erase(tag);
-    const Clock::time_point start = Clock::now();
-    request.wait();
-    timeline_.add(what, "comm", start, Clock::now(), {{"micro_batch", j}, {"peer", peer}});
-    post(j + 1, peer, tag + 2);  // the same direction's next micro-batch
-    return tensor;
-  }
-
-  dicomm::Request send(const Tensor& tensor, int peer, uint32_t tag, const char* what, int j) {
-    const Clock::time_point start = Clock::now();
-    dicomm::Request request = world_.isend(stream_, tensor, peer, tag);
-    timeline_.add(what, "comm", start, Clock::now(), {{"micro_batch", j}, {"peer", peer}});
-    return request;
-  }
-
   // The pass is enqueued, not finished: PassTimer reads its time at the end of the pipeline.
   void compute_done(const char* what, int j) {
     memory_used_ = std::max(memory_used_, used_memory());
@@ -434,99 +394,7 @@ class RankTrainer {
     return all;
   }
 
-  // ---- set-up ----
-
-  void check_same_architecture(const nlohmann::json& saved) const {
-    const nlohmann::json mine = heteroauto::to_json(plan_.model);
-    for (const char* field : kArchitecture) {
-      if (saved.value(field, nlohmann::json()) != mine.value(field, nlohmann::json()))
-        throw Error(H2_STATUS_INVALID_ARGUMENT, "checkpoint " + resume_from_ + " is of another model: its " + field +
-                                                    " is " + saved.value(field, nlohmann::json()).dump() +
-                                                    ", this model's is " + mine.value(field, nlohmann::json()).dump());
-    }
-  }
-
-  // A layer's state as checkpoints hold it, whole whatever the plan's tensor parallelism: each
-  // parameter's master and AdamW moments, with how this rank's tensors are cut from them.
-  struct LayerTensor {
-    NamedTensor local;  // this rank's tensor (its shard of a cut parameter)
-    Sharding sharding;
-    Shape whole_shape;
-    bool cut() const { return sharding.sharded() && local.tensor.shape() != whole_shape; }
-  };
-  std::vector<LayerTensor> layer_state(int layer) {
-    std::vector<LayerTensor> tensors;
-    for (size_t i = 0; i < model_->parameters().size(); ++i) {
-      const Parameter& p = model_->parameters()[i];
-      if (p.layer != layer) continue;
-      tensors.push_back({{p.name, p.master}, p.sharding, p.full_shape});
-      tensors.push_back({{p.name + ".exp_avg", optimizer_->exp_avg(i)}, p.sharding, p.full_shape});
-      tensors.push_back({{p.name + ".exp_avg_sq", optimizer_->exp_avg_sq(i)}, p.sharding, p.full_shape});
-    }
-    return tensors;
-  }
-
-  // Every rank reads its layers whole and keeps its shards.
-  void load_checkpoint() {
-    const Clock::time_point start = Clock::now();
-    for (int layer : role_.layers(placement_.model_layers)) {
-      const std::vector<LayerTensor> state = layer_state(layer);
-      std::vector<NamedTensor> whole;
-      for (const LayerTensor& t : state)
-        whole.push_back({t.local.name, t.cut() ? Tensor::empty(stream_, t.whole_shape, DType::f32) : t.local.tensor});
-      read_layer(stream_, resume_from_, resumed_, layer, placement_.model_layers, whole);
-      for (size_t i = 0; i < state.size(); ++i)
-        if (state[i].cut())
-          copy_shard(stream_, whole[i].tensor, state[i].local.tensor, state[i].sharding, role_.tp, role_.tp_rank, true);
-    }
-    model_->copy_masters_to_values();
-    timeline_.add("load checkpoint", "checkpoint", start, Clock::now(), {{"from", resume_from_}});
-  }
-
-  // The whole tensor from the shards of this rank's tensor-parallel group (every member calls this).
-  Tensor gather_whole(const LayerTensor& t) {
-    const Tensor& local = t.local.tensor;
-    const int64_t n = local.numel();
-    const Tensor gathered = Tensor::empty(stream_, {n * role_.tp}, DType::f32);
-    tp_comm_.allgather(stream_, local.view({n}), gathered);
-    const Tensor whole = Tensor::empty(stream_, t.whole_shape, DType::f32);
-    for (int r = 0; r < role_.tp; ++r)
-      copy_shard(stream_, whole, gathered.slice(0, r * n, (r + 1) * n).view(local.shape()), t.sharding, role_.tp, r,
-                 false);
-    return whole;
-  }
-
-  std::string save_checkpoint() {
-    const Clock::time_point start = Clock::now();
-    const std::string root = (fs::path(options_.out_dir) / "checkpoints").string();
-    // Rank 0 makes a fresh partial directory before anyone writes into it (the commit protocol in
-    // checkpoint.hpp: a committed checkpoint is never written again).
-    if (world_.rank() == 0) begin_checkpoint(root, state_.step);
-    world_.barrier();
-    const std::string dir = partial_directory(root, state_.step);
-    try {
-      for (int layer : role_.layers(placement_.model_layers)) {
-        // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
-        const std::vector<int>& group = placement_.owner_group(layer);
-        if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
-        std::vector<NamedTensor> whole;
-        for (const LayerTensor& t : layer_state(layer))
-          whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
-        if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
-      }
-      world_.barrier();  // every layer is on disk before the manifest says so
-      if (world_.rank() == 0) commit_checkpoint(root, dir, state_, placement_.model_layers, options_.keep_checkpoints);
-    } catch (const std::exception&) {
-      // This save cannot complete (a full disk, a failed peer): what it wrote goes rather than hold the
-      // space (the next save would remove it too). Once committed, the partial directory is no more.
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-      throw;
-    }
-    world_.barrier();
-    timeline_.add("checkpoint", "checkpoint", start, Clock::now(), {{"step", state_.step}});
-    return find_checkpoint(root);  // the committed directory, which rank 0 named
-  }
+  // ---- output ----
 
   // Each rank writes its events; rank 0 merges them into one trace once all are written.
   void write_timeline() {
@@ -596,10 +464,11 @@ class RankTrainer {
   std::unique_ptr<GptStage> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<ByteCorpus> corpus_;
+  std::unique_ptr<RankCheckpoints> checkpoints_;
+  std::unique_ptr<PipelineMessages> messages_;
   std::unique_ptr<GradientSync> gradient_sync_;
   GradientSync::StepTimes gradient_times_;
   dicomm::Communicator tp_comm_;  // the stage's tensor-parallel group (invalid without one)
-  std::map<uint32_t, std::pair<Tensor, dicomm::Request>> inbox_;  // posted receives by tag
   Tensor found_inf_, norm_, loss_sum_;
   double busy_s_ = 0, memory_used_ = 0;
   uint64_t plugin_allocations_ = 0;  // the allocator's count at the start of the step
