@@ -387,6 +387,28 @@ TEST_F(TrainTest, BadInputIsNamed) {
                   (dir_ / "bad" / "checkpoints").string());
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("is at step 1 and --steps is 1: nothing to train"), std::string::npos) << result.output;
+
+  // The job file the driver wrote for its ranks: whole, it is what they ran with; with another option,
+  // or with a field of the wrong kind, it is refused by name.
+  const fs::path job = dir_ / "bad" / "job.json";
+  std::ifstream job_file(job);
+  nlohmann::json written = nlohmann::json::parse(job_file);
+  EXPECT_EQ(written.at("format"), "h2-train-job");
+  EXPECT_EQ(written.at("plan"), (dir_ / "bad" / "plan.json").string());
+  EXPECT_EQ(written.at("steps"), 1);
+  EXPECT_TRUE(written.at("plugin_options").contains("cpu-reference")) << written.dump();
+  result = run_h2("train --job " + job.string() + " --steps 3");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--steps cannot be given with it"), std::string::npos) << result.output;
+  written["schedule"] = "zigzag";
+  write(dir_ / "bad-job.json", written);
+  result = run_h2("train --job " + (dir_ / "bad-job.json").string());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("\"schedule\" is \"zigzag\"; it must be one of 1f1b, gpipe"), std::string::npos)
+      << result.output;
+  result = run_h2("train --steps 3");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--cluster is required (or --job FILE)"), std::string::npos) << result.output;
 }
 
 // An f16 model trains through the 3-stage pipeline with f32 master weights and dynamic loss scaling:

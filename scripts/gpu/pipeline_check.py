@@ -66,7 +66,7 @@ def train(args, name, description):
     command = [args.h2, "train", "--cluster", path, "--model", args.model, "--steps", str(args.steps), "--out",
                os.path.join(work, "train")]
     if args.accelerator == "cpu-reference":
-        # Plugin options reach every rank through h2 train's command line for them.
+        # Plugin options reach every rank through the job file h2 train writes for them.
         command += ["--plugin-option", "cpu-reference:strict=1", "--plugin-option", "cpu-reference:op_dtypes=f32,f16,bf16"]
     print(f"== {name}: {' '.join(command)}", flush=True)
     try:

@@ -11,7 +11,7 @@ namespace h2::tools {
 
 // The plugin options that make this machine hold the cluster's devices: for cpu-reference, one
 // simulated device per cluster device with its memory ("memory") and the machine's cores shared out
-// over `ranks` processes ("threads"). Passed to every rank on its command line (plugin_option_args),
+// over `ranks` processes ("threads"). Passed to every rank in its job file (train_job.hpp),
 // they override the plugin's H2_CPU_REFERENCE_MEMORY and H2_CPU_REFERENCE_THREADS; --plugin-option
 // overrides them in turn (merge_plugin_options).
 PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks);

@@ -27,6 +27,7 @@
 #include "plugin_option_args.hpp"
 #include "profile_command.hpp"
 #include "table.hpp"
+#include "train_job.hpp"
 
 namespace h2::tools {
 
@@ -344,52 +345,13 @@ int run_driver(const TrainCommandOptions& options) {
   launch.ranks = ranks;
   for (const std::string& d : devices.per_rank) launch.devices += (launch.devices.empty() ? "" : ",") + d;
   launch.no_prefix = true;
-  launch.command = {self_executable(),
-                    "train",
-                    "--worker",
-                    "--cluster",
-                    cluster_path,
-                    "--model",
-                    options.model,
-                    "--plan",
-                    plan_path,
-                    "--steps",
-                    std::to_string(options.steps),
-                    "--out",
-                    options.out,
-                    "--lr",
-                    format_exact(options.lr),
-                    "--min-lr",
-                    format_exact(options.min_lr),
-                    "--warmup",
-                    std::to_string(options.warmup),
-                    "--weight-decay",
-                    format_exact(options.weight_decay),
-                    "--clip",
-                    format_exact(options.clip),
-                    "--seed",
-                    std::to_string(options.seed),
-                    "--schedule",
-                    options.schedule,
-                    "--loss-scale",
-                    options.loss_scale,
-                    "--initial-loss-scale",
-                    format_exact(options.initial_loss_scale),
-                    "--loss-scale-window",
-                    std::to_string(options.loss_scale_window),
-                    "--checkpoint-every",
-                    std::to_string(options.checkpoint_every),
-                    "--keep-checkpoints",
-                    std::to_string(options.keep_checkpoints),
-                    "--overlap-grad-reduce",
-                    options.overlap_grad_reduce,
-                    "--grad-bucket",
-                    std::to_string(options.grad_bucket_bytes),
-                    "--grad-comm-dtype",
-                    options.grad_comm_dtype};
-  if (!options.resume.empty()) launch.command.insert(launch.command.end(), {"--resume", options.resume});
-  for (const std::string& file : options.data) launch.command.insert(launch.command.end(), {"--data", file});
-  for (const std::string& arg : plugin_option_args(plugin_options)) launch.command.push_back(arg);
+  // Every rank reads the job from one file: its settings, the files, the plugin options.
+  TrainCommandOptions job = options;
+  job.cluster = cluster_path;
+  job.plan = plan_path;
+  const std::string job_path = (fs::path(options.out) / "job.json").string();
+  write_file_atomically(job_path, train_job_json(job, plugin_options).dump(2) + "\n");
+  launch.command = {self_executable(), "train", "--job", job_path};
   std::cout << "\nStarting " << ranks << (ranks == 1 ? " rank" : " ranks") << " (" << launch.devices << "), "
             << options.steps << " steps, output in " << options.out << "/" << std::endl;
   return run_launch(launch);
@@ -401,8 +363,9 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   CLI::App* command = app.add_subcommand(
       "train", "Train a GPT model on a heterogeneous cluster: plan (HeteroAuto), launch, run the pipeline (HeteroPP)");
   command->footer("Example: h2 train --cluster examples/clusters/local.json --model examples/models/gpt-tiny.json");
-  command->add_option("--cluster", options.cluster, "Cluster description (JSON)")->required()->check(CLI::ExistingFile);
-  command->add_option("--model", options.model, "Model description (JSON)")->required()->check(CLI::ExistingFile);
+  // Required unless --job gives them (checked in the callback).
+  command->add_option("--cluster", options.cluster, "Cluster description (JSON); required")->check(CLI::ExistingFile);
+  command->add_option("--model", options.model, "Model description (JSON); required")->check(CLI::ExistingFile);
   command->add_option("--plan", options.plan, "Plan file (h2 plan --output); default: plan now with HeteroAuto")
       ->check(CLI::ExistingFile);
   command->add_flag("--profile", options.profile,
@@ -476,11 +439,34 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
   add_plugin_option_flag(command, options.plugin_options);
   command->add_flag("--worker", options.worker,
                     "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");
-  command->callback([&options, &exit_code] { exit_code = run_train(options); });
+  command
+      ->add_option("--job", options.job,
+                   "Run as one rank of the job FILE describes (DIR/job.json, written by h2 train before it starts "
+                   "the ranks); every setting comes from the file, so give no other option")
+      ->check(CLI::ExistingFile);
+  command->callback([command, &options, &exit_code] {
+    if (options.job.empty())
+      for (const char* name : {"--cluster", "--model"})
+        if (command->get_option(name)->count() == 0) {
+          std::cerr << kName << ": " << name << " is required (or --job FILE)\n";
+          exit_code = 2;
+          return;
+        }
+    if (!options.job.empty())
+      for (const CLI::Option* option : command->get_options())
+        if (option->count() > 0 && option->get_name() != "--job") {
+          std::cerr << kName << ": --job takes every setting from " << options.job << "; " << option->get_name()
+                    << " cannot be given with it\n";
+          exit_code = 2;
+          return;
+        }
+    exit_code = run_train(options);
+  });
 }
 
 int run_train(const TrainCommandOptions& options) {
   try {
+    if (!options.job.empty()) return run_worker(read_train_job(options.job));
     return options.worker ? run_worker(options) : run_driver(options);
   } catch (const UsageError& e) {
     std::cerr << kName << ": " << e.what() << "\n";

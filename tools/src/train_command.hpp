@@ -2,7 +2,8 @@
 // this machine (each on its plugin, a simulated cluster when the devices are cpu-reference), trains
 // the model with HeteroPP, shows progress, and writes metrics, a timeline and checkpoints.
 // `h2 train --worker` is one rank of that job, for launchers that start the ranks themselves
-// (srun, mpirun, h2 launch): it reads its rank from the environment and needs --plan.
+// (srun, mpirun, h2 launch): it reads its rank from the environment and needs --plan. The ranks
+// h2 train starts itself run `h2 train --job DIR/job.json` (train_job.hpp).
 #pragma once
 
 #include <string>
@@ -35,6 +36,7 @@ struct TrainCommandOptions {
   uint64_t grad_bucket_bytes = uint64_t{1} << 20;
   std::string grad_comm_dtype = "f32";
   bool worker = false;
+  std::string job;                          // --job FILE: one rank of the job h2 train's driver wrote there (job.json)
   std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank
 };
 
