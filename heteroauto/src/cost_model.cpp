@@ -48,7 +48,8 @@ std::string format_memory(double bytes) {
   return text;
 }
 
-CostModel::CostModel(const Cluster& cluster, const Model& model) : cluster_(cluster), model_(model) {
+CostModel::CostModel(const Cluster& cluster, const Model& model, bool distributed_optimizer)
+    : cluster_(cluster), model_(model), distributed_optimizer_(distributed_optimizer) {
   for (const auto& g : cluster_.nodes) peak_flops(cluster_.device_type(g.device_type), model_.dtype);
 }
 
@@ -220,7 +221,12 @@ double CostModel::device_parameters(const StageSpec& stage) const {
 }
 
 double CostModel::parameter_state_bytes(const StageSpec& stage) const {
-  return device_parameters(stage) * state_bytes_per_parameter(model_);
+  // A distributed optimizer keeps 1 / replicas of AdamW's two f32 moments (HeteroPP gathers the
+  // masters back whole, so they stay).
+  const double moments = 8;
+  const double per_parameter = state_bytes_per_parameter(model_) - moments +
+                               moments / (distributed_optimizer_ ? std::max(1, stage.replicas) : 1);
+  return device_parameters(stage) * per_parameter;
 }
 
 double CostModel::activation_bytes_per_layer(const StageSpec& stage, int micro_batch) const {

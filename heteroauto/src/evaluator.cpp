@@ -30,8 +30,9 @@ int ClassLayout::stage_count() const {
   return p;
 }
 
-Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule)
-    : canonical_(canonical), cost_(canonical.cluster, model), schedule_(schedule) {}
+Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule,
+                     bool distributed_optimizer)
+    : canonical_(canonical), cost_(canonical.cluster, model, distributed_optimizer), schedule_(schedule) {}
 
 bool Evaluator::segment_in_one_node(const Segment& s) const {
   const int per_node = cluster().nodes[s.group].devices_per_node;
@@ -80,6 +81,7 @@ std::vector<StageSpec> Evaluator::stage_specs(const ClassLayout& layout) const {
     stages.front().first = true;
     stages.back().last = true;
   }
+  for (StageSpec& stage : stages) stage.replicas = layout.replicas;
   return stages;
 }
 
@@ -273,6 +275,7 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
   plan.cluster = c.name;
   plan.model = model;
   plan.micro_batch_size = micro_batch;
+  plan.distributed_optimizer = cost_.distributed_optimizer();
   std::vector<int> cursor(c.nodes.size(), 0);  // next free device of each group
   auto take_device = [&](int group, int rank) {
     const int index = cursor[group]++;

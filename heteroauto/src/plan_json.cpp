@@ -143,6 +143,7 @@ nlohmann::json to_json(const Plan& plan) {
           {"cluster", plan.cluster},
           {"model", to_json(plan.model)},
           {"micro_batch_size", plan.micro_batch_size},
+          {"distributed_optimizer", plan.distributed_optimizer},
           {"pipelines", pipelines},
           {"prediction",
            {{"step_time_s", e.step_time_s},
@@ -167,6 +168,10 @@ Plan plan_from_json(const nlohmann::json& json) {
   plan.cluster = r.string("cluster", "");
   plan.model = parse_model(r.required("model"));
   plan.micro_batch_size = static_cast<int>(r.required_integer("micro_batch_size", 1, INT32_MAX));
+  if (const nlohmann::json* d = r.optional("distributed_optimizer")) {
+    if (!d->is_boolean()) r.fail("distributed_optimizer", "must be true or false");
+    plan.distributed_optimizer = d->get<bool>();
+  }
   r.array("pipelines", true, false,
           [&](const nlohmann::json& p, const std::string& path) { plan.pipelines.push_back(parse_pipeline(p, path)); });
   if (const nlohmann::json* p = r.optional("prediction")) {

@@ -45,7 +45,7 @@ class Search {
       : canonical_(canonicalize(cluster)),
         model_(model),
         options_(options),
-        evaluator_(canonical_, model, options.schedule) {}
+        evaluator_(canonical_, model, options.schedule, options.distributed_optimizer) {}
 
   SearchResult run();
 
@@ -145,6 +145,7 @@ bool Search::holds_model_state(const ClassLayout& layout, int micro_batch) {
   double capacity = 0;
   for (const StageSpec& s : evaluator_.stage_specs(layout)) capacity += s.tp * cost.device_capacity(s);
   StageSpec whole{&groups().nodes[layout.segments.front().group], 1, model_.layers, true, true};
+  whole.replicas = layout.replicas;
   const double need = cost.parameter_state_bytes(whole);
   if (capacity >= need) return true;
   const double fit = capacity / need;

@@ -10,6 +10,7 @@
 
 #include "fixtures.hpp"
 #include "h2/heteroauto/layout.hpp"
+#include "h2/heteroauto/plan.hpp"
 #include "h2/heteroauto/search.hpp"
 
 namespace h2::heteroauto {
@@ -141,6 +142,39 @@ TEST(Search, ExplainsWhenTheModelCannotFit) {
   EXPECT_TRUE(result.plans.empty());
   EXPECT_THAT(result.infeasible, testing::StartsWith("memory: "));
   EXPECT_THAT(result.infeasible, testing::HasSubstr("GiB"));
+}
+
+// With the distributed optimizer a replica keeps 1 / replicas of AdamW's moments, so layouts with more
+// replicas fit where without it only a deeper pipeline does: four 50 GiB devices hold a 7B model's
+// state as a 4-stage pipeline (4.5 bytes of 18 per parameter each) but not as 2 replicas of 2 stages
+// (9 each), which fit with the moments sharded (7 each).
+TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
+  json cluster = test::two_type_cluster();
+  cluster["device_types"] = json::array({cluster["device_types"][0]});
+  cluster["device_types"][0]["memory_gib"] = 52;
+  cluster["nodes"] = json::array({cluster["nodes"][0]});
+  cluster["nodes"][0]["devices_per_node"] = 4;
+  cluster["nodes"][0]["nics_per_node"] = 4;
+  const Cluster c = parse_cluster(cluster);
+  const Model model = parse_model(test::model_7b());
+  auto most_replicas = [](const SearchResult& result) {
+    int most = 0;
+    for (const Plan& plan : result.plans) most = std::max(most, plan.replica_count());
+    return most;
+  };
+  const SearchResult plain = search_plans(c, model, {.top = 8});
+  const SearchResult sharded = search_plans(c, model, {.top = 8, .distributed_optimizer = true});
+  ASSERT_FALSE(plain.plans.empty()) << plain.infeasible;
+  ASSERT_FALSE(sharded.plans.empty()) << sharded.infeasible;
+  EXPECT_EQ(most_replicas(plain), 1);
+  EXPECT_GE(most_replicas(sharded), 2);
+  EXPECT_FALSE(plain.plans.front().distributed_optimizer);
+  EXPECT_TRUE(sharded.plans.front().distributed_optimizer);
+  for (const Plan& plan : sharded.plans)
+    for (const PlanPipeline& pipeline : plan.pipelines)
+      for (const PlanStage& stage : pipeline.stages) EXPECT_LE(stage.memory_bytes, stage.capacity_bytes);
+  // The plan file keeps it, so h2 train turns it on.
+  EXPECT_TRUE(plan_from_json(to_json(sharded.plans.front())).distributed_optimizer);
 }
 
 TEST(Search, ExplainsABatchNoMicroBatchSizeDivides) {

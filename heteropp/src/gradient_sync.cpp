@@ -13,18 +13,22 @@ bool contains(const std::vector<int>& ranks, int rank) {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
 }
 
-// Piece `piece` (of `pieces`) of this rank's shard of `p`, for a rank of degree `tp` and index
-// `tp_rank`: one view per group of the parameter's sharding.
-std::vector<Tensor> piece_views(const Parameter& p, int pieces, int tp, int tp_rank, int piece) {
-  std::vector<Tensor> views;
+// Piece `piece` (of `pieces`) of this rank's shard of parameter `index`, for a rank of degree `tp` and
+// index `tp_rank`: one part per group of the parameter's sharding.
+std::vector<GradientSync::Part> piece_parts(size_t index, const Parameter& p, int pieces, int tp, int tp_rank,
+                                            int piece) {
+  std::vector<GradientSync::Part> parts;
   const int64_t local = piece - static_cast<int64_t>(tp_rank) * (pieces / tp);
   int64_t group_start = 0;
   for (int64_t width : p.sharding.groups) {
     const int64_t part = width / pieces;
-    views.push_back(p.grad.slice(p.sharding.axis, group_start + local * part, group_start + (local + 1) * part));
+    parts.push_back({.parameter = index,
+                     .axis = p.sharding.axis,
+                     .begin = group_start + local * part,
+                     .end = group_start + (local + 1) * part});
     group_start += width / tp;
   }
-  return views;
+  return parts;
 }
 
 // A layer's f32 gradient bytes, whole: the same number on every rank, whatever it holds of the layer.
@@ -71,6 +75,9 @@ GradientSync::GradientSync(const Placement& placement, const heteroauto::Model& 
     Bucket& bucket = buckets_[i];
     bucket.mine = bucket.mine && groups_[bucket.group].comm.valid();
     if (!bucket.mine) continue;
+    if (sharded()) {
+      make_slice(bucket);
+    }
     // Neighbouring parameters (the layers' come in descending order, each layer's ascending) make
     // one range: one message.
     std::sort(bucket.ranges.begin(), bucket.ranges.end());
@@ -141,15 +148,16 @@ void GradientSync::add_layer(std::map<std::vector<int>, size_t>& index, std::map
     const size_t group = group_of(index, placement_.piece_holders.at({layer, piece}));
     Bucket& bucket = bucket_for(open, group, layer, layer_bytes);
     if (!holds || !bucket.mine) continue;
-    for (const Parameter& p : model_.parameters()) {
+    for (size_t i = 0; i < model_.parameters().size(); ++i) {
+      const Parameter& p = model_.parameters()[i];
       if (p.layer != layer) continue;
-      if (uniform) {  // the rank's whole shard, whole parameters included: a range of the flat buffer
+      if (uniform && !sharded()) {  // the rank's whole shard, whole parameters included: a range of the flat buffer
         add_range(bucket, p);
+      } else if (uniform) {
+        // A whole parameter's tensor-parallel copies are alike: one of them enters the norm.
+        add_part(bucket, {.parameter = i, .counted = p.sharding.sharded() || role_.tp_rank == 0});
       } else if (p.sharding.sharded()) {
-        for (const Tensor& view : piece_views(p, pieces, role_.tp, role_.tp_rank, piece)) {
-          bucket.parts.push_back({view});
-          bucket.part_elements += view.numel();
-        }
+        for (const Part& part : piece_parts(i, p, pieces, role_.tp, role_.tp_rank, piece)) add_part(bucket, part);
       }
     }
   }
@@ -158,11 +166,48 @@ void GradientSync::add_layer(std::map<std::vector<int>, size_t>& index, std::map
   const size_t group = group_of(index, placement_.holders.at(layer));
   Bucket& bucket = bucket_for(open, group, layer, layer_bytes);
   if (!holds) return;
-  for (const Parameter& p : model_.parameters())
-    if (p.layer == layer && !p.sharding.sharded()) {
-      bucket.parts.push_back({p.grad, 1.0 / role_.tp});
-      bucket.part_elements += p.grad.numel();
-    }
+  for (size_t i = 0; i < model_.parameters().size(); ++i) {
+    const Parameter& p = model_.parameters()[i];
+    if (p.layer == layer && !p.sharding.sharded()) add_part(bucket, {.parameter = i, .weight = 1.0 / role_.tp});
+  }
+}
+
+void GradientSync::add_part(Bucket& bucket, Part part) {
+  bucket.part_elements += part.of(model_.parameters()[part.parameter].grad).numel();
+  bucket.parts.push_back(part);
+}
+
+// The ranges (as flat views) and then the parts of the bucket's gradients, weighted, as they are packed.
+std::vector<WeightedView> GradientSync::gradient_views(const Bucket& bucket) const {
+  std::vector<WeightedView> views;
+  for (auto [begin, end] : bucket.ranges) views.push_back({model_.flat_grads().slice(0, begin, end)});
+  for (const Part& part : bucket.parts)
+    views.push_back({part.of(model_.parameters()[part.parameter].grad), part.weight});
+  return views;
+}
+
+// This rank's slice of a bucket: block `rank` of the group's size of the packed parts, and which part
+// each stretch of it belongs to.
+void GradientSync::make_slice(Bucket& bucket) {
+  Slice slice;
+  slice.comm = &groups_[bucket.group].comm;
+  slice.parts = bucket.parts;
+  const int64_t n = slice.comm->size();
+  slice.size = (bucket.part_elements + n - 1) / n;
+  slice.length = slice.size * n;
+  slice.begin = slice.comm->rank() * slice.size;
+  slice.grad = Tensor::empty(stream_, {slice.size}, DType::f32);
+  int64_t offset = 0;
+  for (size_t k = 0; k < slice.parts.size(); ++k) {
+    const Parameter& p = model_.parameters()[slice.parts[k].parameter];
+    const int64_t elements = slice.parts[k].of(p.grad).numel();
+    const int64_t from = std::max(offset, slice.begin), to = std::min(offset + elements, slice.begin + slice.size);
+    if (from < to) slice.segments.push_back({k, from - slice.begin, to - from, p.master.rank() >= 2});
+    offset += elements;
+    sliced_parameters_.insert(slice.parts[k].parameter);
+  }
+  bucket.slice = slices_.size();
+  slices_.push_back(std::move(slice));
 }
 
 void GradientSync::add_range(Bucket& bucket, const Parameter& p) {
@@ -244,60 +289,39 @@ void GradientSync::run_thread() {
 void GradientSync::sum(Bucket& bucket) {
   Stream& stream = *comm_stream_;
   const dicomm::Communicator& comm = groups_[bucket.group].comm;
+  if (sharded()) {
+    // Each member keeps the sums of its block only.
+    Slice& slice = slices_[bucket.slice];
+    const Tensor buffer = pack(stream, gradient_views(bucket), slice.length, options_.comm_dtype);
+    if (options_.comm_dtype == DType::f32) {
+      comm.reduce_scatter(stream, buffer, slice.grad, dicomm::ReduceOp::sum);
+    } else {
+      const Tensor mine = Tensor::empty(stream, {slice.size}, options_.comm_dtype);
+      comm.reduce_scatter(stream, buffer, mine, dicomm::ReduceOp::sum);
+      ops::copy(stream, mine, slice.grad);
+    }
+    return;
+  }
   if (options_.comm_dtype == DType::f32) {
     for (auto [begin, end] : bucket.ranges)
       comm.allreduce(stream, model_.flat_grads().slice(0, begin, end), dicomm::ReduceOp::sum);
     if (bucket.parts.empty()) return;
   }
-  // Strided pieces, weighted parts and 16-bit messages: packed into one buffer, summed, unpacked.
-  const Tensor buffer = packed(bucket, options_.comm_dtype);
+  // Strided pieces, weighted parts and 16-bit messages (the ranges too): packed into one buffer,
+  // summed, unpacked.
+  std::vector<WeightedView> views = gradient_views(bucket);
+  if (options_.comm_dtype == DType::f32)
+    views.erase(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(bucket.ranges.size()));
+  int64_t elements = 0;
+  std::vector<Tensor> targets;
+  for (const WeightedView& v : views) {
+    elements += v.view.numel();
+    targets.push_back(v.view);
+  }
+  const Tensor buffer = pack(stream, views, elements, options_.comm_dtype);
   // 16-bit messages all the way: each receiver adds in f32 and rounds (the point is the bytes).
   comm.allreduce(stream, buffer, dicomm::ReduceOp::sum, dicomm::Accumulation::narrow);
-  unpack(bucket, buffer);
-}
-
-// The bucket's parts (and, for 16-bit messages, its ranges) one after the other in `dtype`.
-Tensor GradientSync::packed(const Bucket& bucket, DType dtype) {
-  Stream& stream = *comm_stream_;
-  const bool with_ranges = dtype != DType::f32;
-  const Tensor buffer =
-      Tensor::empty(stream, {bucket.part_elements + (with_ranges ? bucket.range_elements : 0)}, dtype);
-  int64_t offset = 0;
-  auto slot = [&](int64_t numel) {
-    const Tensor s = buffer.slice(0, offset, offset + numel);
-    offset += numel;
-    return s;
-  };
-  if (with_ranges)
-    for (auto [begin, end] : bucket.ranges)
-      ops::copy(stream, model_.flat_grads().slice(0, begin, end), slot(end - begin));
-  for (const Part& part : bucket.parts) {
-    const Tensor to = slot(part.view.numel()).view(part.view.shape());
-    if (part.weight == 1) {
-      ops::copy(stream, part.view, to);
-    } else if (dtype == DType::f32) {
-      ops::binary(stream, ops::BinaryOp::mul, part.view, part.weight, to);
-    } else {  // weighted in f32, rounded once
-      const Tensor weighted = Tensor::empty(stream, part.view.shape(), DType::f32);
-      ops::binary(stream, ops::BinaryOp::mul, part.view, part.weight, weighted);
-      ops::copy(stream, weighted, to);
-    }
-  }
-  return buffer;
-}
-
-void GradientSync::unpack(const Bucket& bucket, const Tensor& buffer) {
-  Stream& stream = *comm_stream_;
-  int64_t offset = 0;
-  auto slot = [&](int64_t numel) {
-    const Tensor s = buffer.slice(0, offset, offset + numel);
-    offset += numel;
-    return s;
-  };
-  if (buffer.dtype() != DType::f32)
-    for (auto [begin, end] : bucket.ranges)
-      ops::copy(stream, slot(end - begin), model_.flat_grads().slice(0, begin, end));
-  for (const Part& part : bucket.parts) ops::copy(stream, slot(part.view.numel()).view(part.view.shape()), part.view);
+  unpack(stream, buffer, targets);
 }
 
 }  // namespace h2::heteropp

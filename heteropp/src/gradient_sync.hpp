@@ -19,6 +19,12 @@
 // event has completed, while the pass goes on. Every rank takes its buckets in one global order
 // (the order their last layers finish in backward), so no two ranks wait on each other in a cycle,
 // and the stage's thread never waits for the gradient thread before the pipeline is over.
+//
+// Sharded (GradientSyncOptions::shard_optimizer, ZeRO-1 / Megatron's distributed optimizer): a
+// bucket's parts are packed and reduce-scattered over its group instead of all-reduced, so that each
+// of the group's n ranks ends with the sums of 1/n of the bucket (its Slice); ShardedAdamW updates
+// that slice of the masters with moments for it alone and gathers the whole masters back. Every
+// element of every layer is then in exactly one rank's slice, across replicas of any degree.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -36,6 +43,7 @@
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/timeline.hpp"
 #include "h2/heteropp/trainer.hpp"
+#include "packing.hpp"
 
 namespace h2::heteropp {
 
@@ -66,13 +74,40 @@ class GradientSync {
   // gradient thread's error (a CommError when a peer failed).
   StepTimes finish();
 
- private:
-  // What this rank sends in one group: views of its gradients, each weighted (1 / its degree for a
-  // mixed layer's whole parameters).
+  // ---- the sharded mode ----
+
+  // A view of one parameter that travels in a bucket: its whole tensor, or a piece of it along one
+  // axis (a piece of a tensor-parallel shard). The same view of the master, the gradient or a moment.
   struct Part {
-    Tensor view;
-    double weight = 1;
+    size_t parameter = 0;  // index in GptStage::parameters()
+    int axis = -1;         // -1: the whole tensor
+    int64_t begin = 0, end = 0;
+    double weight = 1;    // the gradient's, in the sum (1 / its degree for a mixed layer's whole parameters)
+    bool counted = true;  // enters the global gradient norm (a tensor-parallel copy of a whole parameter does once)
+    Tensor of(const Tensor& t) const { return axis < 0 ? t : t.slice(axis, begin, end); }
   };
+  // This rank's share of one bucket in the sharded mode.
+  struct Slice {
+    const dicomm::Communicator* comm = nullptr;  // the bucket's group
+    std::vector<Part> parts;                     // the bucket's, in packing order (the same on every member)
+    int64_t length = 0;                          // the packed elements, padded to a multiple of the group's size
+    int64_t begin = 0, size = 0;                 // this rank's [begin, begin + size) of them
+    Tensor grad;                                 // f32 [size]: the summed gradients there, after finish()
+    // [offset, offset + elements) of the slice within one part, in order: what AdamW and the norm take.
+    struct Segment {
+      size_t part = 0;
+      int64_t offset = 0, elements = 0;
+      bool decay = false;  // a matrix's (weight decay applies)
+    };
+    std::vector<Segment> segments;
+  };
+  bool sharded() const { return options_.shard_optimizer; }
+  // This rank's slices, in the global bucket order (empty without sharding).
+  const std::vector<Slice>& slices() const { return slices_; }
+  // Whether parameter i is updated through the slices (its layer is summed over two or more ranks).
+  bool in_slices(size_t parameter) const { return sliced_parameters_.count(parameter) > 0; }
+
+ private:
   struct Group {
     std::vector<int> ranks;     // the world ranks summing these parts
     dicomm::Communicator comm;  // invalid outside the group, and for one rank
@@ -83,9 +118,10 @@ class GradientSync {
     double bytes = 0;         // the layers' f32 gradients, whole (the same estimate on every rank)
     size_t created = 0;       // for a stable order
     bool mine = false;        // this rank sums it (it holds its layers and the group has others)
-    std::vector<Part> parts;  // strided pieces and weighted whole parameters
+    std::vector<Part> parts;  // strided pieces and weighted whole parameters (every part, when sharded)
     std::vector<std::pair<int64_t, int64_t>> ranges;  // in place: [begin, end) of the flat gradients
     int64_t range_elements = 0, part_elements = 0;    // this rank's, per sum
+    size_t slice = 0;                                 // its Slice in slices_, when sharded
     // Per step:
     size_t layers_left = 0;
     std::optional<Event> ready;  // recorded on the stage's stream when its last layer was done
@@ -98,12 +134,13 @@ class GradientSync {
   void add_layer(std::map<std::vector<int>, size_t>& index, std::map<size_t, size_t>& open, int layer,
                  double layer_bytes);
   void add_range(Bucket& bucket, const Parameter& p);
+  void add_part(Bucket& bucket, Part part);
+  std::vector<WeightedView> gradient_views(const Bucket& bucket) const;
+  void make_slice(Bucket& bucket);
 
   void start_locked(Bucket& bucket);  // records its event and hands it to the gradient thread
   void run_thread();
   void sum(Bucket& bucket);  // on the gradient thread
-  Tensor packed(const Bucket& bucket, DType dtype);
-  void unpack(const Bucket& bucket, const Tensor& packed);
 
   const Placement& placement_;
   const dicomm::Communicator& world_;
@@ -116,6 +153,8 @@ class GradientSync {
   std::vector<Bucket> buckets_;                  // every rank's, in the global order
   std::vector<size_t> mine_;                     // this rank's buckets, in that order
   std::map<int, std::vector<size_t>> by_layer_;  // layer -> this rank's buckets holding it
+  std::vector<Slice> slices_;
+  std::set<size_t> sliced_parameters_;
 
   // The gradient thread and what it shares with the stage's thread, under mutex_.
   std::optional<Stream> comm_stream_;

@@ -29,33 +29,39 @@ void check_same_architecture(const nlohmann::json& saved, const heteroauto::Mode
 }
 
 RankCheckpoints::RankCheckpoints(const Placement& placement, const dicomm::Communicator& world,
-                                 const dicomm::Communicator& tp_comm, GptStage& model, AdamW& optimizer, Stream& stream,
-                                 Timeline& timeline)
+                                 const dicomm::Communicator& tp_comm, GptStage& model, AdamW& optimizer,
+                                 ShardedAdamW* sharded, Stream& stream, Timeline& timeline)
     : placement_(placement),
       world_(world),
       tp_comm_(tp_comm),
       role_(placement.roles.at(static_cast<size_t>(world.rank()))),
       model_(model),
       optimizer_(optimizer),
+      sharded_(sharded),
       stream_(stream),
       timeline_(timeline) {}
 
-std::vector<RankCheckpoints::LayerTensor> RankCheckpoints::layer_state(int layer) {
+std::vector<RankCheckpoints::LayerTensor> RankCheckpoints::layer_state(int layer,
+                                                                       const ShardedAdamW::Moments& moments) {
   std::vector<LayerTensor> tensors;
   for (size_t i = 0; i < model_.parameters().size(); ++i) {
     const Parameter& p = model_.parameters()[i];
     if (p.layer != layer) continue;
+    const auto sharded = moments.find(i);
+    const Tensor& m = sharded != moments.end() ? sharded->second.first : optimizer_.exp_avg(i);
+    const Tensor& v = sharded != moments.end() ? sharded->second.second : optimizer_.exp_avg_sq(i);
     tensors.push_back({{p.name, p.master}, p.sharding, p.full_shape});
-    tensors.push_back({{p.name + ".exp_avg", optimizer_.exp_avg(i)}, p.sharding, p.full_shape});
-    tensors.push_back({{p.name + ".exp_avg_sq", optimizer_.exp_avg_sq(i)}, p.sharding, p.full_shape});
+    tensors.push_back({{p.name + ".exp_avg", m}, p.sharding, p.full_shape});
+    tensors.push_back({{p.name + ".exp_avg_sq", v}, p.sharding, p.full_shape});
   }
   return tensors;
 }
 
 void RankCheckpoints::load(const std::string& step_dir, const CheckpointState& manifest) {
   const Timeline::Clock::time_point start = Timeline::Clock::now();
+  const ShardedAdamW::Moments moments = sharded_ ? sharded_->empty_moments() : ShardedAdamW::Moments{};
   for (int layer : role_.layers(placement_.model_layers)) {
-    const std::vector<LayerTensor> state = layer_state(layer);
+    const std::vector<LayerTensor> state = layer_state(layer, moments);
     std::vector<NamedTensor> whole;
     for (const LayerTensor& t : state)
       whole.push_back({t.local.name, t.cut() ? Tensor::empty(stream_, t.whole_shape, DType::f32) : t.local.tensor});
@@ -64,6 +70,7 @@ void RankCheckpoints::load(const std::string& step_dir, const CheckpointState& m
       if (state[i].cut())
         copy_shard(stream_, whole[i].tensor, state[i].local.tensor, state[i].sharding, role_.tp, role_.tp_rank, true);
   }
+  if (sharded_) sharded_->scatter_moments(moments);
   model_.copy_masters_to_values();
   timeline_.add("load checkpoint", "checkpoint", start, Timeline::Clock::now(), {{"from", step_dir}});
 }
@@ -89,12 +96,13 @@ std::string RankCheckpoints::save(const std::string& out_dir, const CheckpointSt
   world_.barrier();
   const std::string dir = partial_directory(root, state.step);
   try {
+    const ShardedAdamW::Moments moments = sharded_ ? sharded_->gather_moments() : ShardedAdamW::Moments{};
     for (int layer : role_.layers(placement_.model_layers)) {
       // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
       const std::vector<int>& group = placement_.owner_group(layer);
       if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
       std::vector<NamedTensor> whole;
-      for (const LayerTensor& t : layer_state(layer))
+      for (const LayerTensor& t : layer_state(layer, moments))
         whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
       if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
     }

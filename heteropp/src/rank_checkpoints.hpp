@@ -1,7 +1,9 @@
 // A rank's part in HeteroPP's checkpoints (their files and commit protocol: h2/heteropp/checkpoint.hpp).
 // A checkpoint holds every layer whole, whatever the plan's tensor parallelism, so that a run resumes
 // under another plan: a rank reads its layers whole and keeps its shards; to save, the owner's
-// tensor-parallel group gathers each of the owner's layers and the owner writes it.
+// tensor-parallel group gathers each of the owner's layers and the owner writes it. Moments sharded
+// over replicas (ShardedAdamW) are gathered whole first, and read whole then sliced again, so a
+// checkpoint does not depend on whether the optimizer was sharded.
 #pragma once
 
 #include <string>
@@ -14,6 +16,7 @@
 #include "h2/heteropp/optimizer.hpp"
 #include "h2/heteropp/placement.hpp"
 #include "h2/heteropp/timeline.hpp"
+#include "sharded_adamw.hpp"
 
 namespace h2::heteropp {
 
@@ -24,10 +27,11 @@ void check_same_architecture(const nlohmann::json& saved, const heteroauto::Mode
 
 class RankCheckpoints {
  public:
-  // `tp_comm`: the rank's stage's tensor-parallel group (invalid without one). All references must
+  // `tp_comm`: the rank's stage's tensor-parallel group (invalid without one). `sharded`: the
+  // optimizer of the parameters whose moments are sharded over replicas (null without). All must
   // outlive this.
   RankCheckpoints(const Placement& placement, const dicomm::Communicator& world, const dicomm::Communicator& tp_comm,
-                  GptStage& model, AdamW& optimizer, Stream& stream, Timeline& timeline);
+                  GptStage& model, AdamW& optimizer, ShardedAdamW* sharded, Stream& stream, Timeline& timeline);
 
   // Reads this rank's layers of the checkpoint in `step_dir` (whose manifest is `manifest`) into the
   // model's masters and the optimizer's moments.
@@ -45,7 +49,8 @@ class RankCheckpoints {
     Shape whole_shape;
     bool cut() const { return sharding.sharded() && local.tensor.shape() != whole_shape; }
   };
-  std::vector<LayerTensor> layer_state(int layer);
+  // `moments`: the whole moments of the sharded parameters (the rest are AdamW's).
+  std::vector<LayerTensor> layer_state(int layer, const ShardedAdamW::Moments& moments);
   // The whole tensor from the shards of this rank's tensor-parallel group (every member calls this).
   Tensor gather_whole(const LayerTensor& t);
 
@@ -55,6 +60,7 @@ class RankCheckpoints {
   const StageRole& role_;
   GptStage& model_;
   AdamW& optimizer_;
+  ShardedAdamW* sharded_;
   Stream& stream_;
   Timeline& timeline_;
 };

@@ -21,6 +21,7 @@
 #include "pass_timer.hpp"
 #include "pipeline_messages.hpp"
 #include "rank_checkpoints.hpp"
+#include "sharded_adamw.hpp"
 
 namespace h2::heteropp {
 
@@ -71,6 +72,7 @@ enum Stat {
   kStepSeconds,
   kGradientComm,
   kExposedComm,
+  kOptimizerState,
   kStats
 };
 
@@ -128,10 +130,16 @@ class RankTrainer {
     model_ = std::make_unique<GptStage>(GptConfig::from_model(plan.model, seed_), role_.first_block, role_.end_block,
                                         role_.first(), role_.last(), device_, stream_, std::move(tp));
     model_->set_recompute(stage.recompute == heteroauto::Recompute::full);
-    optimizer_ = std::make_unique<AdamW>(
-        *model_, stream_,
-        AdamWSettings{
-            .beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay});
+    // Collective over the world (its groups' communicators), as the split above.
+    gradient_sync_ = std::make_unique<GradientSync>(placement_, plan.model, world_, *model_, stream_, timeline_,
+                                                    options.gradient_sync);
+    const AdamWSettings adamw{
+        .beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps, .weight_decay = options.weight_decay};
+    // With the sharded optimizer, AdamW keeps the parameters no other rank sums (a layer one rank holds).
+    optimizer_ =
+        std::make_unique<AdamW>(*model_, stream_, adamw, [this](size_t i) { return !gradient_sync_->in_slices(i); });
+    if (gradient_sync_->sharded())
+      sharded_optimizer_ = std::make_unique<ShardedAdamW>(*model_, *gradient_sync_, stream_, adamw);
     // A resumed run reads the checkpoint's files, whatever --data says, so its data order continues.
     if (state_.data_files.empty())
       state_.data_files = options.data_files.empty() ? ByteCorpus::default_files() : options.data_files;
@@ -141,14 +149,12 @@ class RankTrainer {
     messages_ = std::make_unique<PipelineMessages>(
         world_, stream_, timeline_, Shape{placement_.micro_batch_size, plan.model.seq_len, plan.model.hidden},
         model_->config().dtype, role_.micro_batches);
-    checkpoints_ =
-        std::make_unique<RankCheckpoints>(placement_, world_, tp_comm_, *model_, *optimizer_, stream_, timeline_);
+    checkpoints_ = std::make_unique<RankCheckpoints>(placement_, world_, tp_comm_, *model_, *optimizer_,
+                                                     sharded_optimizer_.get(), stream_, timeline_);
     if (!resume_from_.empty()) checkpoints_->load(resume_from_, resumed_);
     found_inf_ = Tensor::empty(stream_, {1}, DType::f32);
     norm_ = Tensor::empty(stream_, {1}, DType::f32);
     loss_sum_ = Tensor::empty(stream_, {1}, DType::f32);
-    gradient_sync_ = std::make_unique<GradientSync>(placement_, plan.model, world_, *model_, stream_, timeline_,
-                                                    options.gradient_sync);
   }
 
   TrainResult run(const std::function<void(const StepReport&)>& on_step) {
@@ -203,12 +209,19 @@ class RankTrainer {
     double found_inf = 0;
     if (options_.loss_scaling.enabled) {
       ops::fill(stream_, found_inf_, 0);
-      ops::unscale(stream_, {model_->flat_grads()}, found_inf_, 1 / state_.loss_scale);
+      std::vector<Tensor> grads = {model_->flat_grads()};
+      if (sharded_optimizer_)
+        for (const Tensor& g : sharded_optimizer_->gradients()) grads.push_back(g);
+      ops::unscale(stream_, grads, found_inf_, 1 / state_.loss_scale);
       found_inf = found_inf_.to_host(stream_).at(0);
     }
     std::vector<Tensor> owned;
-    for (const Parameter& p : model_->parameters())
-      if (counts_for_norm(p)) owned.push_back(p.grad);
+    for (size_t i = 0; i < model_->parameters().size(); ++i)
+      if (!gradient_sync_->in_slices(i) && counts_for_norm(model_->parameters()[i]))
+        owned.push_back(model_->parameters()[i].grad);
+    // Sharded: the sums are in the slices, each element in one rank's.
+    if (sharded_optimizer_)
+      for (const Tensor& g : sharded_optimizer_->counted_gradients()) owned.push_back(g);
     double squared_norm = 0;
     if (!owned.empty()) {
       ops::grad_norm(stream_, owned, norm_);
@@ -267,6 +280,7 @@ class RankTrainer {
       rank.plugin_allocations = s[kPluginAllocations];
       rank.gradient_comm_s = s[kGradientComm];
       rank.exposed_comm_s = s[kExposedComm];
+      rank.optimizer_state = s[kOptimizerState];
       report.ranks.push_back(rank);
     }
     report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
@@ -328,6 +342,7 @@ class RankTrainer {
                             ? options_.clip_norm / (report.grad_norm + 1e-6)
                             : 1.0;
     optimizer_->step(report.lr, clip, state_.optimizer_steps);
+    if (sharded_optimizer_) sharded_optimizer_->step(report.lr, clip, state_.optimizer_steps);
   }
 
   void update_loss_scale(bool overflow) {
@@ -385,6 +400,8 @@ class RankTrainer {
     mine[kStepSeconds] = seconds(step_start, Clock::now());
     mine[kGradientComm] = gradient_times_.comm_s;
     mine[kExposedComm] = gradient_times_.exposed_s;
+    mine[kOptimizerState] =
+        static_cast<double>(optimizer_->state_bytes() + (sharded_optimizer_ ? sharded_optimizer_->state_bytes() : 0));
     const Tensor in = Tensor::from_host(stream_, mine, {kStats}, DType::f64);
     const Tensor out = Tensor::empty(stream_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
     const Clock::time_point start = Clock::now();
@@ -435,7 +452,8 @@ class RankTrainer {
                        {"peak_reserved_bytes", r.ranks[i].peak_reserved},
                        {"plugin_allocations", r.ranks[i].plugin_allocations},
                        {"gradient_comm_s", r.ranks[i].gradient_comm_s},
-                       {"exposed_comm_s", r.ranks[i].exposed_comm_s}});
+                       {"exposed_comm_s", r.ranks[i].exposed_comm_s},
+                       {"optimizer_state_bytes", r.ranks[i].optimizer_state}});
     }
     return {{"step", r.step},
             {"loss", r.loss},
@@ -463,6 +481,7 @@ class RankTrainer {
   uint64_t seed_ = 0;
   std::unique_ptr<GptStage> model_;
   std::unique_ptr<AdamW> optimizer_;
+  std::unique_ptr<ShardedAdamW> sharded_optimizer_;  // with --distributed-optimizer
   std::unique_ptr<ByteCorpus> corpus_;
   std::unique_ptr<RankCheckpoints> checkpoints_;
   std::unique_ptr<PipelineMessages> messages_;

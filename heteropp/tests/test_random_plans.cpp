@@ -1,7 +1,8 @@
 // Property: h2 train runs every plan HeteroAuto makes, and each trains what one device trains. Random
 // small clusters (one to three cpu-reference device types of different speeds and memories, up to
 // six devices) and random tiny models; for each, HeteroAuto's best plan and one other of its top
-// four train two steps, and their losses must equal one device's within the consistency tolerance.
+// four (with the distributed optimizer) train two steps, and their losses must equal one device's
+// within the consistency tolerance.
 // The draws are seeded (H2_RANDOM_PLANS_SEED overrides the seed, H2_RANDOM_PLANS_CASES the count), so
 // a failure repeats; each case prints its cluster, model and plans.
 #include <gtest/gtest.h>
@@ -118,12 +119,12 @@ class RandomPlans : public ::testing::Test {
 
   // The losses of `plan`'s first steps, trained on `cluster`.
   std::vector<double> train(const std::string& name, const fs::path& cluster, const fs::path& model,
-                            const heteroauto::Plan& plan) {
+                            const heteroauto::Plan& plan, const std::string& extra = "") {
     const fs::path plan_file = dir_ / (name + ".json"), out = dir_ / name;
     write(plan_file, heteroauto::to_json(plan));
     const auto result =
         run_h2("train --cluster " + cluster.string() + " --model " + model.string() + " --plan " + plan_file.string() +
-               " --out " + out.string() + " --steps " + std::to_string(kSteps) + " --warmup 1 --lr 1e-2");
+               " --out " + out.string() + " --steps " + std::to_string(kSteps) + " --warmup 1 --lr 1e-2 " + extra);
     EXPECT_EQ(result.exit_code, 0) << name << ": h2 train refused or failed a plan of HeteroAuto's:\n" << result.output;
     std::vector<double> losses;
     std::ifstream metrics(out / "metrics.jsonl");
@@ -165,8 +166,10 @@ TEST_F(RandomPlans, EveryPlanHeteroAutoMakesTrainsWhatOneDeviceTrains) {
     for (size_t i : chosen) {
       const heteroauto::Plan& plan = found.plans[i];
       const std::string name = "case-" + std::to_string(c) + "-plan-" + std::to_string(i + 1);
-      std::cout << name << ": " << layout(plan) << "\n";
-      const std::vector<double> losses = train(name, cluster_file, model_file, plan);
+      // The other plan with the distributed optimizer (ZeRO-1 over whatever replicas it has).
+      const std::string extra = i > 0 ? "--distributed-optimizer" : "";
+      std::cout << name << ": " << layout(plan) << (extra.empty() ? "" : ", " + extra) << "\n";
+      const std::vector<double> losses = train(name, cluster_file, model_file, plan, extra);
       ASSERT_EQ(losses.size(), single.size()) << name;
       for (size_t s = 0; s < losses.size(); ++s)
         EXPECT_NEAR(losses[s], single[s], 2e-5 * std::abs(single[s])) << name << ", step " << s + 1;

@@ -42,6 +42,9 @@ void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
                    "Largest tensor-parallel degree to consider (as h2 train --max-tp); 0, the default: any the model "
                    "and the node groups allow")
       ->check(CLI::Range(0, 64));
+  command->add_flag("--distributed-optimizer", options.distributed_optimizer,
+                    "Plan for AdamW's moments sharded over each layer's replicas (h2 train --distributed-optimizer), "
+                    "so that plans that only fit with it are found");
   command->add_flag("--json", options.json, "Print JSON for programs instead of tables");
   command->add_flag("--explain", options.explain, "Show the search's reasoning and counts");
   command->add_option("-o,--output", options.output,
@@ -54,7 +57,8 @@ int run_plan(const PlanOptions& options) {
   try {
     const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
     const heteroauto::Model model = heteroauto::load_model(options.model);
-    const heteroauto::SearchOptions search{.top = options.top, .max_tp = options.max_tp};
+    const heteroauto::SearchOptions search{
+        .top = options.top, .max_tp = options.max_tp, .distributed_optimizer = options.distributed_optimizer};
     result = heteroauto::search_plans(cluster, model, search);
     for (const Plan& plan : result.plans) heteroauto::check_plan_invariants(plan, cluster);
     // -o is for h2 train --plan: the best plan, as h2 train itself would take.

@@ -17,7 +17,8 @@ struct PlanOptions {
   int max_tp = 0;  // the largest tensor-parallel degree; 0: any the model and node groups allow
   bool json = false;
   bool explain = false;
-  std::string output;  // the best plan, as a plan file
+  bool distributed_optimizer = false;  // plan for AdamW's moments sharded over replicas
+  std::string output;                  // the best plan, as a plan file
 };
 
 void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code);

@@ -75,7 +75,9 @@ heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& c
   return plan;
 }
 
-heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroauto::Model& model) {
+// `plan` may turn the distributed optimizer on: its memory may only fit with it.
+heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroauto::Model& model,
+                                     const heteroauto::Plan& plan) {
   heteropp::TrainOptions t;
   t.steps = o.steps;
   t.lr = o.lr;
@@ -96,6 +98,7 @@ heteropp::TrainOptions train_options(const TrainCommandOptions& o, const heteroa
   t.gradient_sync.overlap = o.overlap_grad_reduce == "on";
   t.gradient_sync.bucket_bytes = o.grad_bucket_bytes;
   t.gradient_sync.comm_dtype = *dtype_from_name(o.grad_comm_dtype);
+  t.gradient_sync.shard_optimizer = o.distributed_optimizer || plan.distributed_optimizer;
   return t;
 }
 
@@ -147,13 +150,13 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
   const double tokens = static_cast<double>(plan.micro_batch_count()) * plan.micro_batch_size * plan.model.seq_len;
 
   Table table({"rank", "role", "device", "blocks", "micro-batches", "busy", "bubble", "grad sums", "exposed",
-               "peak allocated", "peak reserved", "memory used", "of"});
+               "AdamW state", "peak allocated", "peak reserved", "memory used", "of"});
   nlohmann::json ranks = nlohmann::json::array();
   double most_gradient_comm = 0, most_exposed_comm = 0;  // per step, on the rank with the most
   for (size_t r = 0; r < placement.roles.size(); ++r) {
     const heteropp::StageRole& role = placement.roles[r];
     double busy = 0, bubble = 0, used = 0, total = 0, peak_allocated = 0, peak_reserved = 0, plugin_allocations = 0;
-    double gradient_comm = 0, exposed_comm = 0;
+    double gradient_comm = 0, exposed_comm = 0, optimizer_state = 0;
     for (size_t i = skip; i < result.steps.size(); ++i) {
       const heteropp::RankStepStats& s = result.steps[i].ranks[r];
       busy += 1 - s.bubble;
@@ -165,6 +168,7 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
       plugin_allocations += s.plugin_allocations;
       gradient_comm += s.gradient_comm_s;
       exposed_comm += s.exposed_comm_s;
+      optimizer_state = s.optimizer_state;
     }
     const double n = static_cast<double>(result.steps.size() - skip);
     most_gradient_comm = std::max(most_gradient_comm, gradient_comm / n);
@@ -175,8 +179,9 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
              (role.tp > 1 ? " t" + std::to_string(role.tp_rank) + "/" + std::to_string(role.tp) : ""),
          role.device_type, blocks(role), std::to_string(role.micro_batches), percent(busy / n), percent(bubble / n),
          format_duration(gradient_comm / n), format_duration(exposed_comm / n),
-         format_bytes(static_cast<uint64_t>(peak_allocated)), format_bytes(static_cast<uint64_t>(peak_reserved)),
-         format_bytes(static_cast<uint64_t>(used)), format_bytes(static_cast<uint64_t>(total))});
+         format_bytes(static_cast<uint64_t>(optimizer_state)), format_bytes(static_cast<uint64_t>(peak_allocated)),
+         format_bytes(static_cast<uint64_t>(peak_reserved)), format_bytes(static_cast<uint64_t>(used)),
+         format_bytes(static_cast<uint64_t>(total))});
     ranks.push_back({{"rank", r},
                      {"pipeline", role.pipeline},
                      {"replica", role.replica},
@@ -193,6 +198,7 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                      // its pipeline (the rest ran beside the backward pass).
                      {"gradient_comm_s", gradient_comm / n},
                      {"exposed_comm_s", exposed_comm / n},
+                     {"optimizer_state_bytes", optimizer_state},
                      {"memory_used_bytes", used},
                      {"memory_total_bytes", total},
                      {"peak_allocated_bytes", peak_allocated},
@@ -272,7 +278,7 @@ int run_worker(const TrainCommandOptions& options) {
   dicomm::Communicator world = dicomm::Communicator::world();
   try {
     const heteropp::TrainResult result =
-        heteropp::train(plan, train_options(options, model), world, device, [&](const heteropp::StepReport& r) {
+        heteropp::train(plan, train_options(options, model, plan), world, device, [&](const heteropp::StepReport& r) {
           if (world.rank() == 0) print_progress(r);
         });
     if (world.rank() == 0) print_summary(plan, result, options.out);
@@ -320,8 +326,8 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster, options, model);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
-    const heteroauto::SearchResult found =
-        heteroauto::search_plans(cluster, model, {.top = 1, .max_tp = options.max_tp});
+    const heteroauto::SearchResult found = heteroauto::search_plans(
+        cluster, model, {.top = 1, .max_tp = options.max_tp, .distributed_optimizer = options.distributed_optimizer});
     if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
     plan = found.plans.front();
     heteroauto::check_plan_invariants(plan, cluster);
@@ -349,6 +355,10 @@ int run_driver(const TrainCommandOptions& options) {
   TrainCommandOptions job = options;
   job.cluster = cluster_path;
   job.plan = plan_path;
+  if (plan.distributed_optimizer && !options.distributed_optimizer) {
+    std::cout << "The plan's memory counts on the distributed optimizer: training with it.\n";
+    job.distributed_optimizer = true;
+  }
   const std::string job_path = (fs::path(options.out) / "job.json").string();
   write_file_atomically(job_path, train_job_json(job, plugin_options).dump(2) + "\n");
   launch.command = {self_executable(), "train", "--job", job_path};
@@ -436,6 +446,10 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
                    "What gradients travel in between replicas; f16 and bf16 halve the bytes and sum in f32")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  command->add_flag("--distributed-optimizer", options.distributed_optimizer,
+                    "Shard AdamW's moments and the update of the f32 master weights over the replicas that hold each "
+                    "layer (ZeRO-1): the gradients are reduce-scattered, each rank updates its share, the masters "
+                    "are gathered back");
   add_plugin_option_flag(command, options.plugin_options);
   command->add_flag("--worker", options.worker,
                     "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");

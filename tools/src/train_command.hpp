@@ -35,6 +35,7 @@ struct TrainCommandOptions {
   std::string overlap_grad_reduce = "on";  // sum gradients while the last backward pass runs
   uint64_t grad_bucket_bytes = uint64_t{1} << 20;
   std::string grad_comm_dtype = "f32";
+  bool distributed_optimizer = false;  // ZeRO-1: AdamW state sharded over each layer's replicas
   bool worker = false;
   std::string job;                          // --job FILE: one rank of the job h2 train's driver wrote there (job.json)
   std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank

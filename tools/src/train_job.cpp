@@ -83,6 +83,7 @@ nlohmann::json train_job_json(const TrainCommandOptions& o, const PluginOptionsB
           {"overlap_grad_reduce", o.overlap_grad_reduce},
           {"grad_bucket_bytes", o.grad_bucket_bytes},
           {"grad_comm_dtype", o.grad_comm_dtype},
+          {"distributed_optimizer", o.distributed_optimizer},
           {"plugin_options", plugins}};
 }
 
@@ -115,6 +116,7 @@ TrainCommandOptions read_train_job(const std::string& path) {
   o.grad_bucket_bytes = job.get<uint64_t>("grad_bucket_bytes", "a byte count");
   if (o.grad_bucket_bytes == 0) job.fail("grad_bucket_bytes", "at least 1");
   o.grad_comm_dtype = job.one_of("grad_comm_dtype", {"f32", "bf16", "f16"});
+  o.distributed_optimizer = job.get<bool>("distributed_optimizer", "true or false");
   using Plugins = std::map<std::string, std::map<std::string, std::string>>;
   for (const auto& [plugin, options] : job.get<Plugins>("plugin_options", "an object of objects of strings"))
     for (const auto& [key, value] : options) o.plugin_options.push_back(plugin + ":" + key + "=" + value);

@@ -24,6 +24,9 @@ struct StageSpec {
   bool first = false;  // holds the embedding
   bool last = false;   // holds the final norm, LM head and the loss
   Recompute recompute = Recompute::none;
+  // The pipeline class's replicas: at least that many ranks hold each of the stage's layers (other
+  // classes add more), over which a distributed optimizer shards AdamW's moments.
+  int replicas = 1;
 };
 
 struct StageTime {
@@ -40,7 +43,10 @@ struct Link {
 
 class CostModel {
  public:
-  CostModel(const Cluster& cluster, const Model& model);
+  // `distributed_optimizer`: AdamW's moments are sharded over each layer's replicas (HeteroPP's
+  // --distributed-optimizer), which the memory model counts.
+  CostModel(const Cluster& cluster, const Model& model, bool distributed_optimizer = false);
+  bool distributed_optimizer() const { return distributed_optimizer_; }
 
   const Cluster& cluster() const { return cluster_; }
   const Model& model() const { return model_; }
@@ -87,6 +93,7 @@ class CostModel {
  private:
   const Cluster& cluster_;
   const Model& model_;
+  bool distributed_optimizer_ = false;
 };
 
 }  // namespace h2::heteroauto

@@ -78,7 +78,8 @@ struct MicroBatchSplit {
 
 class Evaluator {
  public:
-  Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b);
+  Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b,
+            bool distributed_optimizer = false);
 
   const CostModel& cost() const { return cost_; }
   const Cluster& cluster() const { return canonical_.cluster; }

@@ -67,6 +67,8 @@ struct Plan {
   std::string cluster;
   Model model;
   int micro_batch_size = 0;
+  // Memory was planned for AdamW's moments sharded over the replicas (HeteroPP's distributed optimizer).
+  bool distributed_optimizer = false;
   std::vector<PlanPipeline> pipelines;
   PlanPrediction prediction;
 

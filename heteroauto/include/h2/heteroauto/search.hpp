@@ -32,6 +32,9 @@ struct SearchOptions {
   Schedule schedule = Schedule::one_f_one_b;
   bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
   int max_tp = 0;     // > 0: no tensor-parallel degree above it
+  // HeteroPP's --distributed-optimizer: AdamW's moments sharded over each layer's replicas, so plans
+  // that only fit with it are found (their plan says so, and h2 train turns it on).
+  bool distributed_optimizer = false;
 };
 
 struct SearchStats {

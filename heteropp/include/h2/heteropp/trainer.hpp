@@ -41,6 +41,9 @@ struct GradientSyncOptions {
   // f16 or bf16: gradients travel in 16 bits (half the bytes), each collective sums in f32 and rounds
   // once; f32: exact to the order of the sums.
   DType comm_dtype = DType::f32;
+  // ZeRO-1: reduce-scatter the sums instead of all-reducing them, and shard AdamW's moments (and the
+  // update of the f32 masters) over each layer's holders; the masters are gathered back after it.
+  bool shard_optimizer = false;
 };
 
 struct TrainOptions {
@@ -72,6 +75,7 @@ struct RankStepStats {
   double plugin_allocations = 0;  // plugin allocations during the step: 0 once the cache is warm
   double gradient_comm_s = 0;     // the gradient sums' time, from each bucket's start to its end
   double exposed_comm_s = 0;      // of it, the time the step waited for them after its pipeline
+  double optimizer_state = 0;     // bytes of AdamW moments this rank keeps (a share of them when sharded)
 };
 
 struct StepReport {
