@@ -14,8 +14,9 @@ std::vector<Tensor> plain(const std::vector<WeightedView>& views) {
 
 }  // namespace
 
-ShardedAdamW::ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, const AdamWSettings& settings)
-    : model_(model), sync_(sync), stream_(stream), settings_(settings) {
+ShardedAdamW::ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, Timeline& timeline,
+                           const AdamWSettings& settings)
+    : model_(model), sync_(sync), stream_(stream), timeline_(timeline), settings_(settings) {
   if (!sync_.sharded()) throw Error(H2_STATUS_INTERNAL, "ShardedAdamW needs GradientSync's sharded mode");
   for (const GradientSync::Slice& slice : sync_.slices()) {
     exp_avg_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
@@ -56,7 +57,9 @@ void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
     // Every member's updated block, gathered whole, back into the masters.
     const Tensor updated = Tensor::empty(stream_, {slice.size}, DType::f32);
     ops::copy(stream_, mine, updated);
+    const Timeline::Clock::time_point start = Timeline::Clock::now();
     slice.comm->allgather(stream_, updated, packed);
+    timeline_.add("allgather masters", "comm", start, Timeline::Clock::now(), {{"elements", slice.length}});
     unpack(stream_, packed, plain(masters));
   }
   model_.copy_masters_to_values();

@@ -21,7 +21,9 @@ class ShardedAdamW {
  public:
   // Zero moments for every slice of `sync` (which must be sharded), enqueued on `stream`. All must
   // outlive this.
-  ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, const AdamWSettings& settings);
+  // The gathers of the masters go into `timeline` ("allgather masters": they follow the optimizer,
+  // exposed).
+  ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, Timeline& timeline, const AdamWSettings& settings);
 
   // Update number `step` at learning rate `lr`, gradients multiplied by `grad_scale` first; then the
   // masters are whole again on every holder and the model's 16-bit copies follow them. Enqueued on
@@ -51,6 +53,7 @@ class ShardedAdamW {
   GptStage& model_;
   GradientSync& sync_;
   Stream& stream_;
+  Timeline& timeline_;
   AdamWSettings settings_;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;  // per slice, f32 [slice.size]
 };

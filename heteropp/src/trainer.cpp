@@ -22,6 +22,7 @@
 #include "pipeline_messages.hpp"
 #include "rank_checkpoints.hpp"
 #include "sharded_adamw.hpp"
+#include "step_statistics.hpp"
 
 namespace h2::heteropp {
 
@@ -57,24 +58,6 @@ void keep_metrics_up_to(const std::string& path, int64_t step) {
   }
   write_file_atomically(path, kept);
 }
-
-// What every rank contributes to a step's report, exchanged with one allgather.
-enum Stat {
-  kBusy,
-  kMemoryUsed,
-  kMemoryTotal,
-  kPeakAllocated,
-  kPeakReserved,
-  kPluginAllocations,
-  kLossSum,
-  kSquaredNorm,
-  kFoundInf,
-  kStepSeconds,
-  kGradientComm,
-  kExposedComm,
-  kOptimizerState,
-  kStats
-};
 
 class RankTrainer {
  public:
@@ -139,7 +122,7 @@ class RankTrainer {
     optimizer_ =
         std::make_unique<AdamW>(*model_, stream_, adamw, [this](size_t i) { return !gradient_sync_->in_slices(i); });
     if (gradient_sync_->sharded())
-      sharded_optimizer_ = std::make_unique<ShardedAdamW>(*model_, *gradient_sync_, stream_, adamw);
+      sharded_optimizer_ = std::make_unique<ShardedAdamW>(*model_, *gradient_sync_, stream_, timeline_, adamw);
     // A resumed run reads the checkpoint's files, whatever --data says, so its data order continues.
     if (state_.data_files.empty())
       state_.data_files = options.data_files.empty() ? ByteCorpus::default_files() : options.data_files;
@@ -171,7 +154,7 @@ class RankTrainer {
     while (state_.step < options_.steps) {
       const StepReport report = run_step(state_.step + 1);
       result.steps.push_back(report);
-      if (metrics.is_open() && !(metrics << report_json(report).dump() << std::endl))
+      if (metrics.is_open() && !(metrics << step_report_json(report, placement_).dump() << std::endl))
         throw Error(H2_STATUS_INTERNAL, "cannot write " + (fs::path(options_.out_dir) / "metrics.jsonl").string() +
                                             ": " + std::strerror(errno));
       if (on_step) on_step(report);
@@ -229,29 +212,34 @@ class RankTrainer {
       squared_norm = norm * norm;
     }
 
-    std::vector<double> mine(kStats, 0.0);
+    RankContribution mine;
     // A last stage's tensor-parallel ranks compute the same losses; one of them counts.
-    mine[kLossSum] = role_.last() && role_.tp_rank == 0 ? loss_sum_.to_host(stream_).at(0) : 0;
-    mine[kSquaredNorm] = squared_norm;
-    mine[kFoundInf] = found_inf;
-    const std::vector<double> all = exchange(mine, start);
+    mine.loss_sum = role_.last() && role_.tp_rank == 0 ? loss_sum_.to_host(stream_).at(0) : 0;
+    mine.squared_norm = squared_norm;
+    mine.found_inf = found_inf > 0;
+    mine.stats.busy_s = busy_s_;
+    mine.stats.memory_used = memory_used_;
+    mine.stats.memory_total = static_cast<double>(device_.memory_info().total_bytes);
+    const MemoryStats memory = memory_stats(device_);
+    mine.stats.peak_allocated = static_cast<double>(memory.peak_allocated_bytes);
+    mine.stats.peak_reserved = static_cast<double>(memory.peak_reserved_bytes);
+    mine.stats.plugin_allocations = static_cast<double>(memory.plugin_allocations - plugin_allocations_);
+    mine.stats.gradient_comm_s = gradient_times_.comm_s;
+    mine.stats.exposed_comm_s = gradient_times_.exposed_s;
+    mine.stats.optimizer_state =
+        static_cast<double>(optimizer_->state_bytes() + (sharded_optimizer_ ? sharded_optimizer_->state_bytes() : 0));
+    mine.step_s = seconds(start, Clock::now());
+    const StepTotals totals = exchange_step_statistics(world_, stream_, timeline_, mine);
 
     StepReport report;
     report.step = step;
     report.steps = options_.steps;
     report.lr = learning_rate(options_, step);
     report.loss_scale = state_.loss_scale;
-    double squared = 0, any_inf = 0, loss_sum = 0;
-    for (int r = 0; r < world_.size(); ++r) {
-      const double* s = &all[static_cast<size_t>(r) * kStats];
-      squared += s[kSquaredNorm];
-      any_inf = std::max(any_inf, s[kFoundInf]);
-      loss_sum += s[kLossSum];
-      report.seconds = std::max(report.seconds, s[kStepSeconds]);
-    }
-    report.loss = loss_sum / global_tokens;
-    report.grad_norm = std::sqrt(squared);
-    report.skipped = options_.loss_scaling.enabled && (any_inf > 0 || !std::isfinite(report.grad_norm));
+    report.seconds = totals.seconds;
+    report.loss = totals.loss_sum / global_tokens;
+    report.grad_norm = std::sqrt(totals.squared_norm);
+    report.skipped = options_.loss_scaling.enabled && (totals.found_inf || !std::isfinite(report.grad_norm));
     if (!report.skipped && !std::isfinite(report.grad_norm))
       throw Error(H2_STATUS_INTERNAL, "step " + std::to_string(step) + ": the global gradient norm is " +
                                           std::to_string(report.grad_norm) + " (loss " + std::to_string(report.loss) +
@@ -268,21 +256,7 @@ class RankTrainer {
 
     // The report's per-rank numbers were exchanged before the optimizer ran; its time is small
     // against the pipeline, so the step time above leaves it out of the bubble, not of the clock.
-    for (int r = 0; r < world_.size(); ++r) {
-      const double* s = &all[static_cast<size_t>(r) * kStats];
-      RankStepStats rank;
-      rank.busy_s = s[kBusy];
-      rank.bubble = s[kStepSeconds] > 0 ? std::max(0.0, 1 - s[kBusy] / s[kStepSeconds]) : 0;
-      rank.memory_used = s[kMemoryUsed];
-      rank.memory_total = s[kMemoryTotal];
-      rank.peak_allocated = s[kPeakAllocated];
-      rank.peak_reserved = s[kPeakReserved];
-      rank.plugin_allocations = s[kPluginAllocations];
-      rank.gradient_comm_s = s[kGradientComm];
-      rank.exposed_comm_s = s[kExposedComm];
-      rank.optimizer_state = s[kOptimizerState];
-      report.ranks.push_back(rank);
-    }
+    report.ranks = totals.ranks;
     report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
     state_.step = step;
     state_.samples += static_cast<int64_t>(placement_.global_micro_batches) * placement_.micro_batch_size;
@@ -389,28 +363,6 @@ class RankTrainer {
     return static_cast<double>(info.total_bytes - std::min(info.free_bytes, info.total_bytes));
   }
 
-  std::vector<double> exchange(std::vector<double> mine, Clock::time_point step_start) {
-    mine[kBusy] = busy_s_;
-    mine[kMemoryUsed] = memory_used_;
-    mine[kMemoryTotal] = static_cast<double>(device_.memory_info().total_bytes);
-    const MemoryStats memory = memory_stats(device_);
-    mine[kPeakAllocated] = static_cast<double>(memory.peak_allocated_bytes);
-    mine[kPeakReserved] = static_cast<double>(memory.peak_reserved_bytes);
-    mine[kPluginAllocations] = static_cast<double>(memory.plugin_allocations - plugin_allocations_);
-    mine[kStepSeconds] = seconds(step_start, Clock::now());
-    mine[kGradientComm] = gradient_times_.comm_s;
-    mine[kExposedComm] = gradient_times_.exposed_s;
-    mine[kOptimizerState] =
-        static_cast<double>(optimizer_->state_bytes() + (sharded_optimizer_ ? sharded_optimizer_->state_bytes() : 0));
-    const Tensor in = Tensor::from_host(stream_, mine, {kStats}, DType::f64);
-    const Tensor out = Tensor::empty(stream_, {static_cast<int64_t>(kStats) * world_.size()}, DType::f64);
-    const Clock::time_point start = Clock::now();
-    world_.allgather(stream_, in, out);
-    std::vector<double> all = out.to_host(stream_);
-    timeline_.add("allgather step stats", "comm", start, Clock::now());
-    return all;
-  }
-
   // ---- output ----
 
   // Each rank writes its events; rank 0 merges them into one trace once all are written.
@@ -434,36 +386,6 @@ class RankTrainer {
     }
     write_file_atomically((fs::path(options_.out_dir) / "trace.json").string(), Timeline::merge(ranks).dump());
     fs::remove_all(dir);
-  }
-
-  nlohmann::json report_json(const StepReport& r) const {
-    nlohmann::json ranks = nlohmann::json::array();
-    for (size_t i = 0; i < r.ranks.size(); ++i) {
-      const StageRole& role = placement_.roles[i];
-      ranks.push_back({{"rank", i},
-                       {"pipeline", role.pipeline},
-                       {"replica", role.replica},
-                       {"stage", role.stage},
-                       {"busy_s", r.ranks[i].busy_s},
-                       {"bubble", r.ranks[i].bubble},
-                       {"memory_used_bytes", r.ranks[i].memory_used},
-                       {"memory_total_bytes", r.ranks[i].memory_total},
-                       {"peak_allocated_bytes", r.ranks[i].peak_allocated},
-                       {"peak_reserved_bytes", r.ranks[i].peak_reserved},
-                       {"plugin_allocations", r.ranks[i].plugin_allocations},
-                       {"gradient_comm_s", r.ranks[i].gradient_comm_s},
-                       {"exposed_comm_s", r.ranks[i].exposed_comm_s},
-                       {"optimizer_state_bytes", r.ranks[i].optimizer_state}});
-    }
-    return {{"step", r.step},
-            {"loss", r.loss},
-            {"grad_norm", r.grad_norm},
-            {"lr", r.lr},
-            {"loss_scale", r.loss_scale},
-            {"skipped", r.skipped},
-            {"step_s", r.seconds},
-            {"tokens_per_s", r.tokens_per_s},
-            {"ranks", ranks}};
   }
 
   const heteroauto::Plan& plan_;
