@@ -221,11 +221,11 @@ double CostModel::device_parameters(const StageSpec& stage) const {
 }
 
 double CostModel::parameter_state_bytes(const StageSpec& stage) const {
-  // A distributed optimizer keeps 1 / replicas of AdamW's two f32 moments (HeteroPP gathers the
-  // masters back whole, so they stay).
-  const double moments = 8;
-  const double per_parameter = state_bytes_per_parameter(model_) - moments +
-                               moments / (distributed_optimizer_ ? std::max(1, stage.replicas) : 1);
+  // A distributed optimizer keeps 1 / replicas of AdamW's two f32 moments and of the f32 masters of
+  // 16-bit weights (an f32 weight is its own master, which every replica needs).
+  const double sharded = 8 + (model_.dtype_bytes() == 2 ? 4 : 0);
+  const double per_parameter = state_bytes_per_parameter(model_) - sharded +
+                               sharded / (distributed_optimizer_ ? std::max(1, stage.replicas) : 1);
   return device_parameters(stage) * per_parameter;
 }
 

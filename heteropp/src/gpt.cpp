@@ -214,7 +214,7 @@ void GptStage::zero_grads() {
 
 void GptStage::copy_masters_to_values() {
   for (const Parameter& p : parameters_)
-    if (!p.value.same_view(p.master)) ops::copy(stream_, p.master, p.value);
+    if (p.master.defined() && !p.value.same_view(p.master)) ops::copy(stream_, p.master, p.value);
 }
 
 void GptStage::accumulate(const Tensor& grad, const Tensor& value) {

@@ -202,7 +202,7 @@ void GradientSync::make_slice(Bucket& bucket) {
     const Parameter& p = model_.parameters()[slice.parts[k].parameter];
     const int64_t elements = slice.parts[k].of(p.grad).numel();
     const int64_t from = std::max(offset, slice.begin), to = std::min(offset + elements, slice.begin + slice.size);
-    if (from < to) slice.segments.push_back({k, from - slice.begin, to - from, p.master.rank() >= 2});
+    if (from < to) slice.segments.push_back({k, from - slice.begin, to - from, p.grad.rank() >= 2});
     offset += elements;
     sliced_parameters_.insert(slice.parts[k].parameter);
   }

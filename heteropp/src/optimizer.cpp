@@ -21,8 +21,13 @@ AdamW::AdamW(GptStage& model, Stream& stream, const AdamWSettings& settings,
 
 size_t AdamW::state_bytes() const {
   size_t bytes = 0;
-  for (size_t i = 0; i < exp_avg_.size(); ++i)
-    if (exp_avg_[i].defined()) bytes += 2 * static_cast<size_t>(exp_avg_[i].numel()) * sizeof(float);
+  for (size_t i = 0; i < exp_avg_.size(); ++i) {
+    if (!exp_avg_[i].defined()) continue;
+    const Parameter& p = model_.parameters()[i];
+    // The moments, and an f32 master kept beside a 16-bit weight.
+    const size_t tensors = p.value.same_view(p.master) ? 2 : 3;
+    bytes += tensors * static_cast<size_t>(exp_avg_[i].numel()) * sizeof(float);
+  }
   return bytes;
 }
 

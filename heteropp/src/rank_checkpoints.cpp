@@ -41,16 +41,17 @@ RankCheckpoints::RankCheckpoints(const Placement& placement, const dicomm::Commu
       stream_(stream),
       timeline_(timeline) {}
 
-std::vector<RankCheckpoints::LayerTensor> RankCheckpoints::layer_state(int layer,
-                                                                       const ShardedAdamW::Moments& moments) {
+std::vector<RankCheckpoints::LayerTensor> RankCheckpoints::layer_state(int layer, const ShardedAdamW::State& sharded) {
   std::vector<LayerTensor> tensors;
   for (size_t i = 0; i < model_.parameters().size(); ++i) {
     const Parameter& p = model_.parameters()[i];
     if (p.layer != layer) continue;
-    const auto sharded = moments.find(i);
-    const Tensor& m = sharded != moments.end() ? sharded->second.first : optimizer_.exp_avg(i);
-    const Tensor& v = sharded != moments.end() ? sharded->second.second : optimizer_.exp_avg_sq(i);
-    tensors.push_back({{p.name, p.master}, p.sharding, p.full_shape});
+    const auto found = sharded.find(i);
+    const bool in_slices = found != sharded.end();
+    const Tensor& master = in_slices ? found->second.master : p.master;
+    const Tensor& m = in_slices ? found->second.exp_avg : optimizer_.exp_avg(i);
+    const Tensor& v = in_slices ? found->second.exp_avg_sq : optimizer_.exp_avg_sq(i);
+    tensors.push_back({{p.name, master}, p.sharding, p.full_shape});
     tensors.push_back({{p.name + ".exp_avg", m}, p.sharding, p.full_shape});
     tensors.push_back({{p.name + ".exp_avg_sq", v}, p.sharding, p.full_shape});
   }
@@ -59,9 +60,9 @@ std::vector<RankCheckpoints::LayerTensor> RankCheckpoints::layer_state(int layer
 
 void RankCheckpoints::load(const std::string& step_dir, const CheckpointState& manifest) {
   const Timeline::Clock::time_point start = Timeline::Clock::now();
-  const ShardedAdamW::Moments moments = sharded_ ? sharded_->empty_moments() : ShardedAdamW::Moments{};
+  const ShardedAdamW::State sharded = sharded_ ? sharded_->empty_state() : ShardedAdamW::State{};
   for (int layer : role_.layers(placement_.model_layers)) {
-    const std::vector<LayerTensor> state = layer_state(layer, moments);
+    const std::vector<LayerTensor> state = layer_state(layer, sharded);
     std::vector<NamedTensor> whole;
     for (const LayerTensor& t : state)
       whole.push_back({t.local.name, t.cut() ? Tensor::empty(stream_, t.whole_shape, DType::f32) : t.local.tensor});
@@ -70,7 +71,7 @@ void RankCheckpoints::load(const std::string& step_dir, const CheckpointState& m
       if (state[i].cut())
         copy_shard(stream_, whole[i].tensor, state[i].local.tensor, state[i].sharding, role_.tp, role_.tp_rank, true);
   }
-  if (sharded_) sharded_->scatter_moments(moments);
+  if (sharded_) sharded_->scatter_state(sharded);
   model_.copy_masters_to_values();
   timeline_.add("load checkpoint", "checkpoint", start, Timeline::Clock::now(), {{"from", step_dir}});
 }
@@ -96,13 +97,13 @@ std::string RankCheckpoints::save(const std::string& out_dir, const CheckpointSt
   world_.barrier();
   const std::string dir = partial_directory(root, state.step);
   try {
-    const ShardedAdamW::Moments moments = sharded_ ? sharded_->gather_moments() : ShardedAdamW::Moments{};
+    const ShardedAdamW::State sharded = sharded_ ? sharded_->gather_state() : ShardedAdamW::State{};
     for (int layer : role_.layers(placement_.model_layers)) {
       // The owner's tensor-parallel group gathers the layer's shards; the owner writes it.
       const std::vector<int>& group = placement_.owner_group(layer);
       if (std::find(group.begin(), group.end(), world_.rank()) == group.end()) continue;
       std::vector<NamedTensor> whole;
-      for (const LayerTensor& t : layer_state(layer, moments))
+      for (const LayerTensor& t : layer_state(layer, sharded))
         whole.push_back({t.local.name, t.cut() ? gather_whole(t) : t.local.tensor});
       if (placement_.owner(layer) == world_.rank()) write_layer(stream_, dir, layer, placement_.model_layers, whole);
     }

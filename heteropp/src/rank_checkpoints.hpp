@@ -1,9 +1,9 @@
 // A rank's part in HeteroPP's checkpoints (their files and commit protocol: h2/heteropp/checkpoint.hpp).
 // A checkpoint holds every layer whole, whatever the plan's tensor parallelism, so that a run resumes
 // under another plan: a rank reads its layers whole and keeps its shards; to save, the owner's
-// tensor-parallel group gathers each of the owner's layers and the owner writes it. Moments sharded
-// over replicas (ShardedAdamW) are gathered whole first, and read whole then sliced again, so a
-// checkpoint does not depend on whether the optimizer was sharded.
+// tensor-parallel group gathers each of the owner's layers and the owner writes it. Masters and
+// moments sharded over replicas (ShardedAdamW) are gathered whole first, and read whole then sliced
+// again, so a checkpoint does not depend on whether the optimizer was sharded.
 #pragma once
 
 #include <string>
@@ -49,8 +49,9 @@ class RankCheckpoints {
     Shape whole_shape;
     bool cut() const { return sharding.sharded() && local.tensor.shape() != whole_shape; }
   };
-  // `moments`: the whole moments of the sharded parameters (the rest are AdamW's).
-  std::vector<LayerTensor> layer_state(int layer, const ShardedAdamW::Moments& moments);
+  // `sharded`: the whole masters and moments of the parameters ShardedAdamW holds (the rest are the
+  // model's and AdamW's).
+  std::vector<LayerTensor> layer_state(int layer, const ShardedAdamW::State& sharded);
   // The whole tensor from the shards of this rank's tensor-parallel group (every member calls this).
   Tensor gather_whole(const LayerTensor& t);
 

@@ -16,14 +16,32 @@ std::vector<Tensor> plain(const std::vector<WeightedView>& views) {
 
 ShardedAdamW::ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, Timeline& timeline,
                            const AdamWSettings& settings)
-    : model_(model), sync_(sync), stream_(stream), timeline_(timeline), settings_(settings) {
+    : model_(model),
+      sync_(sync),
+      stream_(stream),
+      timeline_(timeline),
+      settings_(settings),
+      keeps_masters_(model.config().dtype != DType::f32) {
   if (!sync_.sharded()) throw Error(H2_STATUS_INTERNAL, "ShardedAdamW needs GradientSync's sharded mode");
   for (const GradientSync::Slice& slice : sync_.slices()) {
+    if (keeps_masters_) {
+      const Tensor packed = pack(stream_, views(slice, [&](size_t i) { return model_.parameters()[i].master; }),
+                                 slice.length, DType::f32);
+      master_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
+      ops::copy(stream_, packed.slice(0, slice.begin, slice.begin + slice.size), master_.back());
+    }
     exp_avg_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
     exp_avg_sq_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
     ops::fill(stream_, exp_avg_.back(), 0);
     ops::fill(stream_, exp_avg_sq_.back(), 0);
   }
+  // A 16-bit weight's whole f32 master is now in the slices (the copies above are ordered before any
+  // reuse of its memory on the stream).
+  for (const GradientSync::Slice& slice : sync_.slices())
+    for (const GradientSync::Part& part : slice.parts) {
+      Parameter& p = model_.parameters()[part.parameter];
+      if (p.master.defined() && !p.value.same_view(p.master)) p.master = Tensor();
+    }
 }
 
 std::vector<WeightedView> ShardedAdamW::views(const GradientSync::Slice& slice,
@@ -33,19 +51,25 @@ std::vector<WeightedView> ShardedAdamW::views(const GradientSync::Slice& slice,
   return out;
 }
 
+Tensor ShardedAdamW::weight(size_t parameter) const {
+  const Parameter& p = model_.parameters()[parameter];
+  return p.master.defined() ? p.master : p.value;
+}
+
 void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
-  const auto master = [&](size_t i) { return model_.parameters()[i].master; };
   for (size_t k = 0; k < sync_.slices().size(); ++k) {
     const GradientSync::Slice& slice = sync_.slices()[k];
-    const std::vector<WeightedView> masters = views(slice, master);
-    const Tensor packed = pack(stream_, masters, slice.length, DType::f32);
-    const Tensor mine = packed.slice(0, slice.begin, slice.begin + slice.size);
+    const std::vector<WeightedView> weights = views(slice, [&](size_t i) { return weight(i); });
+    // An f32 model's masters are its weights: this rank's slice of them, packed.
+    const Tensor packed = keeps_masters_ ? Tensor::empty(stream_, {slice.length}, DType::f32)
+                                         : pack(stream_, weights, slice.length, DType::f32);
+    const Tensor masters = keeps_masters_ ? master_[k] : packed.slice(0, slice.begin, slice.begin + slice.size);
     // One call per weight-decay class, over the slice's stretches of that class.
     for (bool decay : {false, true}) {
       std::vector<Tensor> params, grads, m, v, copies;
       for (const GradientSync::Slice::Segment& s : slice.segments) {
         if (s.decay != decay) continue;
-        params.push_back(mine.slice(0, s.offset, s.offset + s.elements));
+        params.push_back(masters.slice(0, s.offset, s.offset + s.elements));
         grads.push_back(slice.grad.slice(0, s.offset, s.offset + s.elements));
         m.push_back(exp_avg_[k].slice(0, s.offset, s.offset + s.elements));
         v.push_back(exp_avg_sq_[k].slice(0, s.offset, s.offset + s.elements));
@@ -54,21 +78,14 @@ void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
       if (params.empty()) continue;
       ops::adamw(stream_, params, grads, m, v, copies, settings_.options(lr, decay, grad_scale, step));
     }
-    // Every member's updated block, gathered whole, back into the masters.
-    const Tensor updated = Tensor::empty(stream_, {slice.size}, DType::f32);
-    ops::copy(stream_, mine, updated);
+    // Every member's updated masters, gathered whole, into the weights (16-bit ones rounded once).
+    const Tensor updated = keeps_masters_ ? masters : Tensor::empty(stream_, {slice.size}, DType::f32);
+    if (!keeps_masters_) ops::copy(stream_, masters, updated);  // the gather's input is not its output
     const Timeline::Clock::time_point start = Timeline::Clock::now();
     slice.comm->allgather(stream_, updated, packed);
-    timeline_.add("allgather masters", "comm", start, Timeline::Clock::now(), {{"elements", slice.length}});
-    unpack(stream_, packed, plain(masters));
+    timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(), {{"elements", slice.length}});
+    unpack(stream_, packed, plain(weights));
   }
-  model_.copy_masters_to_values();
-}
-
-size_t ShardedAdamW::state_bytes() const {
-  size_t bytes = 0;
-  for (const Tensor& m : exp_avg_) bytes += 2 * static_cast<size_t>(m.numel()) * sizeof(float);
-  return bytes;
 }
 
 std::vector<Tensor> ShardedAdamW::gradients() const {
@@ -85,42 +102,67 @@ std::vector<Tensor> ShardedAdamW::counted_gradients() const {
   return out;
 }
 
-ShardedAdamW::Moments ShardedAdamW::empty_moments() const {
-  Moments moments;
-  for (const GradientSync::Slice& slice : sync_.slices())
-    for (const GradientSync::Part& part : slice.parts)
-      if (!moments.count(part.parameter)) {
-        const Shape& shape = model_.parameters()[part.parameter].master.shape();
-        moments[part.parameter] = {Tensor::empty(stream_, shape, DType::f32),
-                                   Tensor::empty(stream_, shape, DType::f32)};
-      }
-  return moments;
+size_t ShardedAdamW::state_bytes() const {
+  size_t bytes = 0;
+  for (const Tensor& m : exp_avg_) bytes += (keeps_masters_ ? 3 : 2) * static_cast<size_t>(m.numel()) * sizeof(float);
+  return bytes;
 }
 
-ShardedAdamW::Moments ShardedAdamW::gather_moments() {
-  Moments whole = empty_moments();
+ShardedAdamW::State ShardedAdamW::empty_state() const {
+  State state;
+  for (const GradientSync::Slice& slice : sync_.slices())
+    for (const GradientSync::Part& part : slice.parts)
+      if (!state.count(part.parameter)) {
+        const Shape& shape = model_.parameters()[part.parameter].grad.shape();
+        state[part.parameter] = {Tensor::empty(stream_, shape, DType::f32), Tensor::empty(stream_, shape, DType::f32),
+                                 Tensor::empty(stream_, shape, DType::f32)};
+      }
+  return state;
+}
+
+namespace {
+
+Tensor& member(ShardedAdamW::Whole& whole, int which) {
+  return which == 0 ? whole.master : which == 1 ? whole.exp_avg : whole.exp_avg_sq;
+}
+const Tensor& member(const ShardedAdamW::Whole& whole, int which) {
+  return which == 0 ? whole.master : which == 1 ? whole.exp_avg : whole.exp_avg_sq;
+}
+
+}  // namespace
+
+ShardedAdamW::State ShardedAdamW::gather_state() {
+  State whole = empty_state();
   for (size_t k = 0; k < sync_.slices().size(); ++k) {
     const GradientSync::Slice& slice = sync_.slices()[k];
-    for (bool second : {false, true}) {
+    const Tensor* mine[] = {keeps_masters_ ? &master_[k] : nullptr, &exp_avg_[k], &exp_avg_sq_[k]};
+    for (int which = 0; which < 3; ++which) {
+      if (mine[which] == nullptr) {  // an f32 model's masters: its weights, whole already
+        for (const GradientSync::Part& part : slice.parts)
+          ops::copy(stream_, part.of(weight(part.parameter)), part.of(whole.at(part.parameter).master));
+        continue;
+      }
       const Tensor packed = Tensor::empty(stream_, {slice.length}, DType::f32);
-      slice.comm->allgather(stream_, second ? exp_avg_sq_[k] : exp_avg_[k], packed);
-      unpack(stream_, packed,
-             plain(views(slice, [&](size_t i) { return second ? whole.at(i).second : whole.at(i).first; })));
+      slice.comm->allgather(stream_, *mine[which], packed);
+      unpack(stream_, packed, plain(views(slice, [&](size_t i) { return member(whole.at(i), which); })));
     }
   }
   return whole;
 }
 
-void ShardedAdamW::scatter_moments(const Moments& whole) {
+void ShardedAdamW::scatter_state(const State& whole) {
   for (size_t k = 0; k < sync_.slices().size(); ++k) {
     const GradientSync::Slice& slice = sync_.slices()[k];
-    for (bool second : {false, true}) {
+    Tensor* mine[] = {keeps_masters_ ? &master_[k] : nullptr, &exp_avg_[k], &exp_avg_sq_[k]};
+    for (int which = 0; which < 3; ++which) {
+      if (mine[which] == nullptr) continue;  // set with the weights below
       const Tensor packed =
-          pack(stream_, views(slice, [&](size_t i) { return second ? whole.at(i).second : whole.at(i).first; }),
-               slice.length, DType::f32);
-      ops::copy(stream_, packed.slice(0, slice.begin, slice.begin + slice.size), second ? exp_avg_sq_[k] : exp_avg_[k]);
+          pack(stream_, views(slice, [&](size_t i) { return member(whole.at(i), which); }), slice.length, DType::f32);
+      ops::copy(stream_, packed.slice(0, slice.begin, slice.begin + slice.size), *mine[which]);
     }
   }
+  // The weights from the masters read.
+  for (const auto& [i, state] : whole) ops::copy(stream_, state.master, weight(i));
 }
 
 }  // namespace h2::heteropp

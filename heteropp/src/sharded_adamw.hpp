@@ -1,14 +1,16 @@
 // AdamW over this rank's slices of the gradient sums (GradientSync's sharded mode: ZeRO-1, Megatron's
 // distributed optimizer). Each slice holds 1/n of a bucket's elements, n the ranks that sum it (one
-// per replica, whatever their tensor-parallel degrees), so the moments kept here are 1/n of what
-// AdamW would keep. A step updates the slice of the f32 masters, then the group gathers the whole
-// masters back (every rank needs them for its forward pass) and the 16-bit copies are rounded from
-// them. Parameters whose layers only one rank holds stay with AdamW.
+// per replica, whatever their tensor-parallel degrees), and this optimizer keeps, for the slice
+// alone, AdamW's two moments and, for a 16-bit model, the f32 masters: 1/n of what AdamW would keep.
+// A step updates the slice, then the group gathers the whole weights back (every rank needs them for
+// its forward pass): into the f32 weights, or rounded into the 16-bit ones, whose whole f32 masters
+// no rank keeps any more (Parameter::master is undefined there). An f32 model's weights are their
+// own masters: the slice is packed from them for the update. Parameters whose layers one rank holds alone stay
+// with AdamW.
 #pragma once
 
 #include <cstddef>
 #include <map>
-#include <utility>
 #include <vector>
 
 #include "gradient_sync.hpp"
@@ -19,43 +21,48 @@ namespace h2::heteropp {
 
 class ShardedAdamW {
  public:
-  // Zero moments for every slice of `sync` (which must be sharded), enqueued on `stream`. All must
-  // outlive this.
-  // The gathers of the masters go into `timeline` ("allgather masters": they follow the optimizer,
-  // exposed).
+  // Takes each slice's masters from the model's (releasing a 16-bit weight's whole f32 master) and
+  // zero moments, enqueued on `stream`. The gathers of the weights go into `timeline` ("allgather
+  // weights": they follow the optimizer, exposed). All must outlive this.
   ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, Timeline& timeline, const AdamWSettings& settings);
 
   // Update number `step` at learning rate `lr`, gradients multiplied by `grad_scale` first; then the
-  // masters are whole again on every holder and the model's 16-bit copies follow them. Enqueued on
-  // the stream; collective over each slice's group, in the global order.
+  // weights are whole again on every holder. Enqueued on the stream; collective over each slice's
+  // group, in the global order.
   void step(double lr, double grad_scale, int64_t step);
 
   // The slices' summed gradients: all of them (to unscale), and those that enter the global norm.
   std::vector<Tensor> gradients() const;
   std::vector<Tensor> counted_gradients() const;
-  // The bytes its moments take on the device.
+  // The bytes its state takes on the device (masters and moments of the slices).
   size_t state_bytes() const;
 
-  // Parameter index -> its whole moments (exp_avg, exp_avg_sq: this rank's tensor-parallel shard of
-  // them, the master's shape), for every parameter the slices hold: gathered from the groups, for a
-  // checkpoint. Collective over each slice's group, in the global order.
-  using Moments = std::map<size_t, std::pair<Tensor, Tensor>>;
-  Moments gather_moments();
-  // Moment tensors of the masters' shapes for every parameter the slices hold, to read a checkpoint
-  // into; then scatter_moments keeps this rank's slices of them.
-  Moments empty_moments() const;
-  void scatter_moments(const Moments& whole);
+  // A parameter's optimizer state whole (this rank's tensor-parallel shard of it, the gradient's shape),
+  // as checkpoints hold it.
+  struct Whole {
+    Tensor master, exp_avg, exp_avg_sq;
+  };
+  using State = std::map<size_t, Whole>;  // by parameter index, for every parameter the slices hold
+  // Gathered from the groups, for a checkpoint: collective over each slice's group, in the global order.
+  State gather_state();
+  // Tensors to read a checkpoint into; then scatter_state keeps this rank's slices of them and sets
+  // the weights from the masters.
+  State empty_state() const;
+  void scatter_state(const State& whole);
 
  private:
-  // The parts' views of one tensor per parameter (the masters, or whole moments).
+  // The slice's parts, as views of one tensor per parameter.
   std::vector<WeightedView> views(const GradientSync::Slice& slice, const std::function<Tensor(size_t)>& tensor) const;
+  // Where the gathered masters go: the f32 weight, or the 16-bit one (rounded).
+  Tensor weight(size_t parameter) const;
 
   GptStage& model_;
   GradientSync& sync_;
   Stream& stream_;
   Timeline& timeline_;
   AdamWSettings settings_;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_;  // per slice, f32 [slice.size]
+  bool keeps_masters_;                                 // a 16-bit model's f32 masters live here
+  std::vector<Tensor> master_, exp_avg_, exp_avg_sq_;  // per slice, f32 [slice.size] (master_: if kept)
 };
 
 }  // namespace h2::heteropp

@@ -224,6 +224,20 @@ TEST_F(TrainTest, DistributedOptimizerShardsAdamWOverReplicasAndTrainsTheSameMod
     }
   }
   expect_close(single, losses, 0, "2 replicas, distributed optimizer");
+
+  // A bf16 model: the f32 masters of its 16-bit matrices are sharded too (no rank keeps them whole).
+  const std::vector<nlohmann::json> plain16 = train_metrics("zero-plain-bf16", replicas, "", "bf16");
+  const std::vector<nlohmann::json> sharded16 =
+      train_metrics("zero-sharded-bf16", replicas, "--distributed-optimizer", "bf16");
+  ASSERT_EQ(plain16.size(), sharded16.size());
+  for (size_t i = 0; i < plain16.size(); ++i) {
+    EXPECT_NEAR(sharded16[i].at("loss").get<double>(), plain16[i].at("loss").get<double>(),
+                1e-5 * plain16[i].at("loss").get<double>())
+        << "bf16, step " << i + 1;
+    const double whole = plain16[i].at("ranks")[0].at("optimizer_state_bytes");
+    const double share = sharded16[i].at("ranks")[0].at("optimizer_state_bytes");
+    EXPECT_NEAR(share, whole / 2, 0.1 * whole / 2) << "bf16: masters and moments halve";
+  }
   expect_close(single, train("zero-pipeline", kPipeline, "--distributed-optimizer"), 0,
                "3 uneven stages x 2 replicas, distributed optimizer");
   expect_close(single, train("zero-asymmetric", kAsymmetric, "--distributed-optimizer"), 0,

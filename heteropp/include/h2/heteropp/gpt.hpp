@@ -54,7 +54,8 @@ struct GptConfig {
 struct Parameter {
   std::string name;         // e.g. "block.3.w_qkv": the layer index is part of it, not the stage
   int layer = 0;            // the block's index; -1 for the embedding, `layers` for the final norm and head
-  Tensor master;            // f32: what the optimizer updates and checkpoints hold
+  Tensor master;            // f32: what the optimizer updates and checkpoints hold (undefined where the
+                            // distributed optimizer keeps it in slices: a 16-bit matrix's)
   Tensor value;             // what forward reads: the master itself, or its 16-bit copy (matrices of a 16-bit model)
   Tensor grad;              // f32, the master's shape (this rank's shard under tensor parallelism)
   Sharding sharding;        // how the whole parameter is cut over a tensor-parallel group (also when there is none)

@@ -42,7 +42,7 @@ class AdamW {
   // The moments of parameter i (model.parameters()[i]), for checkpoints; empty for one it does not update.
   Tensor& exp_avg(size_t i) { return exp_avg_[i]; }
   Tensor& exp_avg_sq(size_t i) { return exp_avg_sq_[i]; }
-  // The bytes its moments take on the device.
+  // The bytes its state takes on the device: the moments, and the f32 masters of 16-bit weights.
   size_t state_bytes() const;
 
  private:
