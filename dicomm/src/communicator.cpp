@@ -348,7 +348,8 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
   c.finish(stream);
 }
 
-void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op) const {
+void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op,
+                                  Accumulation accumulation) const {
   check_tensor("reduce_scatter", "the input", input);
   check_tensor("reduce_scatter", "the output", output);
   check_reducible("reduce_scatter", input);
@@ -359,7 +360,7 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
   CommState& s = const_cast<CommState&>(state());
   Collective c(s, stream, input.device(),
                "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe());
-  const Tensor work = work_buffer(c, flat(input), true);
+  const Tensor work = work_buffer(c, flat(input), true, accumulation == Accumulation::wide);
   const Tensor out = flat(output);
   const int64_t n = out.numel(), mine = rank() * n;
   const double scale = scale_of(op, size());

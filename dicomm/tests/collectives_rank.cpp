@@ -96,11 +96,12 @@ void check_allreduce(const Communicator& comm, h2::Stream& stream, const h2::Dev
 }
 
 void check_reduce_scatter(const Communicator& comm, h2::Stream& stream, const h2::Device& device, DType dtype,
-                          int64_t n, ReduceOp op) {
+                          int64_t n, ReduceOp op,
+                          h2::dicomm::Accumulation accumulation = h2::dicomm::Accumulation::wide) {
   const int size = comm.size();
   Tensor in = Tensor::from_host(stream, values(comm.rank(), size * n), {size * n}, dtype);
   Tensor out = Tensor::empty(device, {n}, dtype);
-  comm.reduce_scatter(stream, in, out, op);
+  comm.reduce_scatter(stream, in, out, op, accumulation);
   const std::vector<double> got = out.to_host(stream);
   const std::vector<double> input_after = in.to_host(stream);
   int bad = 0;
@@ -257,8 +258,10 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
   // 16-bit partial sums on the wire (the small-message algorithm and the ring); the values are small
   // integers, so even rounding at every step must give the exact sums, the same bits on every rank.
   for (DType dtype : {DType::f16, DType::bf16})
-    for (int64_t n : {1023, 40001})
+    for (int64_t n : {1023, 40001}) {
       check_allreduce(world, stream, device, dtype, n, ReduceOp::sum, h2::dicomm::Accumulation::narrow);
+      check_reduce_scatter(world, stream, device, dtype, n, ReduceOp::sum, h2::dicomm::Accumulation::narrow);
+    }
   for (DType dtype : dtypes)
     for (int64_t n : {0, 1, 3, 5001, 300001}) {
       check_reduce_scatter(world, stream, device, dtype, n, n == 5001 ? ReduceOp::avg : ReduceOp::sum);

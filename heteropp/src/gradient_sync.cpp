@@ -273,7 +273,7 @@ void GradientSync::run_thread() {
       return;
     }
     const Timeline::Clock::time_point end = Timeline::Clock::now();
-    timeline_.add("allreduce gradients", "comm", start, end,
+    timeline_.add(sharded() ? "reduce-scatter gradients" : "allreduce gradients", "comm", start, end,
                   {{"layers", bucket->layers},
                    {"ranks", groups_[bucket->group].ranks},
                    {"elements", bucket->range_elements + bucket->part_elements},
@@ -297,7 +297,7 @@ void GradientSync::sum(Bucket& bucket) {
       comm.reduce_scatter(stream, buffer, slice.grad, dicomm::ReduceOp::sum);
     } else {
       const Tensor mine = Tensor::empty(stream, {slice.size}, options_.comm_dtype);
-      comm.reduce_scatter(stream, buffer, mine, dicomm::ReduceOp::sum);
+      comm.reduce_scatter(stream, buffer, mine, dicomm::ReduceOp::sum, dicomm::Accumulation::narrow);
       ops::copy(stream, mine, slice.grad);
     }
     return;

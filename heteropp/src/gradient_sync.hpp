@@ -93,7 +93,8 @@ class GradientSync {
     int64_t length = 0;                          // the packed elements, padded to a multiple of the group's size
     int64_t begin = 0, size = 0;                 // this rank's [begin, begin + size) of them
     Tensor grad;                                 // f32 [size]: the summed gradients there, after finish()
-    // [offset, offset + elements) of the slice within one part, in order: what AdamW and the norm take.
+    // The slice's stretches that each lie in one part: [offset, offset + elements) of the slice, in
+    // order, with that part's index. What AdamW and the norm take.
     struct Segment {
       size_t part = 0;
       int64_t offset = 0, elements = 0;

@@ -467,6 +467,13 @@ TEST_F(TrainTest, BadInputIsNamed) {
   result = run_h2("train --job " + job.string() + " --steps 3");
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("--steps cannot be given with it"), std::string::npos) << result.output;
+  written["steps"] = 2.5;  // not a whole number: refused, not read as 2
+  write(dir_ / "bad-job.json", written);
+  result = run_h2("train --job " + (dir_ / "bad-job.json").string());
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("\"steps\" is 2.5; it must be a whole number in [1, "), std::string::npos)
+      << result.output;
+  written["steps"] = 1;
   written["schedule"] = "zigzag";
   write(dir_ / "bad-job.json", written);
   result = run_h2("train --job " + (dir_ / "bad-job.json").string());

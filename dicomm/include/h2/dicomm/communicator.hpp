@@ -110,7 +110,8 @@ class Communicator {
   void allreduce(Stream& stream, const Tensor& tensor, ReduceOp op = ReduceOp::sum,
                  Accumulation accumulation = Accumulation::wide) const;
   // input: size()*N elements; output: N elements, the reduction of block rank() of every input.
-  void reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op = ReduceOp::sum) const;
+  void reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op = ReduceOp::sum,
+                      Accumulation accumulation = Accumulation::wide) const;
   // input: N elements; output: size()*N elements, block r from rank r.
   void allgather(Stream& stream, const Tensor& input, const Tensor& output) const;
   // `tensor` on `root` is copied to every rank's `tensor`.
