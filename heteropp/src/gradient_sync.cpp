@@ -1,7 +1,6 @@
 #include "gradient_sync.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "h2/ops.hpp"
 
@@ -312,16 +311,10 @@ void GradientSync::sum(Bucket& bucket) {
   std::vector<WeightedView> views = gradient_views(bucket);
   if (options_.comm_dtype == DType::f32)
     views.erase(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(bucket.ranges.size()));
-  int64_t elements = 0;
-  std::vector<Tensor> targets;
-  for (const WeightedView& v : views) {
-    elements += v.view.numel();
-    targets.push_back(v.view);
-  }
-  const Tensor buffer = pack(stream, views, elements, options_.comm_dtype);
+  const Tensor buffer = pack(stream, views, elements_of(views), options_.comm_dtype);
   // 16-bit messages all the way: each receiver adds in f32 and rounds (the point is the bytes).
   comm.allreduce(stream, buffer, dicomm::ReduceOp::sum, dicomm::Accumulation::narrow);
-  unpack(stream, buffer, targets);
+  unpack(stream, buffer, tensors_of(views));
 }
 
 }  // namespace h2::heteropp

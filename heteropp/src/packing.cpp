@@ -32,4 +32,16 @@ void unpack(Stream& stream, const Tensor& packed, const std::vector<Tensor>& vie
   }
 }
 
+std::vector<Tensor> tensors_of(const std::vector<WeightedView>& views) {
+  std::vector<Tensor> tensors;
+  for (const WeightedView& v : views) tensors.push_back(v.view);
+  return tensors;
+}
+
+int64_t elements_of(const std::vector<WeightedView>& views) {
+  int64_t n = 0;
+  for (const WeightedView& v : views) n += v.view.numel();
+  return n;
+}
+
 }  // namespace h2::heteropp

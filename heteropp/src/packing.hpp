@@ -21,4 +21,8 @@ Tensor pack(Stream& stream, const std::vector<WeightedView>& views, int64_t leng
 // Copies consecutive elements of `packed` back into `views`, in order (converting to their dtype).
 void unpack(Stream& stream, const Tensor& packed, const std::vector<Tensor>& views);
 
+// The views alone (for unpack), and how many elements they hold together.
+std::vector<Tensor> tensors_of(const std::vector<WeightedView>& views);
+int64_t elements_of(const std::vector<WeightedView>& views);
+
 }  // namespace h2::heteropp

@@ -4,16 +4,6 @@
 
 namespace h2::heteropp {
 
-namespace {
-
-std::vector<Tensor> plain(const std::vector<WeightedView>& views) {
-  std::vector<Tensor> tensors;
-  for (const WeightedView& v : views) tensors.push_back(v.view);
-  return tensors;
-}
-
-}  // namespace
-
 ShardedAdamW::ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, Timeline& timeline,
                            const AdamWSettings& settings)
     : model_(model),
@@ -84,7 +74,7 @@ void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
     const Timeline::Clock::time_point start = Timeline::Clock::now();
     slice.comm->allgather(stream_, updated, packed);
     timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(), {{"elements", slice.length}});
-    unpack(stream_, packed, plain(weights));
+    unpack(stream_, packed, tensors_of(weights));
   }
 }
 
@@ -122,12 +112,9 @@ ShardedAdamW::State ShardedAdamW::empty_state() const {
 
 namespace {
 
-Tensor& member(ShardedAdamW::Whole& whole, int which) {
-  return which == 0 ? whole.master : which == 1 ? whole.exp_avg : whole.exp_avg_sq;
-}
-const Tensor& member(const ShardedAdamW::Whole& whole, int which) {
-  return which == 0 ? whole.master : which == 1 ? whole.exp_avg : whole.exp_avg_sq;
-}
+// A parameter's state, in the order of the slices' tensors (master_, exp_avg_, exp_avg_sq_).
+constexpr Tensor ShardedAdamW::Whole::*kMembers[] = {&ShardedAdamW::Whole::master, &ShardedAdamW::Whole::exp_avg,
+                                                     &ShardedAdamW::Whole::exp_avg_sq};
 
 }  // namespace
 
@@ -144,7 +131,7 @@ ShardedAdamW::State ShardedAdamW::gather_state() {
       }
       const Tensor packed = Tensor::empty(stream_, {slice.length}, DType::f32);
       slice.comm->allgather(stream_, *mine[which], packed);
-      unpack(stream_, packed, plain(views(slice, [&](size_t i) { return member(whole.at(i), which); })));
+      unpack(stream_, packed, tensors_of(views(slice, [&](size_t i) { return whole.at(i).*kMembers[which]; })));
     }
   }
   return whole;
@@ -157,7 +144,7 @@ void ShardedAdamW::scatter_state(const State& whole) {
     for (int which = 0; which < 3; ++which) {
       if (mine[which] == nullptr) continue;  // set with the weights below
       const Tensor packed =
-          pack(stream_, views(slice, [&](size_t i) { return member(whole.at(i), which); }), slice.length, DType::f32);
+          pack(stream_, views(slice, [&](size_t i) { return whole.at(i).*kMembers[which]; }), slice.length, DType::f32);
       ops::copy(stream_, packed.slice(0, slice.begin, slice.begin + slice.size), *mine[which]);
     }
   }

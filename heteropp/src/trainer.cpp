@@ -288,9 +288,8 @@ class RankTrainer {
         if (!role_.last()) grad_output = messages_->receive_gradients(j, role_.next_rank);
         passes_.start(stream_);
         const bool last = last_backward != schedule.rend() && &pass == &*last_backward;
-        Tensor grad_input = model_->backward(j, grad_output, loss_weight, [&](int layer) {
-          if (last) gradient_sync_->layer_done(layer);
-        });
+        const std::function<void(int)> layer_done = [this](int layer) { gradient_sync_->layer_done(layer); };
+        Tensor grad_input = model_->backward(j, grad_output, loss_weight, last ? layer_done : nullptr);
         compute_done("backward", j);
         for (int peer : role_.send_prev) messages_->send_gradients(grad_input, peer, j);
       }
