@@ -99,8 +99,9 @@ std::optional<Plan> best_uniform(const Evaluator& evaluator, const std::vector<i
         }
         if (!fits) continue;
         Candidate c{{{layout, stages}}, {{micro_batches / r, micro_batches % r}}, b, 0};
-        c.estimate = evaluator.estimate_pipeline(evaluator.pipeline_times(c.classes[0], b), c.split[0].most()) +
-                     evaluator.dp_allreduce_time(c.classes);
+        const PipelineTimes times = evaluator.pipeline_times(c.classes[0], b);
+        c.estimate =
+            evaluator.estimate_pipeline(times, c.split[0].most()) + evaluator.after_pipeline_time(c.classes, {times});
         candidates.push_back(std::move(c));
       }
     }

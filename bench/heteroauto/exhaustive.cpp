@@ -95,10 +95,12 @@ ExhaustiveResult exhaustive_search(const Evaluator& evaluator, int max_classes, 
         std::vector<Candidate*> chosen;
         std::vector<int> replicas;
         std::vector<PartitionedClass> classes;
+        std::vector<PipelineTimes> times;
         for (size_t k = 0; k < choices.size(); ++k) {
           chosen.push_back(&(*choices[k])[pick[k]]);
           replicas.push_back(chosen.back()->pc.layout.replicas);
           classes.push_back(chosen.back()->pc);
+          times.push_back(chosen.back()->times);
         }
         auto simulated = [&](size_t c, int m) {
           auto [it, fresh] = chosen[c]->makespan.try_emplace(m, 0.0);
@@ -109,7 +111,7 @@ ExhaustiveResult exhaustive_search(const Evaluator& evaluator, int max_classes, 
         if (!split.empty()) {
           double step = 0;
           for (size_t k = 0; k < chosen.size(); ++k) step = std::max(step, simulated(k, split[k].most()));
-          step += evaluator.dp_allreduce_time(classes);
+          step += evaluator.after_pipeline_time(classes, times);
           best = std::min(best, step);
         }
         return true;

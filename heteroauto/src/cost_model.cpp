@@ -48,17 +48,13 @@ std::string format_memory(double bytes) {
   return text;
 }
 
-CostModel::CostModel(const Cluster& cluster, const Model& model, bool distributed_optimizer)
-    : cluster_(cluster), model_(model), distributed_optimizer_(distributed_optimizer) {
+CostModel::CostModel(const Cluster& cluster, const Model& model, GradientSettings gradients)
+    : cluster_(cluster),
+      model_(model),
+      gradients_(gradients),
+      layer_parameters_(model.layer_parameters()),
+      embedding_parameters_(model.embedding_parameters()) {
   for (const auto& g : cluster_.nodes) peak_flops(cluster_.device_type(g.device_type), model_.dtype);
-}
-
-double CostModel::layer_parameters() const {
-  return model_.layer_parameters();
-}
-
-double CostModel::embedding_parameters() const {
-  return model_.embedding_parameters();
 }
 
 double CostModel::layer_forward_flops(int micro_batch) const {
@@ -79,21 +75,19 @@ Link CostModel::intra_node_link(const NodeGroup& nodes) const {
   return {nodes.intra_node_bandwidth_gbps, nodes.intra_node_latency_us, false, 0};
 }
 
-Link CostModel::nic_link(const NodeGroup& nodes) const {
+Link CostModel::nic_link(const NodeGroup& nodes, int concurrent) const {
   const NicType& nic = cluster_.nic(nodes.nic);
-  // A node's NICs are shared by its devices when every device sends at once (DP rings, one per
-  // tensor-parallel rank): each device gets its share, at most one NIC's bandwidth.
-  const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / nodes.devices_per_node);
+  const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / std::max(1, concurrent));
   const DeviceType& type = cluster_.device_type(nodes.device_type);
   // Plain Ethernet (TCP) always goes through host memory; RDMA NICs read device memory only where
   // the vendor pair supports it.
   const bool staged = nic.kind == NicKind::ethernet || !cluster_.device_direct(type.vendor, type.vendor);
-  return {nic.bandwidth_gbps * share, nic.latency_us, staged, type.host_link_gbps};
+  return {nic.bandwidth_gbps * nic.efficiency * share, nic.latency_us, staged, type.host_link_gbps};
 }
 
-Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node) const {
-  if (a.nodes == b.nodes) return same_node ? intra_node_link(*a.nodes) : nic_link(*a.nodes);
-  const Link la = nic_link(*a.nodes), lb = nic_link(*b.nodes);
+Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const {
+  if (same_node) return intra_node_link(*a.nodes);
+  const Link la = nic_link(*a.nodes, senders), lb = nic_link(*b.nodes, receivers);
   const DeviceType& ta = cluster_.device_type(a.nodes->device_type);
   const DeviceType& tb = cluster_.device_type(b.nodes->device_type);
   Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
@@ -225,7 +219,7 @@ double CostModel::parameter_state_bytes(const StageSpec& stage) const {
   // 16-bit weights (an f32 weight is its own master, which every replica needs).
   const double sharded = 8 + (model_.dtype_bytes() == 2 ? 4 : 0);
   const double per_parameter = state_bytes_per_parameter(model_) - sharded +
-                               sharded / (distributed_optimizer_ ? std::max(1, stage.replicas) : 1);
+                               sharded / (gradients_.distributed_optimizer ? std::max(1, stage.replicas) : 1);
   return device_parameters(stage) * per_parameter;
 }
 

@@ -23,6 +23,12 @@ constexpr int64_t kMaxLayers = 1 << 16, kMaxWidth = 1 << 22, kMaxHeads = 1 << 16
 constexpr int64_t kMaxSeqLen = 1 << 24, kMaxVocab = 1 << 24, kMaxMicroBatch = 1 << 20;
 constexpr int64_t kMaxGlobalBatch = 1 << 30;  // samples; the micro-batch count is an int
 
+// What NICs achieve of their line rate in training traffic when a description does not say
+// (docs/heteroauto-cost-model.md, "NIC kinds", gives the measurements behind them): InfiniBand's
+// credit-based flow control keeps large transfers near line rate; RoCE over lossy-tuned Ethernet
+// loses to congestion control and retransmission; TCP pays the kernel's copies and a socket per flow.
+constexpr double kInfinibandEfficiency = 0.9, kRoceEfficiency = 0.75, kEthernetEfficiency = 0.5;
+
 template <typename Item>
 void check_unique(const std::vector<Item>& items, const std::string& what) {
   std::set<std::string> names;
@@ -56,8 +62,70 @@ MeasuredProfile parse_measured_profile(const nlohmann::json& j, const std::strin
   p.embedding = parse_measured_times(r, "embedding", false);
   p.head = parse_measured_times(r, "head", false);
   p.optimizer_ns_per_parameter = r.number("optimizer_ns_per_parameter", 0, 0, 1e9);
+  p.spread = r.number("spread", 0, 0, 1e6);
+  p.repeats = static_cast<int>(r.optional_integer("repeats", 0, 0, 1 << 20));
   r.reject_unknown();
   return p;
+}
+
+// The fields of a node group after its name and type; the NIC is checked against `c`'s when it has any.
+void parse_node_shape(JsonReader& nr, const Cluster& c, NodeGroup& g) {
+  g.count = static_cast<int>(nr.required_integer("count", 1, kMaxNodes));
+  g.devices_per_node = static_cast<int>(nr.required_integer("devices_per_node", 1, kMaxPerNode));
+  if (static_cast<int64_t>(g.count) * g.devices_per_node > kMaxDevices)
+    nr.fail("count", "times devices_per_node is " + std::to_string(static_cast<int64_t>(g.count) * g.devices_per_node) +
+                         " devices, more than " + std::to_string(kMaxDevices));
+  g.intra_node_bandwidth_gbps = nr.required_number("intra_node_bandwidth_gbps", kMinGbps, kMaxGbps);
+  g.intra_node_latency_us = nr.number("intra_node_latency_us", 2, 0, 1e7);
+  g.nic = nr.string("nic");
+  if (!c.nics.empty() && std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == g.nic; }))
+    nr.fail("nic", "'" + g.nic + "' is not one of nic_types");
+  g.nics_per_node = static_cast<int>(nr.optional_integer("nics_per_node", 1, 1, kMaxPerNode));
+}
+
+// {"source", "model": {...}, "nodes": {count, devices_per_node, ...}, "layout": {"tp", "pp",
+// "micro_batch", "recompute"}, "step_time_s"}: a homogeneous run of the type `type_name`.
+Calibration parse_calibration(const nlohmann::json& j, const std::string& path, const std::string& type_name) {
+  JsonReader r(j, path);
+  Calibration k;
+  k.source = r.string("source");
+  k.model = parse_model_at(r.required("model"), r.path_of("model"));
+  JsonReader nr(r.required("nodes"), r.path_of("nodes"));
+  k.nodes.name = "calibration";
+  k.nodes.device_type = type_name;
+  parse_node_shape(nr, Cluster{}, k.nodes);
+  k.nodes.cluster = "default";
+  nr.reject_unknown();
+  JsonReader lr(r.required("layout"), r.path_of("layout"));
+  k.tp = static_cast<int>(lr.optional_integer("tp", 1, 1, kMaxPerNode));
+  k.pp = static_cast<int>(lr.optional_integer("pp", 1, 1, k.model.layers));
+  k.micro_batch = static_cast<int>(lr.optional_integer("micro_batch", 1, 1, k.model.global_batch));
+  const std::string recompute = lr.string("recompute", "none");
+  if (recompute != "none" && recompute != "full")
+    lr.fail("recompute", "must be \"none\" or \"full\" (got '" + recompute + "')");
+  k.recompute = recompute == "full" ? Recompute::full : Recompute::none;
+  const std::string grad_dtype = lr.string("grad_comm_dtype", "f32");
+  if (!kDtypes.count(grad_dtype)) lr.fail("grad_comm_dtype", "must be f32, bf16 or f16 (got '" + grad_dtype + "')");
+  k.grad_comm_bytes = grad_dtype == "f32" ? 4 : 2;
+  if (const nlohmann::json* overlap = lr.optional("overlap_grad_reduce")) {
+    if (!overlap->is_boolean()) lr.fail("overlap_grad_reduce", "must be true or false");
+    k.overlap_grad_reduce = overlap->get<bool>();
+  }
+  lr.reject_unknown();
+  const int64_t devices = static_cast<int64_t>(k.nodes.count) * k.nodes.devices_per_node;
+  if (devices % (k.tp * k.pp) != 0)
+    lr.fail("tp", "times pp (" + std::to_string(k.tp * k.pp) + ") must divide the nodes' " + std::to_string(devices) +
+                      " devices");
+  const int64_t dp = devices / (k.tp * k.pp);
+  if (k.model.global_batch % (dp * k.micro_batch) != 0)
+    lr.fail("micro_batch", "times the " + std::to_string(dp) +
+                               " data-parallel replicas must divide the model's global_batch (" +
+                               std::to_string(k.model.global_batch) + ")");
+  if (k.nodes.devices_per_node % k.tp != 0)
+    lr.fail("tp", "must divide the nodes' devices_per_node (" + std::to_string(k.nodes.devices_per_node) + ")");
+  k.step_time_s = r.required_number("step_time_s", 1e-9, 1e9);
+  r.reject_unknown();
+  return k;
 }
 
 DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
@@ -75,6 +143,11 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   }
   d.memory_gib = r.required_number("memory_gib", kMinMemoryGib, kMaxMemoryGib);
   d.efficiency = r.number("efficiency", 0.5, 1e-3, 1);
+  if (const nlohmann::json* calibration = r.optional("calibrated_from")) {
+    if (j.contains("efficiency"))
+      r.fail("calibrated_from", "and efficiency both say how fast the type is: give one of them");
+    d.calibrated_from = parse_calibration(*calibration, r.path_of("calibrated_from"), d.name);
+  }
   d.runtime_overhead_gib = r.number("runtime_overhead_gib", 1, 0, d.memory_gib);
   d.host_link_gbps = r.number("host_link_gbps", 200, kMinGbps, kMaxGbps);
   if (const nlohmann::json* measured = r.optional("measured")) {
@@ -95,6 +168,14 @@ NicKind parse_nic_kind(JsonReader& r) {
 }
 
 }  // namespace
+
+double default_nic_efficiency(NicKind kind) {
+  switch (kind) {
+    case NicKind::infiniband: return kInfinibandEfficiency;
+    case NicKind::roce: return kRoceEfficiency;
+    default: return kEthernetEfficiency;
+  }
+}
 
 std::string to_string(NicKind kind) {
   switch (kind) {
@@ -122,6 +203,7 @@ Cluster parse_cluster(const nlohmann::json& json) {
     n.kind = parse_nic_kind(nr);
     n.bandwidth_gbps = nr.required_number("bandwidth_gbps", kMinGbps, kMaxGbps);
     n.latency_us = nr.number("latency_us", 5, 0, 1e7);
+    n.efficiency = nr.number("efficiency", default_nic_efficiency(n.kind), 0.01, 1);
     nr.reject_unknown();
     c.nics.push_back(n);
   });
@@ -133,22 +215,17 @@ Cluster parse_cluster(const nlohmann::json& json) {
     g.device_type = nr.string("device_type");
     if (std::none_of(c.device_types.begin(), c.device_types.end(), [&](auto& d) { return d.name == g.device_type; }))
       nr.fail("device_type", "'" + g.device_type + "' is not one of device_types");
-    g.count = static_cast<int>(nr.required_integer("count", 1, kMaxNodes));
-    g.devices_per_node = static_cast<int>(nr.required_integer("devices_per_node", 1, kMaxPerNode));
-    if (static_cast<int64_t>(g.count) * g.devices_per_node > kMaxDevices)
-      nr.fail("count", "times devices_per_node is " +
-                           std::to_string(static_cast<int64_t>(g.count) * g.devices_per_node) + " devices, more than " +
-                           std::to_string(kMaxDevices));
-    g.intra_node_bandwidth_gbps = nr.required_number("intra_node_bandwidth_gbps", kMinGbps, kMaxGbps);
-    g.intra_node_latency_us = nr.number("intra_node_latency_us", 2, 0, 1e7);
-    g.nic = nr.string("nic");
-    if (std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == g.nic; }))
-      nr.fail("nic", "'" + g.nic + "' is not one of nic_types");
-    g.nics_per_node = static_cast<int>(nr.optional_integer("nics_per_node", 1, 1, kMaxPerNode));
+    parse_node_shape(nr, c, g);
     g.cluster = nr.string("cluster", "default");
     nr.reject_unknown();
     c.nodes.push_back(g);
   });
+  // A calibration's nodes name one of the NIC types, known only now.
+  for (size_t i = 0; i < c.device_types.size(); ++i)
+    if (const auto& k = c.device_types[i].calibrated_from;
+        k && std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == k->nodes.nic; }))
+      throw DescriptionError("device_types[" + std::to_string(i) + "].calibrated_from.nodes.nic: '" + k->nodes.nic +
+                             "' is not one of nic_types");
   check_unique(c.nodes, "nodes");
   int64_t devices = 0;
   for (const NodeGroup& g : c.nodes) devices += static_cast<int64_t>(g.count) * g.devices_per_node;
@@ -184,7 +261,11 @@ Cluster parse_cluster(const nlohmann::json& json) {
 }
 
 Model parse_model(const nlohmann::json& json) {
-  JsonReader r(json, "");
+  return parse_model_at(json, "");
+}
+
+Model parse_model_at(const nlohmann::json& json, const std::string& path) {
+  JsonReader r(json, path);
   Model m;
   m.name = r.string("name", "model");
   m.layers = static_cast<int>(r.required_integer("layers", 1, kMaxLayers));

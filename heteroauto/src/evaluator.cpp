@@ -1,17 +1,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <queue>
-#include <set>
 
 #include "h2/heteroauto/layout.hpp"
 
 namespace h2::heteroauto {
 
 namespace {
-
-// Gradients are averaged in fp32 whatever the model dtype (HeteroPP keeps fp32 gradients).
-constexpr double kGradientBytes = 4;
 
 std::string milliseconds(double seconds) {
   char text[32];
@@ -31,30 +28,85 @@ int ClassLayout::stage_count() const {
 }
 
 Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule,
-                     bool distributed_optimizer)
-    : canonical_(canonical), cost_(canonical.cluster, model, distributed_optimizer), schedule_(schedule) {}
-
-bool Evaluator::segment_in_one_node(const Segment& s) const {
-  const int per_node = cluster().nodes[s.group].devices_per_node;
-  return s.devices() <= per_node && per_node % s.devices() == 0;
+                     GradientSettings gradients)
+    : canonical_(canonical), cost_(canonical.cluster, model, gradients), schedule_(schedule) {
+  const Cluster& c = canonical.cluster;
+  for (const NodeGroup& g : c.nodes) nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
+  for (const NodeGroup& g : c.nodes) {
+    between_.emplace_back();
+    for (const NodeGroup& other : c.nodes) {
+      const bool direct = c.device_direct(c.device_type(g.device_type).vendor, c.device_type(other.device_type).vendor);
+      between_.back().push_back(
+          {direct, g.cluster == other.cluster ? nullptr : c.inter_cluster_link(g.cluster, other.cluster)});
+    }
+  }
 }
 
-bool Evaluator::replicas_in_one_node(const Segment& s, int replicas) const {
+int Evaluator::replicas_per_node(const Segment& s, int replicas) const {
   const int per_node = cluster().nodes[s.group].devices_per_node;
-  return s.devices() * replicas <= per_node && per_node % s.devices() == 0;
+  return std::max(1, std::min(replicas, per_node / s.devices()));
+}
+
+Evaluator::Hop Evaluator::hop_within(const Segment& s, int replicas, int k) const {
+  const int64_t n = cluster().nodes[s.group].devices_per_node, d = s.devices(), t = s.tp;
+  const auto sender_node = [&](int64_t r) { return (r * d + k * t) / n; };
+  const auto receiver_node = [&](int64_t r) { return (r * d + (k + 1) * t) / n; };
+  const auto crosses = [&](int64_t r) { return sender_node(r) != receiver_node(r); };
+  // Replica offsets repeat modulo n every n / gcd(d, n) replicas; replicas further apart than a
+  // node's width never share one.
+  const int64_t period = n / std::gcd(d, n), reach = n / d + 1;
+  Hop hop;
+  for (int64_t r = 0; r < std::min<int64_t>(replicas, period); ++r) {
+    if (!crosses(r)) continue;
+    hop.same_node = false;
+    int senders = 0, receivers = 0;
+    for (int64_t q = std::max<int64_t>(0, r - reach); q <= std::min<int64_t>(replicas - 1, r + reach); ++q) {
+      if (!crosses(q)) continue;
+      if (sender_node(q) == sender_node(r)) senders += s.tp;
+      if (receiver_node(q) == receiver_node(r)) receivers += s.tp;
+    }
+    hop.senders = std::max(hop.senders, senders);
+    hop.receivers = std::max(hop.receivers, receivers);
+  }
+  return hop;
+}
+
+Evaluator::Hop Evaluator::hop_between(const Segment& a, const Segment& b, int replicas) const {
+  const int64_t na = cluster().nodes[a.group].devices_per_node, nb = cluster().nodes[b.group].devices_per_node;
+  const int64_t da = a.devices(), db = b.devices();
+  const auto sender_node = [&](int64_t r) { return (r * da + (a.stages - 1) * a.tp) / na; };
+  const auto receiver_node = [&](int64_t r) { return r * db / nb; };
+  const int64_t pa = na / std::gcd(da, na), pb = nb / std::gcd(db, nb);
+  const int64_t period = pa / std::gcd(pa, pb) * pb, reach = std::max(na / da, nb / db) + 1;
+  Hop hop{false, 0, 0};
+  for (int64_t r = 0; r < std::min<int64_t>(replicas, period); ++r) {
+    int senders = 0, receivers = 0;
+    for (int64_t q = std::max<int64_t>(0, r - reach); q <= std::min<int64_t>(replicas - 1, r + reach); ++q) {
+      if (sender_node(q) == sender_node(r)) senders += a.tp;
+      if (receiver_node(q) == receiver_node(r)) receivers += b.tp;
+    }
+    hop.senders = std::max(hop.senders, senders);
+    hop.receivers = std::max(hop.receivers, receivers);
+  }
+  return hop;
 }
 
 double Evaluator::dp_allreduce_lower_bound(const ClassLayout& layout) const {
   if (layout.replicas <= 1) return 0;
   const int p = layout.stage_count();
-  const double layers = (cost_.model().layers + p - 1) / p;
+  const bool overlap = cost_.gradients().overlap;
+  // Some stage holds ceil(L / p) layers or more; with overlapping sums only the last layer's share of
+  // stage 0's sum must be exposed, which is at least 1 / L of the whole model's (the latency is paid
+  // once however many layers share it).
+  const double layers = overlap ? cost_.model().layers : (cost_.model().layers + p - 1) / p;
   double fastest = std::numeric_limits<double>::infinity();
   for (const Segment& s : layout.segments) {
-    const Link link = ring_link({s.group}, replicas_in_one_node(s, layout.replicas));
-    const double bytes = layers * cost_.layer_parameters() * kGradientBytes / s.tp;
-    fastest = std::min(fastest, cost_.allreduce_time(link, bytes, layout.replicas));
+    const double bytes = layers * cost_.layer_parameters() * cost_.gradients().comm_bytes / s.tp;
+    RingMembers members{};
+    members[s.group] = {layout.replicas, replicas_per_node(s, layout.replicas)};
+    fastest = std::min(fastest, hierarchical_allreduce(1u << s.group, members, bytes));
   }
-  return fastest;
+  return overlap ? fastest / layers : fastest;
 }
 
 double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const {
@@ -63,11 +115,15 @@ double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const
   for (size_t i = 0; i < layout.segments.size(); ++i) {
     const Segment& s = layout.segments[i];
     const StageSpec here{&cluster().nodes[s.group], s.tp};
-    if (s.stages > 1)
-      sum += (s.stages - 1) * cost_.transfer_time(cost_.link_between(here, here, segment_in_one_node(s)), bytes);
+    for (int k = 0; k + 1 < s.stages; ++k) {
+      const Hop hop = hop_within(s, layout.replicas, k);
+      sum += cost_.transfer_time(cost_.link_between(here, here, hop.same_node, hop.senders, hop.receivers), bytes);
+    }
     if (i + 1 < layout.segments.size()) {
-      const StageSpec next{&cluster().nodes[layout.segments[i + 1].group], layout.segments[i + 1].tp};
-      sum += cost_.transfer_time(cost_.link_between(here, next, false), bytes);
+      const Segment& n = layout.segments[i + 1];
+      const StageSpec next{&cluster().nodes[n.group], n.tp};
+      const Hop hop = hop_between(s, n, layout.replicas);
+      sum += cost_.transfer_time(cost_.link_between(here, next, false, hop.senders, hop.receivers), bytes);
     }
   }
   return sum;
@@ -92,13 +148,14 @@ PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_bat
     times.forward.push_back(t.forward);
     times.backward.push_back(t.backward);
   }
-  // Consecutive stages of one segment share a node when the segment fits one node aligned.
   size_t k = 0;
-  for (const Segment& s : c.layout.segments) {
-    for (int i = 0; i < s.stages; ++i, ++k) {
+  const std::vector<Segment>& segments = c.layout.segments;
+  for (size_t si = 0; si < segments.size(); ++si) {
+    for (int i = 0; i < segments[si].stages; ++i, ++k) {
       if (k + 1 >= c.stages.size()) break;
-      const bool same_segment = i + 1 < s.stages;
-      const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], same_segment && segment_in_one_node(s));
+      const Hop hop = i + 1 < segments[si].stages ? hop_within(segments[si], c.layout.replicas, i)
+                                                  : hop_between(segments[si], segments[si + 1], c.layout.replicas);
+      const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], hop.same_node, hop.senders, hop.receivers);
       times.transfer.push_back(cost_.transfer_time(link, cost_.boundary_bytes(micro_batch)));
     }
   }
@@ -106,6 +163,10 @@ PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_bat
 }
 
 double Evaluator::estimate_pipeline(const PipelineTimes& times, int micro_batches) const {
+  return pipeline_estimate(times).at(micro_batches);
+}
+
+PipelineEstimate Evaluator::pipeline_estimate(const PipelineTimes& times) const {
   const size_t p = times.forward.size();
   double sum = 0;
   for (size_t k = 0; k < p; ++k) sum += times.forward[k] + times.backward[k];
@@ -119,75 +180,130 @@ double Evaluator::estimate_pipeline(const PipelineTimes& times, int micro_batche
     if (k + 1 < p) round_trip += 2 * times.transfer[k];
     period = std::max({period, times.forward[k] + times.backward[k], round_trip / static_cast<double>(p - k)});
   }
-  return sum + (micro_batches - 1) * period;
+  return {sum, period};
 }
 
-Link Evaluator::ring_link(const std::vector<int>& groups, bool in_one_node) const {
-  const Cluster& c = cluster();
-  if (in_one_node) return cost_.intra_node_link(c.nodes[groups.front()]);
-  Link link = cost_.nic_link(c.nodes[groups.front()]);
-  for (int g : groups) {
-    const Link nic = cost_.nic_link(c.nodes[g]);
+Link Evaluator::ring_link(unsigned groups) const {
+  Link link;
+  bool first = true;
+  for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
+    if (!(groups & (1u << g))) continue;
+    const Link& nic = nic_all_at_once_[g];
+    if (first) link = nic;
+    first = false;
     link.bandwidth_gbps = std::min(link.bandwidth_gbps, nic.bandwidth_gbps);
     link.latency_us = std::max(link.latency_us, nic.latency_us);
     link.host_link_gbps = std::min(link.host_link_gbps, nic.host_link_gbps);
     link.host_staged = link.host_staged || nic.host_staged;
-    for (int other : groups) {
-      const DeviceType& a = c.device_type(c.nodes[g].device_type);
-      const DeviceType& b = c.device_type(c.nodes[other].device_type);
-      if (!c.device_direct(a.vendor, b.vendor)) link.host_staged = true;
-      if (c.nodes[g].cluster != c.nodes[other].cluster) {
-        const InterClusterLink* inter = c.inter_cluster_link(c.nodes[g].cluster, c.nodes[other].cluster);
-        link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);
-        link.latency_us = std::max(link.latency_us, cost_.nic_link(c.nodes[g]).latency_us + inter->latency_us);
+    for (int other = 0; other < static_cast<int>(nic_all_at_once_.size()); ++other) {
+      if (!(groups & (1u << other))) continue;
+      const Between& between = between_[g][other];
+      if (!between.device_direct) link.host_staged = true;
+      if (between.inter_cluster != nullptr) {
+        link.bandwidth_gbps = std::min(link.bandwidth_gbps, between.inter_cluster->bandwidth_gbps);
+        link.latency_us = std::max(link.latency_us, nic.latency_us + between.inter_cluster->latency_us);
       }
     }
   }
   return link;
 }
 
-double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes) const {
+double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const {
+  double within = 0;
+  int fewest = std::numeric_limits<int>::max(), count = 0;
+  for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
+    if (!(groups & (1u << g))) continue;
+    const int local = members[g].local, nodes = (members[g].replicas + local - 1) / local;
+    // Inside the group: among each node's replicas over its fabric, then across its nodes on
+    // 1 / local of the bytes per device; every group at once, the slowest setting the pace.
+    within = std::max(within, cost_.allreduce_time(cost_.intra_node_link(cluster().nodes[g]), bytes, local) +
+                                  cost_.allreduce_time(nic_all_at_once_[g], bytes / local, nodes));
+    fewest = std::min(fewest, members[g].replicas);
+    ++count;
+  }
+  // Across groups (reduce-scattered inside, all-gathered after): each device's shard with its
+  // counterparts in the other groups, over the slowest link among them.
+  return within + (count > 1 ? cost_.allreduce_time(ring_link(groups), bytes / fewest, count) : 0.0);
+}
+
+std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector<PartitionedClass>& classes) const {
+  std::vector<std::vector<double>> times;
   int replicas = 0;
-  for (const PartitionedClass& c : classes) replicas += c.layout.replicas;
-  if (replicas <= 1) return 0;
-  const double layer_parameters = cost_.layer_parameters();
-  double slowest = 0;
+  for (const PartitionedClass& c : classes) {
+    replicas += c.layout.replicas;
+    times.emplace_back(c.stages.size(), 0.0);
+  }
+  if (replicas <= 1) return times;
+  // The segment of each stage of each class.
+  std::vector<std::vector<const Segment*>> segment_of;
+  for (const PartitionedClass& c : classes) {
+    segment_of.emplace_back();
+    for (const Segment& s : c.layout.segments) segment_of.back().insert(segment_of.back().end(), s.stages, &s);
+  }
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& c = classes[ci];
     int first_layer = 0;
     for (size_t k = 0; k < c.stages.size(); ++k) {
       const StageSpec& stage = c.stages[k];
       const int end_layer = first_layer + stage.layers;
-      // Every replica's devices that hold any of these layers (or the same embedding / head).
-      std::set<int> groups;
+      // Every replica's devices that hold any of these layers (or the same embedding / head): per
+      // group (each is one class's), that class's replicas and how many of them share a node.
+      unsigned groups = 0;
+      RingMembers members{};
       int smallest_tp = stage.tp;
-      for (const PartitionedClass& other : classes) {
+      for (size_t oi = 0; oi < classes.size(); ++oi) {
+        const PartitionedClass& other = classes[oi];
         int start = 0;
-        for (const StageSpec& s : other.stages) {
+        for (size_t j = 0; j < other.stages.size(); ++j) {
+          const StageSpec& s = other.stages[j];
           const bool overlaps = start < end_layer && first_layer < start + s.layers;
           if (overlaps || (stage.first && s.first) || (stage.last && s.last)) {
-            groups.insert(static_cast<int>(s.nodes - cluster().nodes.data()));
+            const auto g = s.nodes - cluster().nodes.data();
+            groups |= 1u << g;
             smallest_tp = std::min(smallest_tp, s.tp);
+            members[g] = {other.layout.replicas, replicas_per_node(*segment_of[oi][j], other.layout.replicas)};
           }
           start += s.layers;
         }
       }
-      // One class on one group whose replicas all sit in one node: the ring stays in the node.
-      bool in_one_node = false;
-      if (classes.size() == 1 && groups.size() == 1)
-        for (const Segment& s : c.layout.segments)
-          if (s.group == *groups.begin()) in_one_node = replicas_in_one_node(s, c.layout.replicas);
       // Each tensor-parallel index's ring carries its share of the blocks and the embedding and
       // head whole (HeteroPP does not cut them).
-      double parameters = stage.layers * layer_parameters / smallest_tp;
+      double parameters = stage.layers * cost_.layer_parameters() / smallest_tp;
       if (stage.first) parameters += cost_.embedding_parameters();
       if (stage.last) parameters += cost_.embedding_parameters();
-      const Link link = ring_link({groups.begin(), groups.end()}, in_one_node);
-      slowest = std::max(slowest, cost_.allreduce_time(link, parameters * kGradientBytes, replicas));
+      times[ci][k] = hierarchical_allreduce(groups, members, parameters * cost_.gradients().comm_bytes);
       first_layer = end_layer;
     }
   }
+  return times;
+}
+
+double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes) const {
+  double slowest = 0;
+  for (const std::vector<double>& stages : dp_allreduce_times(classes))
+    for (double t : stages) slowest = std::max(slowest, t);
   return slowest;
+}
+
+double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
+                                         const std::vector<PipelineTimes>& times) const {
+  const std::vector<std::vector<double>> sums = dp_allreduce_times(classes);
+  double exposed = 0;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const PipelineTimes& t = times[ci];
+    double before_end = 0;  // how long before the pipeline's end stage k's last backward pass ends
+    for (size_t k = 0; k < classes[ci].stages.size(); ++k) {
+      double left = sums[ci][k];
+      if (cost_.gradients().overlap && left > 0) {
+        // Layers finish one by one during the pass; the last layer's share waits for its end.
+        const double layers = std::max(1, classes[ci].stages[k].layers);
+        left = std::max(left / layers, left - t.backward[k] * (layers - 1) / layers);
+      }
+      exposed = std::max(exposed, left - before_end);
+      before_end += t.backward[k] + (k < t.transfer.size() ? t.transfer[k] : 0.0);
+    }
+  }
+  return exposed;
 }
 
 double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) const {
@@ -199,7 +315,9 @@ double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) c
 
 std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::vector<PipelineTimes>& times,
                                                             const std::vector<int>& replicas, int micro_batches) const {
-  return split_micro_batches([&](size_t c, int m) { return estimate_pipeline(times[c], m); }, replicas, micro_batches);
+  std::vector<PipelineEstimate> estimates;  // the period does not depend on the micro-batch count
+  for (const PipelineTimes& t : times) estimates.push_back(pipeline_estimate(t));
+  return split_micro_batches([&](size_t c, int m) { return estimates[c].at(m); }, replicas, micro_batches);
 }
 
 std::vector<MicroBatchSplit> Evaluator::split_micro_batches(const std::function<double(size_t, int)>& time,
@@ -296,9 +414,10 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
     double time = -1;
     size_t pipeline = 0;
   } slowest;
+  std::vector<PipelineTimes> class_times;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& pc = classes[ci];
-    const PipelineTimes times = pipeline_times(pc, micro_batch);
+    const PipelineTimes& times = class_times.emplace_back(pipeline_times(pc, micro_batch));
     const int p = static_cast<int>(pc.stages.size());
     PlanPipeline pipeline;
     pipeline.transfer_s = times.transfer;
@@ -329,8 +448,9 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       replica.pipeline_time_s = sim.makespan;
       for (const Segment& segment : pc.layout.segments) {
         const DeviceType& type = c.device_type(c.nodes[segment.group].device_type);
-        plan.prediction.cost_basis[type.name] =
-            cost_.measured(type) != nullptr ? "measured (h2 profile)" : "peak x efficiency";
+        plan.prediction.cost_basis[type.name] = cost_.measured(type) != nullptr ? "measured (h2 profile)"
+                                                : type.calibrated_from ? "peak x efficiency fitted to a homogeneous run"
+                                                                       : "peak x efficiency";
         for (int k = 0; k < segment.stages; ++k) {
           std::vector<DeviceRef> devices;
           for (int t = 0; t < segment.tp; ++t) devices.push_back(take_device(segment.group, rank++));
@@ -350,8 +470,9 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
 
   PlanPrediction& prediction = plan.prediction;
   prediction.dp_allreduce_s = dp_allreduce_time(classes);
+  prediction.exposed_allreduce_s = exposed_allreduce_time(classes, class_times);
   prediction.optimizer_s = optimizer_time(classes);
-  prediction.step_time_s = prediction.pipeline_time_s + prediction.dp_allreduce_s + prediction.optimizer_s;
+  prediction.step_time_s = prediction.pipeline_time_s + prediction.exposed_allreduce_s + prediction.optimizer_s;
   prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;
   prediction.mfu = cost_.step_flops() / (prediction.step_time_s * used_peak);
   prediction.bubble_fraction = 1 - busy / (replica_stages * prediction.pipeline_time_s);
@@ -371,9 +492,10 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
                             std::to_string(w.first_layer) + "-" + std::to_string(w.first_layer + w.layers - 1) +
                             (w.recompute == Recompute::full ? ", recomputed" : "") + ") takes " +
                             milliseconds(w.forward_s + w.backward_s) + " per micro-batch";
-  if (prediction.dp_allreduce_s > 0.5 * prediction.pipeline_time_s)
-    prediction.bottleneck = "data-parallel gradient allreduce: " + milliseconds(prediction.dp_allreduce_s) +
-                            " after a " + milliseconds(prediction.pipeline_time_s) + " pipeline; " + stage_words;
+  if (prediction.exposed_allreduce_s > 0.5 * prediction.pipeline_time_s)
+    prediction.bottleneck = "data-parallel gradient allreduce: " + milliseconds(prediction.exposed_allreduce_s) +
+                            " exposed after a " + milliseconds(prediction.pipeline_time_s) + " pipeline; " +
+                            stage_words;
   else
     prediction.bottleneck = "compute: " + stage_words;
   return plan;

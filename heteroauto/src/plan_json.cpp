@@ -149,6 +149,7 @@ nlohmann::json to_json(const Plan& plan) {
            {{"step_time_s", e.step_time_s},
             {"pipeline_time_s", e.pipeline_time_s},
             {"dp_allreduce_s", e.dp_allreduce_s},
+            {"exposed_allreduce_s", e.exposed_allreduce_s},
             {"optimizer_s", e.optimizer_s},
             {"tokens_per_s", e.tokens_per_s},
             {"mfu", e.mfu},
@@ -180,6 +181,7 @@ Plan plan_from_json(const nlohmann::json& json) {
     e.step_time_s = pr.number("step_time_s", 0, 0, 1e12);
     e.pipeline_time_s = pr.number("pipeline_time_s", 0, 0, 1e12);
     e.dp_allreduce_s = pr.number("dp_allreduce_s", 0, 0, 1e12);
+    e.exposed_allreduce_s = pr.number("exposed_allreduce_s", e.dp_allreduce_s, 0, 1e12);
     e.optimizer_s = pr.number("optimizer_s", 0, 0, 1e12);
     e.tokens_per_s = pr.number("tokens_per_s", 0, 0, 1e18);
     e.mfu = pr.number("mfu", 0, 0, 1);

@@ -9,8 +9,10 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <tuple>
 
+#include "h2/heteroauto/calibration.hpp"
 #include "h2/heteroauto/layout.hpp"
 #include "h2/heteroauto/partition.hpp"
 
@@ -45,7 +47,7 @@ class Search {
       : canonical_(canonicalize(cluster)),
         model_(model),
         options_(options),
-        evaluator_(canonical_, model, options.schedule, options.distributed_optimizer) {}
+        evaluator_(canonical_, model, options.schedule, options.gradients) {}
 
   SearchResult run();
 
@@ -207,8 +209,8 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     }
     ClassCandidate candidate{{layout, partition.stages}, {}, 0};
     candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
-    candidate.standalone =
-        evaluator_.estimate_pipeline(candidate.times, per_replica) + evaluator_.after_pipeline_time({candidate.pc});
+    candidate.standalone = evaluator_.estimate_pipeline(candidate.times, per_replica) +
+                           evaluator_.after_pipeline_time({candidate.pc}, {candidate.times});
     auto at = std::upper_bound(best.begin(), best.end(), candidate.standalone,
                                [](double t, const ClassCandidate& c) { return t < c.standalone; });
     best.insert(at, std::move(candidate));
@@ -257,7 +259,7 @@ void Search::combine(int micro_batch, int micro_batches,
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
               c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
-            c.estimate += evaluator_.after_pipeline_time(classes);
+            c.estimate += evaluator_.after_pipeline_time(classes, times);
             keep(std::move(c));
           }
           return true;
@@ -388,9 +390,25 @@ SearchResult Search::run() {
 }  // namespace
 
 SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options) {
-  if (options.top < 1 || options.per_class < 1 || options.max_classes < 1)
-    throw std::invalid_argument("search options: top, per_class and max_classes must be at least 1");
-  return Search(cluster, model, options).run();
+  if (options.top < 1 || options.per_class < 1 || options.max_classes < 0)
+    throw std::invalid_argument("search options: top and per_class must be at least 1, max_classes at least 0");
+  SearchOptions effective = options;
+  if (effective.max_classes == 0) {
+    std::set<std::string> types;
+    for (const NodeGroup& g : cluster.nodes) types.insert(g.device_type);
+    effective.max_classes = std::max(3, static_cast<int>(types.size()));
+  }
+  std::vector<CalibrationFit> fits;
+  const Cluster calibrated = calibrate_cluster(cluster, &fits);
+  SearchResult result = Search(calibrated, model, effective).run();
+  for (const CalibrationFit& fit : fits) {
+    char efficiency[32];
+    std::snprintf(efficiency, sizeof efficiency, "%.3f", fit.efficiency);
+    result.explanation.insert(result.explanation.begin(),
+                              "calibrated " + fit.device_type + ": efficiency " + efficiency + " meets the " +
+                                  seconds_text(fit.measured_step_s) + " step of " + fit.source);
+  }
+  return result;
 }
 
 }  // namespace h2::heteroauto

@@ -104,8 +104,8 @@ TEST(CostModelTest, CommunicationByHand) {
   EXPECT_EQ(s.cost.allreduce_time(link, 1.25e9, 1), 0);
   // A-to-B has no device-direct RDMA: the transfer is staged through host memory.
   StageSpec a{s.fast}, b{s.slow};
-  EXPECT_TRUE(s.cost.link_between(a, b, false).host_staged);
-  EXPECT_FALSE(s.cost.link_between(a, a, true).host_staged);
+  EXPECT_TRUE(s.cost.link_between(a, b, false, 1, 1).host_staged);
+  EXPECT_FALSE(s.cost.link_between(a, a, true, 1, 1).host_staged);
 }
 
 TEST(CostModelTest, ModelDtypeWithoutAPeakIsAnError) {

@@ -163,7 +163,7 @@ TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
     return most;
   };
   const SearchResult plain = search_plans(c, model, {.top = 8});
-  const SearchResult sharded = search_plans(c, model, {.top = 8, .distributed_optimizer = true});
+  const SearchResult sharded = search_plans(c, model, {.top = 8, .gradients = {.distributed_optimizer = true}});
   ASSERT_FALSE(plain.plans.empty()) << plain.infeasible;
   ASSERT_FALSE(sharded.plans.empty()) << sharded.infeasible;
   EXPECT_EQ(most_replicas(plain), 1);

@@ -22,24 +22,29 @@ double milliseconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
-// Median forward and backward time of `stage` on `input` over the timed iterations, after warm-up.
-nlohmann::json time_stage(const ProfileSettings& settings, GptStage& stage, Stream& stream, const Tensor& input,
-                          const Tensor& targets, const Tensor& grad_output, int micro_batch) {
+// The forward and backward times of one part (a layer, the embedding, the head) over the repeats.
+struct PartTimes {
   std::vector<double> forward_ms, backward_ms;
-  for (int i = 0; i < settings.warmup + settings.iterations; ++i) {
-    stream.synchronize();
-    const Clock::time_point start = Clock::now();
-    stage.forward(i, input, targets);
-    stream.synchronize();
-    const Clock::time_point middle = Clock::now();
-    stage.backward(i, grad_output);
-    stream.synchronize();
-    const Clock::time_point end = Clock::now();
-    if (i < settings.warmup) continue;
-    forward_ms.push_back(milliseconds(start, middle));
-    backward_ms.push_back(milliseconds(middle, end));
-  }
-  return {{"micro_batch", micro_batch}, {"forward_ms", median(forward_ms)}, {"backward_ms", median(backward_ms)}};
+};
+
+// One forward and backward of `stage` on `input`, timed into `into` unless null (warm-up).
+void time_once(GptStage& stage, Stream& stream, int iteration, const Tensor& input, const Tensor& targets,
+               const Tensor& grad_output, PartTimes* into) {
+  stream.synchronize();
+  const Clock::time_point start = Clock::now();
+  stage.forward(iteration, input, targets);
+  stream.synchronize();
+  const Clock::time_point middle = Clock::now();
+  stage.backward(iteration, grad_output);
+  stream.synchronize();
+  const Clock::time_point end = Clock::now();
+  if (into == nullptr) return;
+  into->forward_ms.push_back(milliseconds(start, middle));
+  into->backward_ms.push_back(milliseconds(middle, end));
+}
+
+nlohmann::json point(const PartTimes& t, int micro_batch) {
+  return {{"micro_batch", micro_batch}, {"forward_ms", median(t.forward_ms)}, {"backward_ms", median(t.backward_ms)}};
 }
 
 // What a step does per parameter after the backward passes: zero the gradients (before the next
@@ -68,6 +73,14 @@ double optimizer_ns_per_parameter(const ProfileSettings& settings, GptStage& lay
 
 }  // namespace
 
+double relative_spread(std::vector<double> values) {
+  if (values.size() < 2) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  const double middle = values[n / 2];
+  return middle > 0 ? (values[(3 * n) / 4] - values[n / 4]) / middle : 0;
+}
+
 nlohmann::json profile_device(const heteroauto::Model& model, const Device& device, Stream& stream,
                               const ProfileSettings& settings, const std::function<void()>& barrier) {
   const auto wait = [&] {
@@ -79,6 +92,7 @@ nlohmann::json profile_device(const heteroauto::Model& model, const Device& devi
   GptStage embedding(config, 0, 0, true, false, device, stream);
   GptStage head(config, last, last, false, true, device, stream);
   nlohmann::json result = {{"device", device.label()}};
+  double spread = 0;
   for (int b : settings.micro_batches) {
     const int64_t batch = b;
     std::vector<double> token_values(static_cast<size_t>(batch * model.seq_len));
@@ -92,13 +106,28 @@ nlohmann::json profile_device(const heteroauto::Model& model, const Device& devi
     const Tensor dy = head.backward(-1, {}, 1.0 / static_cast<double>(batch * model.seq_len));
     embedding.backward(-1, dy);
     stream.synchronize();
-    wait();
-    result["layer"].push_back(time_stage(settings, layer, stream, x, {}, dy, b));
-    wait();
-    result["embedding"].push_back(time_stage(settings, embedding, stream, tokens, {}, dy, b));
-    wait();
-    result["head"].push_back(time_stage(settings, head, stream, x, tokens, {}, b));
+    // The parts take turns, one repeat each per round: whatever else slows the machine for a while
+    // slows all three alike instead of one part's every repeat, and shows in the spread.
+    PartTimes layer_times, embedding_times, head_times;
+    for (int i = 0; i < settings.warmup + settings.iterations; ++i) {
+      const bool timed = i >= settings.warmup;
+      wait();
+      time_once(layer, stream, i, x, {}, dy, timed ? &layer_times : nullptr);
+      wait();
+      time_once(embedding, stream, i, tokens, {}, dy, timed ? &embedding_times : nullptr);
+      wait();
+      time_once(head, stream, i, x, tokens, {}, timed ? &head_times : nullptr);
+    }
+    result["layer"].push_back(point(layer_times, b));
+    result["embedding"].push_back(point(embedding_times, b));
+    result["head"].push_back(point(head_times, b));
+    std::vector<double> layer_ms;
+    for (size_t i = 0; i < layer_times.forward_ms.size(); ++i)
+      layer_ms.push_back(layer_times.forward_ms[i] + layer_times.backward_ms[i]);
+    spread = std::max(spread, relative_spread(layer_ms));
   }
+  result["spread"] = spread;
+  result["repeats"] = settings.iterations;
   wait();
   result["optimizer_ns_per_parameter"] = optimizer_ns_per_parameter(settings, layer, stream);
   return result;
@@ -118,6 +147,18 @@ nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
   double sum = 0;
   for (const nlohmann::json& d : devices) sum += d["optimizer_ns_per_parameter"].get<double>();
   mean["optimizer_ns_per_parameter"] = sum / n;
+  // The type's spread: the widest of its devices' own, or how far apart its devices' layer times
+  // lie, which for devices of one type should be the same.
+  double spread = 0;
+  for (const nlohmann::json& d : devices) spread = std::max(spread, d["spread"].get<double>());
+  for (size_t i = 0; i < mean["layer"].size(); ++i) {
+    std::vector<double> layer_ms;
+    for (const nlohmann::json& d : devices)
+      layer_ms.push_back(d["layer"][i]["forward_ms"].get<double>() + d["layer"][i]["backward_ms"].get<double>());
+    const auto [low, high] = std::minmax_element(layer_ms.begin(), layer_ms.end());
+    spread = std::max(spread, (*high - *low) / median(layer_ms));
+  }
+  mean["spread"] = spread;
   return mean;
 }
 

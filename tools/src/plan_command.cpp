@@ -32,6 +32,13 @@ nlohmann::json stats_json(const heteroauto::SearchStats& s) {
 
 }  // namespace
 
+heteroauto::GradientSettings gradient_settings(bool distributed_optimizer, const std::string& grad_comm_dtype,
+                                               const std::string& overlap_grad_reduce) {
+  return {.distributed_optimizer = distributed_optimizer,
+          .comm_bytes = grad_comm_dtype == "f32" ? 4 : 2,
+          .overlap = overlap_grad_reduce == "on"};
+}
+
 void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
   CLI::App* command = app.add_subcommand("plan", "Plan a model's layout on a heterogeneous cluster (HeteroAuto)");
   command->add_option("--cluster", options.cluster, "Cluster description (JSON)")->required()->check(CLI::ExistingFile);
@@ -45,6 +52,17 @@ void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
   command->add_flag("--distributed-optimizer", options.distributed_optimizer,
                     "Plan for AdamW's moments sharded over each layer's replicas (h2 train --distributed-optimizer), "
                     "so that plans that only fit with it are found");
+  command
+      ->add_option("--grad-comm-dtype", options.grad_comm_dtype,
+                   "Plan for gradients travelling between replicas in this dtype (as h2 train --grad-comm-dtype)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+  command
+      ->add_option("--overlap-grad-reduce", options.overlap_grad_reduce,
+                   "Plan for gradient sums that overlap the last backward pass, or not (as h2 train "
+                   "--overlap-grad-reduce)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
   command->add_flag("--json", options.json, "Print JSON for programs instead of tables");
   command->add_flag("--explain", options.explain, "Show the search's reasoning and counts");
   command->add_option("-o,--output", options.output,
@@ -58,7 +76,10 @@ int run_plan(const PlanOptions& options) {
     const heteroauto::Cluster cluster = heteroauto::load_cluster(options.cluster);
     const heteroauto::Model model = heteroauto::load_model(options.model);
     const heteroauto::SearchOptions search{
-        .top = options.top, .max_tp = options.max_tp, .distributed_optimizer = options.distributed_optimizer};
+        .top = options.top,
+        .max_tp = options.max_tp,
+        .gradients =
+            gradient_settings(options.distributed_optimizer, options.grad_comm_dtype, options.overlap_grad_reduce)};
     result = heteroauto::search_plans(cluster, model, search);
     for (const Plan& plan : result.plans) heteroauto::check_plan_invariants(plan, cluster);
     // -o is for h2 train --plan: the best plan, as h2 train itself would take.

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "h2/heteroauto/cost_model.hpp"
+
 namespace CLI {
 class App;
 }
@@ -17,9 +19,15 @@ struct PlanOptions {
   int max_tp = 0;  // the largest tensor-parallel degree; 0: any the model and node groups allow
   bool json = false;
   bool explain = false;
-  bool distributed_optimizer = false;  // plan for AdamW's moments sharded over replicas
-  std::string output;                  // the best plan, as a plan file
+  bool distributed_optimizer = false;      // plan for AdamW's moments sharded over replicas
+  std::string grad_comm_dtype = "f32";     // as h2 train's --grad-comm-dtype
+  std::string overlap_grad_reduce = "on";  // as h2 train's --overlap-grad-reduce
+  std::string output;                      // the best plan, as a plan file
 };
+
+// The cost model's gradient settings for h2 train's (and h2 plan's) flags of the same names.
+heteroauto::GradientSettings gradient_settings(bool distributed_optimizer, const std::string& grad_comm_dtype,
+                                               const std::string& overlap_grad_reduce);
 
 void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code);
 int run_plan(const PlanOptions& options);

@@ -51,7 +51,8 @@ void print_plan(const Plan& plan, std::ostream& out) {
   }
   const auto& e = plan.prediction;
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
-      << " + data-parallel allreduce " << format_duration(e.dp_allreduce_s)
+      << " + exposed data-parallel allreduce " << format_duration(e.exposed_allreduce_s) << " of "
+      << format_duration(e.dp_allreduce_s)
       << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string()) << ")\n"
       << "  throughput     " << format_rate(e.tokens_per_s, "tokens/s") << ", MFU " << format_fixed(e.mfu * 100, 1, "%")
       << "\n"

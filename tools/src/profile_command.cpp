@@ -30,6 +30,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kName = "h2 profile";
+// Layer times spread wider than this make a prediction from them mean little: say so.
+constexpr double kSpreadWarning = 0.1;
 
 std::vector<int> micro_batches_of(const ProfileOptions& options, const heteroauto::Model& model) {
   if (options.micro_batch > 0) return {options.micro_batch};
@@ -112,9 +114,9 @@ int run_driver(const ProfileOptions& options) {
   nlohmann::json described = heteroauto::read_json_file(options.cluster, "cluster");
   const heteroauto::CostModel cost(cluster, model);
   Table table({"device type", "devices", "micro-batch", "layer fwd / bwd", "embedding fwd / bwd", "head fwd / bwd",
-               "peak x efficiency layer fwd"});
+               "peak x efficiency layer fwd", "spread"});
   nlohmann::json measured = nlohmann::json::object();
-  std::string optimizer_line;
+  std::string optimizer_line, warnings;
   for (nlohmann::json& type : described.at("device_types")) {
     const std::string name = type.at("name");
     if (!by_type.count(name)) continue;
@@ -132,8 +134,14 @@ int run_driver(const ProfileOptions& options) {
                              2, " ms");
       table.add_row({i == 0 ? name : "", i == 0 ? std::to_string(by_type[name].size()) : "", std::to_string(sizes[i]),
                      ms_cell(profile["layer"][i]), ms_cell(profile["embedding"][i]), ms_cell(profile["head"][i]),
-                     predicted});
+                     predicted, i == 0 ? format_fixed(profile["spread"].get<double>() * 100, 1, "%") : ""});
     }
+    if (const double spread = profile["spread"].get<double>(); spread > kSpreadWarning)
+      warnings += "warning: " + name + "'s layer times spread by " + format_fixed(spread * 100, 1, "%") + " over " +
+                  std::to_string(options.iterations) +
+                  " interleaved repeats (interquartile range over the median, or between its devices): a prediction "
+                  "made from them is uncertain by about as much. Measure on an otherwise idle machine, or with more "
+                  "--iterations.\n";
     optimizer_line += (optimizer_line.empty() ? "" : ", ") + name + " " +
                       format_fixed(profile["optimizer_ns_per_parameter"].get<double>(), 2, " ns");
   }
@@ -143,6 +151,7 @@ int run_driver(const ProfileOptions& options) {
     table.print(std::cout, 0);
     std::cout << "optimizer per parameter per step (zero, norm, AdamW): " << optimizer_line << "\n";
   }
+  std::cerr << warnings;
   if (!options.output.empty()) {
     write_file_atomically(options.output, described.dump(2) + "\n");
     if (!options.json)
@@ -168,7 +177,9 @@ void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code)
       ->add_option("--micro-batch", options.micro_batch,
                    "Measure only this micro-batch size (default: every size the model allows)")
       ->check(CLI::Range(1, 1 << 20));
-  command->add_option("--iterations", options.iterations, "Timed iterations (the median is kept)")
+  command
+      ->add_option("--iterations", options.iterations,
+                   "Timed repeats, the parts taking turns (the median is kept, the spread reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
   command->add_option("--warmup", options.warmup, "Untimed iterations first")

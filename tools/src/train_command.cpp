@@ -23,6 +23,7 @@
 #include "h2/heteropp/trainer.hpp"
 #include "launch_command.hpp"
 #include "local_cluster.hpp"
+#include "plan_command.hpp"
 #include "plan_print.hpp"
 #include "plugin_option_args.hpp"
 #include "profile_command.hpp"
@@ -137,7 +138,8 @@ void print_progress(const heteropp::StepReport& r) {
 
 // The run in numbers: per rank, the busy and bubble shares and the memory, averaged over the steps
 // after the first (which pays for warm-up); the measured step time against HeteroAuto's prediction.
-void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& result, const std::string& out_dir) {
+void print_summary(const heteroauto::Cluster& cluster, const heteroauto::Plan& plan,
+                   const heteropp::TrainResult& result, const std::string& out_dir) {
   if (result.steps.empty()) return;
   const heteropp::Placement placement = heteropp::place(plan);
   const size_t skip = result.steps.size() > 1 ? 1 : 0;
@@ -225,6 +227,19 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
   if (std::abs(error) > 0.1 && !nominal.empty())
     std::cout << "  (the prediction used peak x efficiency for " << nominal
               << ", not measured times: h2 train --profile, or h2 profile before h2 plan, measures them)\n";
+  // How far the measured costs themselves lay apart: a prediction from them means no more than that.
+  nlohmann::json spreads = nlohmann::json::object();
+  std::string spread_line;
+  for (const auto& [type, basis] : plan.prediction.cost_basis) {
+    const auto& measured = cluster.device_type(type).measured;
+    const auto profile = measured.find(plan.model.name);
+    if (profile == measured.end() || profile->second.repeats == 0) continue;
+    spreads[type] = profile->second.spread;
+    spread_line += (spread_line.empty() ? "" : ", ") + type + " " + format_fixed(profile->second.spread * 100, 1, "%");
+  }
+  if (!spread_line.empty())
+    std::cout << "  profile     layer times spread by " << spread_line
+              << " over their repeats (a prediction from them means no more)\n";
   if (out_dir.empty()) return;
   std::cout << "  wrote       " << out_dir << "/metrics.jsonl, " << out_dir << "/trace.json (Perfetto), "
             << (result.checkpoint.empty() ? std::string("no checkpoint") : result.checkpoint) << "\n";
@@ -235,6 +250,8 @@ void print_summary(const heteroauto::Plan& plan, const heteropp::TrainResult& re
                                   {"measured_step_s", measured},
                                   {"predicted_step_s", predicted},
                                   {"prediction_error", error},
+                                  // Per measured device type: its profile's spread (model_profiler.hpp).
+                                  {"profile_spread", spreads},
                                   {"cost_basis", plan.prediction.cost_basis},
                                   {"tokens_per_s", tokens / measured},
                                   {"gradient_comm_s", most_gradient_comm},
@@ -281,7 +298,7 @@ int run_worker(const TrainCommandOptions& options) {
         heteropp::train(plan, train_options(options, model, plan), world, device, [&](const heteropp::StepReport& r) {
           if (world.rank() == 0) print_progress(r);
         });
-    if (world.rank() == 0) print_summary(plan, result, options.out);
+    if (world.rank() == 0) print_summary(cluster, plan, result, options.out);
     return 0;
   } catch (const std::exception& e) {
     world.abort_after(e);
@@ -326,8 +343,12 @@ int run_driver(const TrainCommandOptions& options) {
     plan = read_plan(options.plan, cluster, options, model);
     std::cout << "Plan from " << options.plan << ": " << plan_summary(plan) << "\n";
   } else {
-    const heteroauto::SearchResult found = heteroauto::search_plans(
-        cluster, model, {.top = 1, .max_tp = options.max_tp, .distributed_optimizer = options.distributed_optimizer});
+    const heteroauto::SearchResult found =
+        heteroauto::search_plans(cluster, model,
+                                 {.top = 1,
+                                  .max_tp = options.max_tp,
+                                  .gradients = gradient_settings(options.distributed_optimizer, options.grad_comm_dtype,
+                                                                 options.overlap_grad_reduce)});
     if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
     plan = found.plans.front();
     heteroauto::check_plan_invariants(plan, cluster);

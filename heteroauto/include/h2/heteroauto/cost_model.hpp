@@ -1,8 +1,9 @@
 // HeteroAuto's cost model (docs/ARCHITECTURE.md, "HeteroAuto"): per-stage compute time per
 // micro-batch on a device type (times measured by `h2 profile` where the cluster gives them for the
 // model, else analytic FLOPs / (peak x efficiency)), the optimizer's time per step, tensor-parallel allreduces inside a
-// node, per-device memory under 1F1B, pipeline point-to-point transfers and data-parallel ring allreduces over the
-// slowest link. All times are in seconds, memory in bytes.
+// node, per-device memory under 1F1B, pipeline point-to-point transfers over the links each hop crosses and
+// data-parallel allreduces (the evaluator, layout.hpp, decides which links and how many devices share a node's NICs).
+// All times are in seconds, memory in bytes.
 #pragma once
 
 #include <string>
@@ -33,6 +34,14 @@ struct StageTime {
   double forward = 0, backward = 0;  // per micro-batch, communication inside the stage included
 };
 
+// What HeteroPP will be told to do with the gradients, which changes the step's cost: the flags
+// `h2 train` passes on (--distributed-optimizer, --grad-comm-dtype, --overlap-grad-reduce).
+struct GradientSettings {
+  bool distributed_optimizer = false;  // AdamW's moments sharded over each layer's replicas (memory)
+  int comm_bytes = 4;                  // bytes per gradient element on the wire: 4 (f32), 2 (bf16, f16)
+  bool overlap = true;                 // sums run while the step's last backward pass runs
+};
+
 // A link a transfer crosses.
 struct Link {
   double bandwidth_gbps = 0;
@@ -43,17 +52,17 @@ struct Link {
 
 class CostModel {
  public:
-  // `distributed_optimizer`: AdamW's moments are sharded over each layer's replicas (HeteroPP's
-  // --distributed-optimizer), which the memory model counts.
-  CostModel(const Cluster& cluster, const Model& model, bool distributed_optimizer = false);
-  bool distributed_optimizer() const { return distributed_optimizer_; }
+  CostModel(const Cluster& cluster, const Model& model, GradientSettings gradients = {});
+  const GradientSettings& gradients() const { return gradients_; }
+  bool distributed_optimizer() const { return gradients_.distributed_optimizer; }
 
   const Cluster& cluster() const { return cluster_; }
   const Model& model() const { return model_; }
 
   // ---- Compute ----
-  double layer_parameters() const;      // one transformer layer
-  double embedding_parameters() const;  // token embedding (first stage); the LM head is as large (last stage)
+  double layer_parameters() const { return layer_parameters_; }  // one transformer layer
+  // The token embedding (first stage); the LM head is as large (last stage).
+  double embedding_parameters() const { return embedding_parameters_; }
   double layer_forward_flops(int micro_batch) const;
   double head_forward_flops(int micro_batch) const;  // the logits GEMM
   // FLOPs of one whole training step (forward + backward, no recomputation): for MFU.
@@ -84,16 +93,21 @@ class CostModel {
   double allreduce_time(const Link& link, double bytes, int participants) const;
   // Activations (or their gradients) crossing from one stage to the next, per micro-batch.
   double boundary_bytes(int micro_batch) const;
-  // The link between two stages' devices (same node group: a node's fabric when both fit in one
-  // node, else the NIC; other groups: the slower NIC, or the inter-cluster link).
-  Link link_between(const StageSpec& a, const StageSpec& b, bool same_node) const;
-  Link nic_link(const NodeGroup& nodes) const;
+  // The link a pipeline hop from stage a to stage b crosses: the node's fabric when both are in one
+  // node, else the NICs of both ends (the slower, and the inter-cluster link between sub-clusters),
+  // each node's shared by the devices that cross at this hop at once: `senders` on a's node,
+  // `receivers` on b's.
+  Link link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const;
+  // A node's NICs when `concurrent` of its devices send through them at once: each gets its share
+  // of the node's NICs, at most one NIC, at the NIC type's achieved fraction of its nominal bandwidth.
+  Link nic_link(const NodeGroup& nodes, int concurrent) const;
   Link intra_node_link(const NodeGroup& nodes) const;
 
  private:
   const Cluster& cluster_;
   const Model& model_;
-  bool distributed_optimizer_ = false;
+  GradientSettings gradients_;
+  double layer_parameters_, embedding_parameters_;  // the model's, asked for in every estimate
 };
 
 }  // namespace h2::heteroauto

@@ -20,6 +20,27 @@ class DescriptionError : public std::runtime_error {
 
 enum class NicKind { infiniband, roce, ethernet };
 
+enum class Recompute { none, full };
+enum class Mlp { gelu, swiglu };
+enum class Norm { rms_norm, layer_norm };  // for training; the cost model treats both alike
+
+struct Model {
+  std::string name;
+  int layers = 0;
+  int64_t hidden = 0, ffn = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab = 0;
+  int64_t global_batch = 0;
+  std::vector<int> micro_batch_sizes;
+  std::string dtype = "bf16";
+  std::string optimizer = "adamw";
+  Mlp mlp = Mlp::gelu;
+  Norm norm = Norm::rms_norm;
+  std::vector<Recompute> recompute{Recompute::none, Recompute::full};
+
+  int dtype_bytes() const;
+  double layer_parameters() const;      // one transformer block
+  double embedding_parameters() const;  // the token embedding; the LM head is as large
+};
+
 // One measured point: a part of the model's forward and backward time on one device, for one
 // micro-batch size, at tensor-parallel degree 1.
 struct MeasuredTime {
@@ -36,26 +57,10 @@ struct MeasuredProfile {
   std::vector<MeasuredTime> head;       // final norm, LM head and loss (last stage); empty: not measured
   // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
   double optimizer_ns_per_parameter = 0;
-};
-
-struct DeviceType {
-  std::string name;
-  std::string vendor;
-  std::string plugin;  // the H2 plugin that drives it ("cpu-reference", "cuda"); "" for planning only
-  std::map<std::string, double> peak_tflops;  // per dtype name ("bf16", "f16", "f32")
-  double memory_gib = 0;
-  double efficiency = 0.5;          // achieved fraction of peak on transformer layers
-  double runtime_overhead_gib = 1;  // framework, allocator and communication buffers
-  double host_link_gbps = 200;      // device <-> host (PCIe), for host staging
-  // By model name: measured times replace peak x efficiency for that model.
-  std::map<std::string, MeasuredProfile> measured;
-};
-
-struct NicType {
-  std::string name;
-  NicKind kind = NicKind::ethernet;
-  double bandwidth_gbps = 0;
-  double latency_us = 0;
+  // How far the measurement's repeats lay apart (h2 profile: the layer's interquartile range over its
+  // median, or between the type's devices): a prediction from it means no more than that. 0: not said.
+  double spread = 0;
+  int repeats = 0;  // timed repeats per point (0: not said)
 };
 
 // `count` identical nodes, each with `devices_per_node` devices of one type.
@@ -72,6 +77,49 @@ struct NodeGroup {
 
   int devices() const { return count * devices_per_node; }
 };
+
+// A homogeneous run of a device type that its efficiency is fitted to (calibration.hpp): the model,
+// the nodes and the layout it ran, and the step time measured (or published) for it. The fitted
+// efficiency is then used unchanged wherever the type appears, in mixed clusters too.
+struct Calibration {
+  std::string source;  // where the measurement comes from, in words
+  Model model;
+  NodeGroup nodes;  // name "calibration", device_type the type's own; nic one of the cluster's nic_types
+  int tp = 1, pp = 1, micro_batch = 1;  // data parallelism: the rest of the devices
+  Recompute recompute = Recompute::none;
+  int grad_comm_bytes = 4;           // what its gradients travelled in (4: f32)
+  bool overlap_grad_reduce = false;  // whether its gradient sums overlapped the backward pass
+  double step_time_s = 0;
+};
+
+struct DeviceType {
+  std::string name;
+  std::string vendor;
+  std::string plugin;  // the H2 plugin that drives it ("cpu-reference", "cuda"); "" for planning only
+  std::map<std::string, double> peak_tflops;  // per dtype name ("bf16", "f16", "f32")
+  double memory_gib = 0;
+  double efficiency = 0.5;          // achieved fraction of peak on transformer layers
+  double runtime_overhead_gib = 1;  // framework, allocator and communication buffers
+  double host_link_gbps = 200;      // device <-> host (PCIe), for host staging
+  // By model name: measured times replace peak x efficiency for that model.
+  std::map<std::string, MeasuredProfile> measured;
+  // When present, `efficiency` is fitted to it (calibrate_cluster) instead of given.
+  std::optional<Calibration> calibrated_from;
+};
+
+struct NicType {
+  std::string name;
+  NicKind kind = NicKind::ethernet;
+  double bandwidth_gbps = 0;  // nominal (line rate)
+  double latency_us = 0;
+  // Achieved fraction of the line rate for training's large transfers; by default the kind's
+  // (default_nic_efficiency), since equal line rates do not train equally fast.
+  double efficiency = 1;
+};
+
+// What a NIC kind achieves of its line rate when the description does not say (docs/heteroauto-cost-model.md
+// gives the measurements behind each).
+double default_nic_efficiency(NicKind kind);
 
 struct InterClusterLink {
   std::string a, b;
@@ -96,29 +144,10 @@ struct Cluster {
   const InterClusterLink* inter_cluster_link(const std::string& a, const std::string& b) const;
 };
 
-enum class Recompute { none, full };
-enum class Mlp { gelu, swiglu };
-enum class Norm { rms_norm, layer_norm };  // for training; the cost model treats both alike
-
-struct Model {
-  std::string name;
-  int layers = 0;
-  int64_t hidden = 0, ffn = 0, heads = 0, kv_heads = 0, seq_len = 0, vocab = 0;
-  int64_t global_batch = 0;
-  std::vector<int> micro_batch_sizes;
-  std::string dtype = "bf16";
-  std::string optimizer = "adamw";
-  Mlp mlp = Mlp::gelu;
-  Norm norm = Norm::rms_norm;
-  std::vector<Recompute> recompute{Recompute::none, Recompute::full};
-
-  int dtype_bytes() const;
-  double layer_parameters() const;      // one transformer block
-  double embedding_parameters() const;  // the token embedding; the LM head is as large
-};
-
 Cluster parse_cluster(const nlohmann::json& json);
 Model parse_model(const nlohmann::json& json);
+// The same for a model inside another description: errors name its fields under `path`.
+Model parse_model_at(const nlohmann::json& json, const std::string& path);
 // The deepest nesting a description, plan or checkpoint manifest may have: far beyond any real one
 // (they nest 4 levels), and near enough that recursive walks over a value (nlohmann's dump, for an
 // error message) stay far from the stack's end. 100,000 levels crashed `h2 plan` in dump().

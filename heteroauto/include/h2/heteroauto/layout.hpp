@@ -4,6 +4,7 @@
 // cost model and one simulator.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
 #include <utility>
@@ -69,6 +70,13 @@ struct PartitionedClass {
   std::vector<StageSpec> stages;
 };
 
+// The closed-form 1F1B estimate of one pipeline: its first micro-batch's way through and back, then one
+// period per further micro-batch.
+struct PipelineEstimate {
+  double fill = 0, period = 0;
+  double at(int micro_batches) const { return fill + (micro_batches - 1) * period; }
+};
+
 // Micro-batches of a class's replicas: `extra` replicas run `base + 1`, the others `base`.
 struct MicroBatchSplit {
   int base = 1;
@@ -79,7 +87,7 @@ struct MicroBatchSplit {
 class Evaluator {
  public:
   Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b,
-            bool distributed_optimizer = false);
+            GradientSettings gradients = {});
 
   const CostModel& cost() const { return cost_; }
   const Cluster& cluster() const { return canonical_.cluster; }
@@ -91,19 +99,43 @@ class Evaluator {
   // Closed-form 1F1B estimate: one micro-batch's way through and back, then (m - 1) periods of the
   // slowest stage or of the slowest round trip over the micro-batches 1F1B keeps in flight.
   double estimate_pipeline(const PipelineTimes& times, int micro_batches) const;
-  // Gradient averaging after the step: per stage a ring allreduce over every replica holding its
-  // layers (slowest link among them, fp32 gradients of the largest shard); the slowest stage's ring.
+  PipelineEstimate pipeline_estimate(const PipelineTimes& times) const;
+  // Gradient averaging, per class and stage (classes[c].stages[k]): an allreduce over every replica
+  // holding the stage's layers (the largest shard, in the gradient settings' comm dtype), hierarchical
+  // where replicas share nodes: inside each node, then across nodes over the slowest NIC among them.
+  std::vector<std::vector<double>> dp_allreduce_times(const std::vector<PartitionedClass>& classes) const;
+  // The slowest of them.
   double dp_allreduce_time(const std::vector<PartitionedClass>& classes) const;
+  // What of the gradient sums the pipeline does not hide, after its end: stage k's sum starts when
+  // its last backward pass does when sums overlap it (then its last layer's share stays exposed),
+  // else when the pass ends, which for k > 0 is earlier than the pipeline's end by the backward
+  // passes and transfers of the stages before it. `times`: per class, its pipeline's times.
+  double exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
+                                const std::vector<PipelineTimes>& times) const;
   // The slowest stage's optimizer step, after the allreduce (zero without measured profiles).
   double optimizer_time(const std::vector<PartitionedClass>& classes) const;
-  // Everything after the last backward: the allreduce, then the optimizer.
-  double after_pipeline_time(const std::vector<PartitionedClass>& classes) const {
-    return dp_allreduce_time(classes) + optimizer_time(classes);
+  // Everything after the last backward: the exposed allreduce, then the optimizer.
+  double after_pipeline_time(const std::vector<PartitionedClass>& classes,
+                             const std::vector<PipelineTimes>& times) const {
+    return exposed_allreduce_time(classes, times) + optimizer_time(classes);
   }
   // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
   double dp_allreduce_lower_bound(const ClassLayout& layout) const;
   // Sum of one pipeline's stage-to-stage transfer times (one direction), without a partition.
   double transfer_sum(const ClassLayout& layout, int micro_batch) const;
+
+  // How a pipeline hop leaves its devices, as build_plan places them (replica r's share of a group
+  // is devices [r x D, (r + 1) x D) of it, D the segment's devices): whether it stays in one node for
+  // every replica, and else how many devices of the sending and of the receiving node cross at
+  // this hop at once (the tensor-parallel ranks of every replica whose hop leaves that node).
+  struct Hop {
+    bool same_node = true;
+    int senders = 0, receivers = 0;
+  };
+  // From stage k to k + 1 of segment s.
+  Hop hop_within(const Segment& s, int replicas, int k) const;
+  // From the last stage of segment a to the first of segment b (other groups: other nodes).
+  Hop hop_between(const Segment& a, const Segment& b, int replicas) const;
   // Splits `micro_batches` over the classes' replicas so that the slowest finishes first (greedy
   // water-filling on the closed-form estimate; exact for non-decreasing times). Every replica gets
   // at least one; returns an empty vector when there are more replicas than micro-batches.
@@ -117,15 +149,32 @@ class Evaluator {
                   int micro_batch) const;
 
  private:
-  bool segment_in_one_node(const Segment& s) const;
-  bool replicas_in_one_node(const Segment& s, int replicas) const;
-  // The link a ring over devices of these groups crosses: the node's fabric when it stays in one
-  // node, else the slowest NIC, host staging and inter-cluster link among them.
-  Link ring_link(const std::vector<int>& groups, bool in_one_node) const;
+  // Replicas of a class whose segment s devices share one node (1 when a replica fills nodes).
+  int replicas_per_node(const Segment& s, int replicas) const;
+  // The link an allreduce among nodes of these groups (bit g: group g) crosses, with every device of a
+  // node sending at once: the slowest NIC share, host staging and inter-cluster link among them.
+  Link ring_link(unsigned groups) const;
+  // Per group (at most 16): how many replicas of a stage's ring it holds, and how many of them share a node.
+  struct RingMember {
+    int replicas = 0, local = 1;
+  };
+  using RingMembers = std::array<RingMember, 16>;
+  // A hierarchical allreduce of `bytes` per device over the replicas of `groups` (bit g: group g):
+  // inside each group (a ring inside each node, then one across its nodes on 1 / local of the bytes,
+  // all groups at once), then across the groups on a group's shard, over the slowest link among them.
+  double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const;
 
   const CanonicalCluster& canonical_;
   CostModel cost_;
   Schedule schedule_;
+  // Found once per group, for the rings' links: its NIC share with every device sending, and per pair
+  // of groups whether their vendors have device-direct RDMA and the link between their sub-clusters.
+  struct Between {
+    bool device_direct = true;
+    const InterClusterLink* inter_cluster = nullptr;  // null: one sub-cluster
+  };
+  std::vector<Link> nic_all_at_once_;
+  std::vector<std::vector<Between>> between_;
 };
 
 }  // namespace h2::heteroauto

@@ -19,22 +19,26 @@
 #include <string>
 #include <vector>
 
+#include "h2/heteroauto/cost_model.hpp"
 #include "h2/heteroauto/plan.hpp"
 #include "h2/heteroauto/simulator.hpp"
 
 namespace h2::heteroauto {
 
 struct SearchOptions {
-  int top = 3;          // plans returned, best first
-  int simulate = 24;    // best closed-form estimates re-ranked with the simulator
-  int per_class = 6;    // best layouts kept per set of groups, combined across classes
-  int max_classes = 3;  // pipeline classes in one plan
+  int top = 3;        // plans returned, best first
+  int simulate = 24;  // best closed-form estimates re-ranked with the simulator
+  int per_class = 6;  // best layouts kept per set of groups, combined across classes
+  // Pipeline classes in one plan; 0: as many as the cluster has device types, and at least 3, so
+  // that every type can run its own kind of replica.
+  int max_classes = 0;
   Schedule schedule = Schedule::one_f_one_b;
   bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
   int max_tp = 0;     // > 0: no tensor-parallel degree above it
-  // HeteroPP's --distributed-optimizer: AdamW's moments sharded over each layer's replicas, so plans
-  // that only fit with it are found (their plan says so, and h2 train turns it on).
-  bool distributed_optimizer = false;
+  // What HeteroPP will do with the gradients. With distributed_optimizer (--distributed-optimizer),
+  // AdamW's moments are sharded over each layer's replicas, so plans that only fit with it are found
+  // (their plan says so, and h2 train turns it on).
+  GradientSettings gradients;
 };
 
 struct SearchStats {

@@ -1,0 +1,180 @@
+// Which links the cost model charges, and how many devices share them: each case is a fault the model
+// once had, worked out by hand (pipeline hops that stay in a node, NIC shares at a hop, NIC kinds of
+// equal line rate, hierarchical data-parallel sums, gradients in 16 bits and sums that overlap).
+#include <gtest/gtest.h>
+
+#include "h2/heteroauto/layout.hpp"
+
+namespace h2::heteroauto {
+namespace {
+
+using nlohmann::json;
+
+// Consumer GPUs: two nodes of 8 over PCIe (128 Gbit/s), one 100 Gbit/s RDMA NIC each (achieving its
+// line rate, device-direct), and a third node with a slower PCIe switch.
+json consumer_cluster(const std::string& nic_kind = "infiniband", double nic_efficiency = 1) {
+  json cluster = json::parse(R"({
+    "name": "consumer",
+    "device_types": [{"name": "gpu", "vendor": "V", "peak_tflops": {"bf16": 160}, "memory_gib": 24,
+                      "efficiency": 0.5, "runtime_overhead_gib": 1}],
+    "nic_types": [{"name": "nic", "type": "ethernet", "bandwidth_gbps": 100, "latency_us": 10}],
+    "nodes": [
+      {"name": "a", "device_type": "gpu", "count": 2, "devices_per_node": 8, "intra_node_bandwidth_gbps": 128,
+       "intra_node_latency_us": 3, "nic": "nic", "nics_per_node": 1},
+      {"name": "b", "device_type": "gpu", "count": 1, "devices_per_node": 8, "intra_node_bandwidth_gbps": 64,
+       "intra_node_latency_us": 3, "nic": "nic", "nics_per_node": 1}
+    ],
+    "device_direct_rdma": [["V", "V"]]
+  })");
+  cluster["nic_types"][0]["type"] = nic_kind;
+  cluster["nic_types"][0]["efficiency"] = nic_efficiency;
+  return cluster;
+}
+
+json model_16_layers() {
+  return json::parse(R"({"name": "m", "layers": 16, "hidden": 1024, "ffn": 4096, "heads": 16, "seq_len": 1024,
+                         "vocab": 32000, "global_batch": 64, "micro_batch_sizes": [1], "dtype": "bf16"})");
+}
+
+struct Planner {
+  explicit Planner(const json& cluster_json, GradientSettings gradients = {})
+      : canonical(canonicalize(parse_cluster(cluster_json))),
+        model(parse_model(model_16_layers())),
+        evaluator(canonical, model, Schedule::one_f_one_b, gradients) {}
+  // Stage k of a partitioned class: one layer each (the model's 16 over the stages, the rest on the last).
+  PartitionedClass partitioned(const ClassLayout& layout) const {
+    PartitionedClass c{layout, evaluator.stage_specs(layout)};
+    for (StageSpec& s : c.stages) s.layers = model.layers / static_cast<int>(c.stages.size());
+    c.stages.back().layers += model.layers % static_cast<int>(c.stages.size());
+    return c;
+  }
+  double bytes() const { return evaluator.cost().boundary_bytes(1); }
+  double nic_time(double gbps) const { return 10e-6 + bytes() * 8 / (gbps * 1e9); }
+  double intra_time(double gbps) const { return 3e-6 + bytes() * 8 / (gbps * 1e9); }
+
+  CanonicalCluster canonical;
+  Model model;
+  Evaluator evaluator;
+};
+
+// A 16-stage pipeline over group a's two nodes: 14 hops stay inside a node (PCIe), one crosses with
+// one sender per node, which has the NIC to itself. The model once charged all 15 hops an eighth of
+// the NIC.
+TEST(Links, OnlyTheHopThatLeavesANodeUsesTheNicAndItHasItWhole) {
+  Planner s(consumer_cluster());
+  const PartitionedClass c = s.partitioned({{{0, 1, 16}}, 1});
+  const PipelineTimes times = s.evaluator.pipeline_times(c, 1);
+  ASSERT_EQ(times.transfer.size(), 15u);
+  for (size_t k = 0; k < 15; ++k)
+    EXPECT_DOUBLE_EQ(times.transfer[k], k == 7 ? s.nic_time(100) : s.intra_time(128)) << "hop " << k;
+}
+
+// Eight replicas of a two-stage pipeline from group a (one stage each on a device) to group b: each
+// of a's nodes sends at the a -> b hop from its eight devices at once, so each gets an eighth of its
+// NIC; b's node receives from eight too.
+TEST(Links, DevicesCrossingAtTheSameHopShareTheirNodesNic) {
+  Planner s(consumer_cluster());
+  const Evaluator::Hop hop = s.evaluator.hop_between({0, 1, 2}, {1, 1, 1}, 8);
+  EXPECT_FALSE(hop.same_node);
+  EXPECT_EQ(hop.senders, 4);  // a replica's two a-stages: its second sends; four replicas per node
+  EXPECT_EQ(hop.receivers, 8);
+  const PartitionedClass c = s.partitioned({{{0, 1, 2}, {1, 1, 1}}, 8});
+  const PipelineTimes times = s.evaluator.pipeline_times(c, 1);
+  ASSERT_EQ(times.transfer.size(), 2u);
+  EXPECT_DOUBLE_EQ(times.transfer[0], s.intra_time(128));
+  EXPECT_DOUBLE_EQ(times.transfer[1], s.nic_time(100.0 / 8));  // b's eight receivers
+}
+
+// Tensor-parallel stages of 4 over a node of 8: the hop from stage 1 to stage 2 leaves the node, and
+// all four ranks of the stage send at once.
+TEST(Links, TensorParallelRanksCrossTogether) {
+  Planner s(consumer_cluster());
+  const Evaluator::Hop inside = s.evaluator.hop_within({0, 4, 4}, 1, 0);
+  EXPECT_TRUE(inside.same_node);
+  const Evaluator::Hop across = s.evaluator.hop_within({0, 4, 4}, 1, 1);
+  EXPECT_FALSE(across.same_node);
+  EXPECT_EQ(across.senders, 4);
+  EXPECT_EQ(across.receivers, 4);
+}
+
+// InfiniBand and RoCE of one line rate do not train alike: by default each kind achieves its own
+// fraction of the line rate, and a description may say what its NICs achieve.
+TEST(Links, NicKindsOfEqualLineRateAchieveDifferentBandwidths) {
+  const Cluster ib = parse_cluster(consumer_cluster("infiniband"));
+  json roce_json = consumer_cluster("roce");
+  roce_json["nic_types"][0].erase("efficiency");
+  const Cluster roce = parse_cluster(roce_json);
+  json ib_default_json = consumer_cluster("infiniband");
+  ib_default_json["nic_types"][0].erase("efficiency");
+  const Cluster ib_default = parse_cluster(ib_default_json);
+  EXPECT_DOUBLE_EQ(ib.nics[0].efficiency, 1);
+  EXPECT_DOUBLE_EQ(ib_default.nics[0].efficiency, default_nic_efficiency(NicKind::infiniband));
+  EXPECT_DOUBLE_EQ(roce.nics[0].efficiency, default_nic_efficiency(NicKind::roce));
+  EXPECT_GT(default_nic_efficiency(NicKind::infiniband), default_nic_efficiency(NicKind::roce));
+  EXPECT_GT(default_nic_efficiency(NicKind::roce), default_nic_efficiency(NicKind::ethernet));
+  const Model model = parse_model(model_16_layers());
+  const CostModel on_ib(ib_default, model), on_roce(roce, model);
+  EXPECT_LT(on_ib.nic_link(ib_default.nodes[0], 1).bandwidth_gbps, 100);
+  EXPECT_GT(on_ib.nic_link(ib_default.nodes[0], 1).bandwidth_gbps, on_roce.nic_link(roce.nodes[0], 1).bandwidth_gbps);
+  json bad = consumer_cluster();
+  bad["nic_types"][0]["efficiency"] = 1.5;
+  EXPECT_THROW(parse_cluster(bad), DescriptionError);
+}
+
+// Sixteen replicas of a one-stage pipeline on group a's two nodes: the gradients are summed inside
+// each node first (8 replicas, PCIe), then across the two nodes on an eighth of the bytes each, with
+// every device of a node sharing its NIC. A flat ring charged all of the bytes to the NIC share.
+TEST(Links, DataParallelSumsAreHierarchicalWhereReplicasShareANode) {
+  Planner s(consumer_cluster());
+  const PartitionedClass c = s.partitioned({{{0, 1, 1}}, 16});
+  const CostModel& cost = s.evaluator.cost();
+  const double bytes = 4 * (16 * cost.layer_parameters() + 2 * cost.embedding_parameters());
+  const Link intra{128, 3, false, 0};
+  const Link nic{100.0 / 8, 10, false, 0};
+  EXPECT_DOUBLE_EQ(s.evaluator.dp_allreduce_time({c}),
+                   cost.allreduce_time(intra, bytes, 8) + cost.allreduce_time(nic, bytes / 8, 2));
+  EXPECT_LT(s.evaluator.dp_allreduce_time({c}), cost.allreduce_time(nic, bytes, 16) / 4);
+}
+
+// Two classes, one per group, each of 8 one-stage replicas: the gradients are summed inside each
+// group over its own links first; only a group's shard (an eighth) crosses between the groups. A
+// ring over every replica charged all of the bytes to the slowest link among them.
+TEST(Links, SumsAcrossGroupsCarryOnlyEachGroupsShard) {
+  Planner s(consumer_cluster());
+  PartitionedClass on_a = s.partitioned({{{0, 1, 1}}, 8});
+  PartitionedClass on_b = s.partitioned({{{1, 1, 1}}, 8});
+  const CostModel& cost = s.evaluator.cost();
+  const double bytes = 4 * (16 * cost.layer_parameters() + 2 * cost.embedding_parameters());
+  // a: 8 replicas, one device each, 8 to a node of its two; b: 8 in its one node.
+  const double inside_a = cost.allreduce_time({128, 3, false, 0}, bytes, 8);
+  const double inside_b = cost.allreduce_time({64, 3, false, 0}, bytes, 8);
+  const double across = cost.allreduce_time({100.0 / 8, 10, false, 200}, bytes / 8, 2);
+  const std::vector<std::vector<double>> sums = s.evaluator.dp_allreduce_times({on_a, on_b});
+  EXPECT_DOUBLE_EQ(sums[0][0], std::max(inside_a, inside_b) + across);
+  EXPECT_DOUBLE_EQ(sums[1][0], sums[0][0]);
+}
+
+// 16-bit gradients halve the bytes summed; sums that overlap the last backward pass leave only what
+// the pass does not cover exposed after the pipeline, never more than the whole sum.
+TEST(Links, SixteenBitGradientsAndOverlapShortenTheExposedSum) {
+  const ClassLayout layout{{{0, 1, 2}}, 8};
+  Planner f32(consumer_cluster(), {.comm_bytes = 4, .overlap = false});
+  Planner bf16(consumer_cluster(), {.comm_bytes = 2, .overlap = false});
+  Planner overlapped(consumer_cluster(), {.comm_bytes = 4, .overlap = true});
+  const PartitionedClass c = f32.partitioned(layout);
+  const std::vector<PipelineTimes> times{f32.evaluator.pipeline_times(c, 1)};
+  const double whole = f32.evaluator.dp_allreduce_time({c});
+  EXPECT_GT(whole, 0);
+  // A class's stages point into its own evaluator's cluster.
+  EXPECT_LT(bf16.evaluator.dp_allreduce_time({bf16.partitioned(layout)}), 0.6 * whole);
+  // Without overlap the first stage's sum (it ends the pipeline) is all exposed.
+  const std::vector<std::vector<double>> sums = f32.evaluator.dp_allreduce_times({c});
+  EXPECT_DOUBLE_EQ(f32.evaluator.exposed_allreduce_time({c}, times),
+                   std::max(sums[0][0], sums[0][1] - times[0].backward[0] - times[0].transfer[0]));
+  const double exposed = overlapped.evaluator.exposed_allreduce_time({overlapped.partitioned(layout)}, times);
+  EXPECT_LT(exposed, f32.evaluator.exposed_allreduce_time({c}, times));
+  EXPECT_GE(exposed, sums[0][0] / c.stages[0].layers);
+}
+
+}  // namespace
+}  // namespace h2::heteroauto
