@@ -185,10 +185,12 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
       t.forward += head.forward;
       t.backward += head.backward;
     } else {
-      // Without a measured head: its FLOPs at the layers' measured rate, or at peak x efficiency.
-      const double head = profile != nullptr
-                              ? recomputed_forward * tp * head_forward_flops(1) / layer_forward_flops(1)
-                              : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency);
+      // Without a measured head: its FLOPs at the layers' measured rate on one device, or at peak x
+      // efficiency.
+      const double head =
+          profile != nullptr
+              ? measured_time(profile->layer, micro_batch).forward * head_forward_flops(1) / layer_forward_flops(1)
+              : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency);
       t.forward += head;
       t.backward += 2 * head;
     }

@@ -31,7 +31,10 @@ Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Sche
                      GradientSettings gradients)
     : canonical_(canonical), cost_(canonical.cluster, model, gradients), schedule_(schedule) {
   const Cluster& c = canonical.cluster;
-  for (const NodeGroup& g : c.nodes) nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
+  for (const NodeGroup& g : c.nodes) {
+    nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
+    nic_one_.push_back(cost_.nic_link(g, 1).bandwidth_gbps);
+  }
   for (const NodeGroup& g : c.nodes) {
     between_.emplace_back();
     for (const NodeGroup& other : c.nodes) {
@@ -42,46 +45,44 @@ Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Sche
   }
 }
 
-int Evaluator::replicas_per_node(const Segment& s, int replicas) const {
-  const int per_node = cluster().nodes[s.group].devices_per_node;
-  return std::max(1, std::min(replicas, per_node / s.devices()));
+int64_t Evaluator::replica_stride(const ClassLayout& layout, size_t segment) {
+  const Segment& s = layout.segments[segment];
+  return layout.stage_major ? s.tp : s.devices();
 }
 
-Evaluator::Hop Evaluator::hop_within(const Segment& s, int replicas, int k) const {
-  const int64_t n = cluster().nodes[s.group].devices_per_node, d = s.devices(), t = s.tp;
-  const auto sender_node = [&](int64_t r) { return (r * d + k * t) / n; };
-  const auto receiver_node = [&](int64_t r) { return (r * d + (k + 1) * t) / n; };
-  const auto crosses = [&](int64_t r) { return sender_node(r) != receiver_node(r); };
-  // Replica offsets repeat modulo n every n / gcd(d, n) replicas; replicas further apart than a
-  // node's width never share one.
-  const int64_t period = n / std::gcd(d, n), reach = n / d + 1;
+int64_t Evaluator::first_device(const ClassLayout& layout, size_t segment, int64_t replica, int stage) {
+  const Segment& s = layout.segments[segment];
+  return layout.stage_major ? (int64_t{stage} * layout.replicas + replica) * s.tp
+                            : replica * s.devices() + int64_t{stage} * s.tp;
+}
+
+int Evaluator::replicas_per_node(const ClassLayout& layout, size_t segment) const {
+  const int64_t per_node = cluster().nodes[layout.segments[segment].group].devices_per_node;
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(layout.replicas, per_node / replica_stride(layout, segment))));
+}
+
+Evaluator::Hop Evaluator::hop(const ClassLayout& layout, size_t segment, int k) const {
+  const Segment& a = layout.segments[segment];
+  const bool within = k + 1 < a.stages;
+  const size_t next = within ? segment : segment + 1;
+  const Segment& b = layout.segments[next];
+  const int64_t na = cluster().nodes[a.group].devices_per_node, nb = cluster().nodes[b.group].devices_per_node;
+  const auto sender_node = [&](int64_t r) { return first_device(layout, segment, r, k) / na; };
+  const auto receiver_node = [&](int64_t r) { return first_device(layout, next, r, within ? k + 1 : 0) / nb; };
+  const auto crosses = [&](int64_t r) { return !within || sender_node(r) != receiver_node(r); };
+  // Consecutive replicas' devices lie `stride` apart, so their offsets in a node repeat every
+  // n / gcd(stride, n) replicas, and replicas further apart than a node's width never share one.
+  const int64_t sa = replica_stride(layout, segment), sb = replica_stride(layout, next);
+  const int64_t pa = na / std::gcd(sa, na), pb = nb / std::gcd(sb, nb);
+  const int64_t period = pa / std::gcd(pa, pb) * pb, reach = std::max(na / sa, nb / sb) + 1;
   Hop hop;
-  for (int64_t r = 0; r < std::min<int64_t>(replicas, period); ++r) {
+  for (int64_t r = 0; r < std::min<int64_t>(layout.replicas, period); ++r) {
     if (!crosses(r)) continue;
     hop.same_node = false;
     int senders = 0, receivers = 0;
-    for (int64_t q = std::max<int64_t>(0, r - reach); q <= std::min<int64_t>(replicas - 1, r + reach); ++q) {
+    for (int64_t q = std::max<int64_t>(0, r - reach); q <= std::min<int64_t>(layout.replicas - 1, r + reach); ++q) {
       if (!crosses(q)) continue;
-      if (sender_node(q) == sender_node(r)) senders += s.tp;
-      if (receiver_node(q) == receiver_node(r)) receivers += s.tp;
-    }
-    hop.senders = std::max(hop.senders, senders);
-    hop.receivers = std::max(hop.receivers, receivers);
-  }
-  return hop;
-}
-
-Evaluator::Hop Evaluator::hop_between(const Segment& a, const Segment& b, int replicas) const {
-  const int64_t na = cluster().nodes[a.group].devices_per_node, nb = cluster().nodes[b.group].devices_per_node;
-  const int64_t da = a.devices(), db = b.devices();
-  const auto sender_node = [&](int64_t r) { return (r * da + (a.stages - 1) * a.tp) / na; };
-  const auto receiver_node = [&](int64_t r) { return r * db / nb; };
-  const int64_t pa = na / std::gcd(da, na), pb = nb / std::gcd(db, nb);
-  const int64_t period = pa / std::gcd(pa, pb) * pb, reach = std::max(na / da, nb / db) + 1;
-  Hop hop{false, 0, 0};
-  for (int64_t r = 0; r < std::min<int64_t>(replicas, period); ++r) {
-    int senders = 0, receivers = 0;
-    for (int64_t q = std::max<int64_t>(0, r - reach); q <= std::min<int64_t>(replicas - 1, r + reach); ++q) {
       if (sender_node(q) == sender_node(r)) senders += a.tp;
       if (receiver_node(q) == receiver_node(r)) receivers += b.tp;
     }
@@ -100,10 +101,11 @@ double Evaluator::dp_allreduce_lower_bound(const ClassLayout& layout) const {
   // once however many layers share it).
   const double layers = overlap ? cost_.model().layers : (cost_.model().layers + p - 1) / p;
   double fastest = std::numeric_limits<double>::infinity();
-  for (const Segment& s : layout.segments) {
+  for (size_t i = 0; i < layout.segments.size(); ++i) {
+    const Segment& s = layout.segments[i];
     const double bytes = layers * cost_.layer_parameters() * cost_.gradients().comm_bytes / s.tp;
     RingMembers members{};
-    members[s.group] = {layout.replicas, replicas_per_node(s, layout.replicas)};
+    members[s.group] = {layout.replicas, replicas_per_node(layout, i)};
     fastest = std::min(fastest, hierarchical_allreduce(1u << s.group, members, bytes));
   }
   return overlap ? fastest / layers : fastest;
@@ -115,15 +117,12 @@ double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const
   for (size_t i = 0; i < layout.segments.size(); ++i) {
     const Segment& s = layout.segments[i];
     const StageSpec here{&cluster().nodes[s.group], s.tp};
-    for (int k = 0; k + 1 < s.stages; ++k) {
-      const Hop hop = hop_within(s, layout.replicas, k);
-      sum += cost_.transfer_time(cost_.link_between(here, here, hop.same_node, hop.senders, hop.receivers), bytes);
-    }
-    if (i + 1 < layout.segments.size()) {
-      const Segment& n = layout.segments[i + 1];
+    for (int k = 0; k < s.stages; ++k) {
+      if (k + 1 == s.stages && i + 1 == layout.segments.size()) break;
+      const Segment& n = k + 1 < s.stages ? s : layout.segments[i + 1];
       const StageSpec next{&cluster().nodes[n.group], n.tp};
-      const Hop hop = hop_between(s, n, layout.replicas);
-      sum += cost_.transfer_time(cost_.link_between(here, next, false, hop.senders, hop.receivers), bytes);
+      const Hop h = hop(layout, i, k);
+      sum += cost_.transfer_time(cost_.link_between(here, next, h.same_node, h.senders, h.receivers), bytes);
     }
   }
   return sum;
@@ -153,9 +152,8 @@ PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_bat
   for (size_t si = 0; si < segments.size(); ++si) {
     for (int i = 0; i < segments[si].stages; ++i, ++k) {
       if (k + 1 >= c.stages.size()) break;
-      const Hop hop = i + 1 < segments[si].stages ? hop_within(segments[si], c.layout.replicas, i)
-                                                  : hop_between(segments[si], segments[si + 1], c.layout.replicas);
-      const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], hop.same_node, hop.senders, hop.receivers);
+      const Hop h = hop(c.layout, si, i);
+      const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], h.same_node, h.senders, h.receivers);
       times.transfer.push_back(cost_.transfer_time(link, cost_.boundary_bytes(micro_batch)));
     }
   }
@@ -209,21 +207,45 @@ Link Evaluator::ring_link(unsigned groups) const {
 }
 
 double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const {
-  double within = 0;
-  int fewest = std::numeric_limits<int>::max(), count = 0;
+  double within = 0, flat = 0;
+  int fewest = std::numeric_limits<int>::max(), count = 0, participants = 0;
+  for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g)
+    if (groups & (1u << g)) participants += members[g].replicas;
+  const Link across = ring_link(groups);
   for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
     if (!(groups & (1u << g))) continue;
+    const NodeGroup& group = cluster().nodes[g];
     const int local = members[g].local, nodes = (members[g].replicas + local - 1) / local;
-    // Inside the group: among each node's replicas over its fabric, then across its nodes on
-    // 1 / local of the bytes per device; every group at once, the slowest setting the pace.
-    within = std::max(within, cost_.allreduce_time(cost_.intra_node_link(cluster().nodes[g]), bytes, local) +
-                                  cost_.allreduce_time(nic_all_at_once_[g], bytes / local, nodes));
+    const Link intra = cost_.intra_node_link(group);
+    // Inside the group: among each node's replicas over its fabric and across its nodes on 1 / local
+    // of the bytes per device. A ring moves its chunks over both kinds of link at once (NCCL's and
+    // DiComm's rings are pipelined), so the slower kind sets the pace; every group at once, the
+    // slowest group setting it for all.
+    within = std::max({within, cost_.allreduce_time(intra, bytes, local),
+                       cost_.allreduce_time(nic_all_at_once_[g], bytes / local, nodes)});
+    // One flat ring over every replica instead: each node's NIC carries every ring that passes the
+    // node (devices_per_node / local of them) with all of the bytes, staged as the ring's slowest pair.
+    // A ring's edge uses one NIC at most.
+    Link nic = nic_all_at_once_[g];
+    nic.bandwidth_gbps = std::min(nic_one_[g], nic.bandwidth_gbps * local);
+    nic.latency_us = across.latency_us;
+    nic.host_staged = across.host_staged;
+    nic.host_link_gbps = across.host_link_gbps;
+    flat = std::max(
+        {flat, cost_.allreduce_time(intra, bytes, participants), cost_.allreduce_time(nic, bytes, participants)});
     fewest = std::min(fewest, members[g].replicas);
     ++count;
   }
+  if (count == 1) return within;
+  // Between sub-clusters a flat ring would cross the sites' link with every ring: never better.
+  for (int g = 0; g < static_cast<int>(between_.size()); ++g)
+    for (int h = 0; h < static_cast<int>(between_.size()); ++h)
+      if ((groups & (1u << g)) && (groups & (1u << h)) && between_[g][h].inter_cluster != nullptr)
+        flat = std::numeric_limits<double>::infinity();
   // Across groups (reduce-scattered inside, all-gathered after): each device's shard with its
-  // counterparts in the other groups, over the slowest link among them.
-  return within + (count > 1 ? cost_.allreduce_time(ring_link(groups), bytes / fewest, count) : 0.0);
+  // counterparts in the other groups, over the slowest link among them; or the flat ring, whichever
+  // is faster (a group of few replicas leaves each device a large shard).
+  return std::min(within + cost_.allreduce_time(across, bytes / fewest, count), flat);
 }
 
 std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector<PartitionedClass>& classes) const {
@@ -235,10 +257,11 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
   }
   if (replicas <= 1) return times;
   // The segment of each stage of each class.
-  std::vector<std::vector<const Segment*>> segment_of;
+  std::vector<std::vector<size_t>> segment_of;
   for (const PartitionedClass& c : classes) {
     segment_of.emplace_back();
-    for (const Segment& s : c.layout.segments) segment_of.back().insert(segment_of.back().end(), s.stages, &s);
+    for (size_t i = 0; i < c.layout.segments.size(); ++i)
+      segment_of.back().insert(segment_of.back().end(), c.layout.segments[i].stages, i);
   }
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& c = classes[ci];
@@ -261,7 +284,7 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
             const auto g = s.nodes - cluster().nodes.data();
             groups |= 1u << g;
             smallest_tp = std::min(smallest_tp, s.tp);
-            members[g] = {other.layout.replicas, replicas_per_node(*segment_of[oi][j], other.layout.replicas)};
+            members[g] = {other.layout.replicas, replicas_per_node(other.layout, segment_of[oi][j])};
           }
           start += s.layers;
         }

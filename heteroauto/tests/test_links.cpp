@@ -74,7 +74,7 @@ TEST(Links, OnlyTheHopThatLeavesANodeUsesTheNicAndItHasItWhole) {
 // NIC; b's node receives from eight too.
 TEST(Links, DevicesCrossingAtTheSameHopShareTheirNodesNic) {
   Planner s(consumer_cluster());
-  const Evaluator::Hop hop = s.evaluator.hop_between({0, 1, 2}, {1, 1, 1}, 8);
+  const Evaluator::Hop hop = s.evaluator.hop({{{0, 1, 2}, {1, 1, 1}}, 8}, 0, 1);
   EXPECT_FALSE(hop.same_node);
   EXPECT_EQ(hop.senders, 4);  // a replica's two a-stages: its second sends; four replicas per node
   EXPECT_EQ(hop.receivers, 8);
@@ -89,12 +89,31 @@ TEST(Links, DevicesCrossingAtTheSameHopShareTheirNodesNic) {
 // all four ranks of the stage send at once.
 TEST(Links, TensorParallelRanksCrossTogether) {
   Planner s(consumer_cluster());
-  const Evaluator::Hop inside = s.evaluator.hop_within({0, 4, 4}, 1, 0);
+  const Evaluator::Hop inside = s.evaluator.hop({{{0, 4, 4}}, 1}, 0, 0);
   EXPECT_TRUE(inside.same_node);
-  const Evaluator::Hop across = s.evaluator.hop_within({0, 4, 4}, 1, 1);
+  const Evaluator::Hop across = s.evaluator.hop({{{0, 4, 4}}, 1}, 0, 1);
   EXPECT_FALSE(across.same_node);
   EXPECT_EQ(across.senders, 4);
   EXPECT_EQ(across.receivers, 4);
+}
+
+// Group a's 16 devices as 2 replicas of an 8-stage pipeline: dealt out replica by replica (HeteroAuto)
+// each replica fills a node and no hop leaves it; stage by stage (Megatron's and DeepSpeed's rank
+// order) a node holds four stages' replicas, and every fourth hop leaves it from both replicas at once.
+TEST(Links, StageMajorPlacementPutsAStagesReplicasSideBySide) {
+  Planner s(consumer_cluster());
+  ClassLayout layout{{{0, 1, 8}}, 2};
+  for (int k = 0; k < 7; ++k) EXPECT_TRUE(s.evaluator.hop(layout, 0, k).same_node) << k;
+  EXPECT_EQ(s.evaluator.replicas_per_node(layout, 0), 1);
+  layout.stage_major = true;
+  EXPECT_EQ(s.evaluator.replicas_per_node(layout, 0), 2);
+  for (int k = 0; k < 7; ++k) {
+    const Evaluator::Hop hop = s.evaluator.hop(layout, 0, k);
+    EXPECT_EQ(hop.same_node, k != 3) << k;
+    if (k == 3) {
+      EXPECT_EQ(hop.senders, 2);
+    }
+  }
 }
 
 // InfiniBand and RoCE of one line rate do not train alike: by default each kind achieves its own
@@ -121,9 +140,10 @@ TEST(Links, NicKindsOfEqualLineRateAchieveDifferentBandwidths) {
   EXPECT_THROW(parse_cluster(bad), DescriptionError);
 }
 
-// Sixteen replicas of a one-stage pipeline on group a's two nodes: the gradients are summed inside
-// each node first (8 replicas, PCIe), then across the two nodes on an eighth of the bytes each, with
-// every device of a node sharing its NIC. A flat ring charged all of the bytes to the NIC share.
+// Sixteen replicas of a one-stage pipeline on group a's two nodes: the gradients are summed among
+// each node's 8 replicas over PCIe and across the two nodes on an eighth of the bytes each, every
+// device of a node sharing its NIC, the two at once (a pipelined ring). A flat ring charged all of
+// the bytes to the NIC share.
 TEST(Links, DataParallelSumsAreHierarchicalWhereReplicasShareANode) {
   Planner s(consumer_cluster());
   const PartitionedClass c = s.partitioned({{{0, 1, 1}}, 16});
@@ -132,26 +152,32 @@ TEST(Links, DataParallelSumsAreHierarchicalWhereReplicasShareANode) {
   const Link intra{128, 3, false, 0};
   const Link nic{100.0 / 8, 10, false, 0};
   EXPECT_DOUBLE_EQ(s.evaluator.dp_allreduce_time({c}),
-                   cost.allreduce_time(intra, bytes, 8) + cost.allreduce_time(nic, bytes / 8, 2));
+                   std::max(cost.allreduce_time(intra, bytes, 8), cost.allreduce_time(nic, bytes / 8, 2)));
   EXPECT_LT(s.evaluator.dp_allreduce_time({c}), cost.allreduce_time(nic, bytes, 16) / 4);
 }
 
 // Two classes, one per group, each of 8 one-stage replicas: the gradients are summed inside each
-// group over its own links first; only a group's shard (an eighth) crosses between the groups. A
-// ring over every replica charged all of the bytes to the slowest link among them.
-TEST(Links, SumsAcrossGroupsCarryOnlyEachGroupsShard) {
+// group over its own links, then only a group's shard (an eighth) crosses between the groups; or one
+// flat ring over all 16 passes every node's NIC once per ring, whichever is faster. A ring over every
+// replica at the slowest NIC share charged all of the bytes to it.
+TEST(Links, SumsAcrossGroupsCarryOnlyEachGroupsShardOrRunOneFlatRing) {
   Planner s(consumer_cluster());
   PartitionedClass on_a = s.partitioned({{{0, 1, 1}}, 8});
   PartitionedClass on_b = s.partitioned({{{1, 1, 1}}, 8});
   const CostModel& cost = s.evaluator.cost();
   const double bytes = 4 * (16 * cost.layer_parameters() + 2 * cost.embedding_parameters());
-  // a: 8 replicas, one device each, 8 to a node of its two; b: 8 in its one node.
+  // a: 8 replicas, one device each, 8 to a node; b: 8 in its one node.
   const double inside_a = cost.allreduce_time({128, 3, false, 0}, bytes, 8);
   const double inside_b = cost.allreduce_time({64, 3, false, 0}, bytes, 8);
   const double across = cost.allreduce_time({100.0 / 8, 10, false, 200}, bytes / 8, 2);
+  // The flat ring: one ring per node (its 8 devices are consecutive in it), so the NIC whole.
+  const double flat =
+      std::max({cost.allreduce_time({128, 3, false, 0}, bytes, 16), cost.allreduce_time({64, 3, false, 0}, bytes, 16),
+                cost.allreduce_time({100, 10, false, 200}, bytes, 16)});
   const std::vector<std::vector<double>> sums = s.evaluator.dp_allreduce_times({on_a, on_b});
-  EXPECT_DOUBLE_EQ(sums[0][0], std::max(inside_a, inside_b) + across);
+  EXPECT_DOUBLE_EQ(sums[0][0], std::min(std::max(inside_a, inside_b) + across, flat));
   EXPECT_DOUBLE_EQ(sums[1][0], sums[0][0]);
+  EXPECT_LT(sums[0][0], cost.allreduce_time({100.0 / 8, 10, false, 200}, bytes, 16) / 4);
 }
 
 // 16-bit gradients halve the bytes summed; sums that overlap the last backward pass leave only what

@@ -53,6 +53,10 @@ struct Segment {
 struct ClassLayout {
   std::vector<Segment> segments;  // in pipeline order
   int replicas = 1;
+  // How a group's devices are dealt out: replica by replica (HeteroAuto's plans: a replica's stages
+  // on neighbouring devices), or stage by stage (Megatron's and DeepSpeed's rank order, rank = tp +
+  // TP x dp + TP x DP x pp: a stage's replicas on neighbouring devices), to predict runs placed so.
+  bool stage_major = false;
   int stage_count() const;
 };
 
@@ -124,18 +128,17 @@ class Evaluator {
   // Sum of one pipeline's stage-to-stage transfer times (one direction), without a partition.
   double transfer_sum(const ClassLayout& layout, int micro_batch) const;
 
-  // How a pipeline hop leaves its devices, as build_plan places them (replica r's share of a group
-  // is devices [r x D, (r + 1) x D) of it, D the segment's devices): whether it stays in one node for
-  // every replica, and else how many devices of the sending and of the receiving node cross at
-  // this hop at once (the tensor-parallel ranks of every replica whose hop leaves that node).
+  // How a pipeline hop leaves its devices as the layout places them (build_plan deals replica r's
+  // share of a group out as its devices [r x D, (r + 1) x D), D the segment's devices): whether it
+  // stays in one node for every replica, and else how many devices of the sending and of the
+  // receiving node cross at this hop at once (the tensor-parallel ranks of every replica whose hop
+  // leaves that node).
   struct Hop {
     bool same_node = true;
     int senders = 0, receivers = 0;
   };
-  // From stage k to k + 1 of segment s.
-  Hop hop_within(const Segment& s, int replicas, int k) const;
-  // From the last stage of segment a to the first of segment b (other groups: other nodes).
-  Hop hop_between(const Segment& a, const Segment& b, int replicas) const;
+  // From stage k of segment `segment` to the next stage (in the segment, or the next segment's first).
+  Hop hop(const ClassLayout& layout, size_t segment, int k) const;
   // Splits `micro_batches` over the classes' replicas so that the slowest finishes first (greedy
   // water-filling on the closed-form estimate; exact for non-decreasing times). Every replica gets
   // at least one; returns an empty vector when there are more replicas than micro-batches.
@@ -148,9 +151,14 @@ class Evaluator {
   Plan build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
                   int micro_batch) const;
 
+  // Replicas of a class whose devices of one stage of the segment share one node.
+  int replicas_per_node(const ClassLayout& layout, size_t segment) const;
+  // How far apart consecutive replicas' devices of a segment lie in its group, and the first device of
+  // replica r's stage k of it (an index into the group), as the layout deals them out.
+  static int64_t replica_stride(const ClassLayout& layout, size_t segment);
+  static int64_t first_device(const ClassLayout& layout, size_t segment, int64_t replica, int stage);
+
  private:
-  // Replicas of a class whose segment s devices share one node (1 when a replica fills nodes).
-  int replicas_per_node(const Segment& s, int replicas) const;
   // The link an allreduce among nodes of these groups (bit g: group g) crosses, with every device of a
   // node sending at once: the slowest NIC share, host staging and inter-cluster link among them.
   Link ring_link(unsigned groups) const;
@@ -159,9 +167,10 @@ class Evaluator {
     int replicas = 0, local = 1;
   };
   using RingMembers = std::array<RingMember, 16>;
-  // A hierarchical allreduce of `bytes` per device over the replicas of `groups` (bit g: group g):
-  // inside each group (a ring inside each node, then one across its nodes on 1 / local of the bytes,
-  // all groups at once), then across the groups on a group's shard, over the slowest link among them.
+  // An allreduce of `bytes` per device over the replicas of `groups` (bit g: group g): inside each
+  // group (a ring among each node's replicas and one across its nodes on 1 / local of the bytes, all
+  // groups at once), then across the groups on a group's shard over the slowest link among them; or
+  // one flat ring over them all where that is faster.
   double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const;
 
   const CanonicalCluster& canonical_;
@@ -174,6 +183,7 @@ class Evaluator {
     const InterClusterLink* inter_cluster = nullptr;  // null: one sub-cluster
   };
   std::vector<Link> nic_all_at_once_;
+  std::vector<double> nic_one_;  // what one of a node's NICs achieves (Gbit/s)
   std::vector<std::vector<Between>> between_;
 };
 
