@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "h2/heteropp/gpt.hpp"
 #include "h2/heteropp/optimizer.hpp"
@@ -147,18 +148,21 @@ nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
   double sum = 0;
   for (const nlohmann::json& d : devices) sum += d["optimizer_ns_per_parameter"].get<double>();
   mean["optimizer_ns_per_parameter"] = sum / n;
-  // The type's spread: the widest of its devices' own, or how far apart its devices' layer times
-  // lie, which for devices of one type should be the same.
-  double spread = 0;
+  // The type's spread: the widest of its devices' own. Its medians' uncertainty: a median of n
+  // repeats is uncertain by about 0.93 x IQR / sqrt(n) (1.25 sigma / sqrt(n), sigma = IQR / 1.35), or
+  // by half the range of its devices' medians, which for devices of one type should agree.
+  double spread = 0, between = 0;
   for (const nlohmann::json& d : devices) spread = std::max(spread, d["spread"].get<double>());
   for (size_t i = 0; i < mean["layer"].size(); ++i) {
     std::vector<double> layer_ms;
     for (const nlohmann::json& d : devices)
       layer_ms.push_back(d["layer"][i]["forward_ms"].get<double>() + d["layer"][i]["backward_ms"].get<double>());
     const auto [low, high] = std::minmax_element(layer_ms.begin(), layer_ms.end());
-    spread = std::max(spread, (*high - *low) / median(layer_ms));
+    between = std::max(between, (*high - *low) / median(layer_ms));
   }
+  const double repeats = std::max(1, devices.front()["repeats"].get<int>());
   mean["spread"] = spread;
+  mean["uncertainty"] = std::max(0.93 * spread / std::sqrt(repeats), between / 2);
   return mean;
 }
 

@@ -565,6 +565,11 @@ TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
     }
   }
   EXPECT_GT(measured.at("optimizer_ns_per_parameter").get<double>(), 0);
+  // The repeats' spread and the medians' uncertainty, with the repeats they come from.
+  EXPECT_GE(measured.at("spread").get<double>(), 0);
+  EXPECT_GE(measured.at("uncertainty").get<double>(), 0);
+  EXPECT_EQ(measured.at("repeats"), 2);
+  EXPECT_NE(result.output.find("median +-"), std::string::npos) << result.output;
   EXPECT_NO_THROW(heteroauto::parse_cluster(profiled));
   result = run_h2("plan --cluster " + out.string() + " --model " + (dir_ / "model.json").string());
   EXPECT_EQ(result.exit_code, 0) << result.output;
@@ -594,6 +599,9 @@ TEST_F(TrainTest, TrainProfilesFirstWhenAsked) {
   const nlohmann::json summary = nlohmann::json::parse(summary_file);
   EXPECT_GT(summary.at("predicted_step_s").get<double>(), 0);
   EXPECT_EQ(summary.at("cost_basis").at("cpu-ref"), "measured (h2 profile)");
+  // The measurement's own uncertainty next to the prediction's error.
+  EXPECT_TRUE(summary.at("profile_spread").at("cpu-ref").contains("uncertainty")) << summary.dump();
+  EXPECT_TRUE(summary.contains("prediction_error"));
 
   write(dir_ / "profile-plan.json", heteroauto::to_json(make_plan(model(), 2, kSingle)));
   result = run_h2(base + " --profile --plan " + (dir_ / "profile-plan.json").string());

@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kName = "h2 profile";
-// Layer times spread wider than this make a prediction from them mean little: say so.
-constexpr double kSpreadWarning = 0.1;
+// Median layer times less certain than this make a prediction from them mean little: say so.
+constexpr double kUncertaintyWarning = 0.05;
 
 std::vector<int> micro_batches_of(const ProfileOptions& options, const heteroauto::Model& model) {
   if (options.micro_batch > 0) return {options.micro_batch};
@@ -114,7 +114,7 @@ int run_driver(const ProfileOptions& options) {
   nlohmann::json described = heteroauto::read_json_file(options.cluster, "cluster");
   const heteroauto::CostModel cost(cluster, model);
   Table table({"device type", "devices", "micro-batch", "layer fwd / bwd", "embedding fwd / bwd", "head fwd / bwd",
-               "peak x efficiency layer fwd", "spread"});
+               "peak x efficiency layer fwd", "spread", "median +-"});
   nlohmann::json measured = nlohmann::json::object();
   std::string optimizer_line, warnings;
   for (nlohmann::json& type : described.at("device_types")) {
@@ -134,14 +134,15 @@ int run_driver(const ProfileOptions& options) {
                              2, " ms");
       table.add_row({i == 0 ? name : "", i == 0 ? std::to_string(by_type[name].size()) : "", std::to_string(sizes[i]),
                      ms_cell(profile["layer"][i]), ms_cell(profile["embedding"][i]), ms_cell(profile["head"][i]),
-                     predicted, i == 0 ? format_fixed(profile["spread"].get<double>() * 100, 1, "%") : ""});
+                     predicted, i == 0 ? format_fixed(profile["spread"].get<double>() * 100, 1, "%") : "",
+                     i == 0 ? format_fixed(profile["uncertainty"].get<double>() * 100, 1, "%") : ""});
     }
-    if (const double spread = profile["spread"].get<double>(); spread > kSpreadWarning)
-      warnings += "warning: " + name + "'s layer times spread by " + format_fixed(spread * 100, 1, "%") + " over " +
-                  std::to_string(options.iterations) +
-                  " interleaved repeats (interquartile range over the median, or between its devices): a prediction "
-                  "made from them is uncertain by about as much. Measure on an otherwise idle machine, or with more "
-                  "--iterations.\n";
+    if (const double uncertainty = profile["uncertainty"].get<double>(); uncertainty > kUncertaintyWarning)
+      warnings += "warning: " + name + "'s median layer time is uncertain by +-" +
+                  format_fixed(uncertainty * 100, 1, "%") + " (its " + std::to_string(options.iterations) +
+                  " interleaved repeats spread by " + format_fixed(profile["spread"].get<double>() * 100, 1, "%") +
+                  ", or its devices disagree): a prediction made from it means no more. Measure on an otherwise "
+                  "idle machine, or with more --iterations.\n";
     optimizer_line += (optimizer_line.empty() ? "" : ", ") + name + " " +
                       format_fixed(profile["optimizer_ns_per_parameter"].get<double>(), 2, " ns");
   }

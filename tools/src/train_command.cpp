@@ -234,12 +234,14 @@ void print_summary(const heteroauto::Cluster& cluster, const heteroauto::Plan& p
     const auto& measured = cluster.device_type(type).measured;
     const auto profile = measured.find(plan.model.name);
     if (profile == measured.end() || profile->second.repeats == 0) continue;
-    spreads[type] = profile->second.spread;
-    spread_line += (spread_line.empty() ? "" : ", ") + type + " " + format_fixed(profile->second.spread * 100, 1, "%");
+    spreads[type] = {{"spread", profile->second.spread}, {"uncertainty", profile->second.uncertainty}};
+    spread_line += (spread_line.empty() ? "" : ", ") + type + " +-" +
+                   format_fixed(profile->second.uncertainty * 100, 1, "%") + " (repeats spread by " +
+                   format_fixed(profile->second.spread * 100, 1, "%") + ")";
   }
   if (!spread_line.empty())
-    std::cout << "  profile     layer times spread by " << spread_line
-              << " over their repeats (a prediction from them means no more)\n";
+    std::cout << "  profile     median layer times uncertain by " << spread_line
+              << " (a prediction from them means no more)\n";
   if (out_dir.empty()) return;
   std::cout << "  wrote       " << out_dir << "/metrics.jsonl, " << out_dir << "/trace.json (Perfetto), "
             << (result.checkpoint.empty() ? std::string("no checkpoint") : result.checkpoint) << "\n";
@@ -250,7 +252,8 @@ void print_summary(const heteroauto::Cluster& cluster, const heteroauto::Plan& p
                                   {"measured_step_s", measured},
                                   {"predicted_step_s", predicted},
                                   {"prediction_error", error},
-                                  // Per measured device type: its profile's spread (model_profiler.hpp).
+                                  // Per measured device type: its profile's spread over the repeats and
+                                  // its medians' uncertainty (model_profiler.hpp).
                                   {"profile_spread", spreads},
                                   {"cost_basis", plan.prediction.cost_basis},
                                   {"tokens_per_s", tokens / measured},

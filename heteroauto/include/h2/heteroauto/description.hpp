@@ -60,7 +60,8 @@ struct MeasuredProfile {
   // How far the measurement's repeats lay apart (h2 profile: the layer's interquartile range over its
   // median, or between the type's devices): a prediction from it means no more than that. 0: not said.
   double spread = 0;
-  int repeats = 0;  // timed repeats per point (0: not said)
+  int repeats = 0;         // timed repeats per point (0: not said)
+  double uncertainty = 0;  // of its medians, relative: from the spread and the repeats, or between devices
 };
 
 // `count` identical nodes, each with `devices_per_node` devices of one type.

@@ -32,7 +32,8 @@ nlohmann::json profile_device(const heteroauto::Model& model, const Device& devi
                               const ProfileSettings& settings, const std::function<void()>& barrier = {});
 
 // The mean over a device type's devices of their profiles, point by point (the "device" field
-// dropped); its spread is the widest of theirs or the relative range of their layer times.
+// dropped); its spread is the widest of theirs, and its "uncertainty" how far its medians may be off:
+// from the spread and the repeats, or from how far its devices' layer times lie apart.
 nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices);
 
 // (third quartile - first quartile) / median; 0 for fewer than two values.
