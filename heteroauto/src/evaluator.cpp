@@ -207,45 +207,48 @@ Link Evaluator::ring_link(unsigned groups) const {
 }
 
 double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const {
-  double within = 0, flat = 0;
+  const int n = static_cast<int>(nic_all_at_once_.size());
+  const auto in = [&](int g) { return (groups & (1u << g)) != 0; };
+  double within = 0;
   int fewest = std::numeric_limits<int>::max(), count = 0, participants = 0;
-  for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g)
-    if (groups & (1u << g)) participants += members[g].replicas;
-  const Link across = ring_link(groups);
-  for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
-    if (!(groups & (1u << g))) continue;
-    const NodeGroup& group = cluster().nodes[g];
+  for (int g = 0; g < n; ++g) {
+    if (!in(g)) continue;
     const int local = members[g].local, nodes = (members[g].replicas + local - 1) / local;
-    const Link intra = cost_.intra_node_link(group);
     // Inside the group: among each node's replicas over its fabric and across its nodes on 1 / local
     // of the bytes per device. A ring moves its chunks over both kinds of link at once (NCCL's and
     // DiComm's rings are pipelined), so the slower kind sets the pace; every group at once, the
     // slowest group setting it for all.
-    within = std::max({within, cost_.allreduce_time(intra, bytes, local),
+    within = std::max({within, cost_.allreduce_time(cost_.intra_node_link(cluster().nodes[g]), bytes, local),
                        cost_.allreduce_time(nic_all_at_once_[g], bytes / local, nodes)});
-    // One flat ring over every replica instead: each node's NIC carries every ring that passes the
-    // node (devices_per_node / local of them) with all of the bytes, staged as the ring's slowest pair.
-    // A ring's edge uses one NIC at most.
-    Link nic = nic_all_at_once_[g];
-    nic.bandwidth_gbps = std::min(nic_one_[g], nic.bandwidth_gbps * local);
-    nic.latency_us = across.latency_us;
-    nic.host_staged = across.host_staged;
-    nic.host_link_gbps = across.host_link_gbps;
-    flat = std::max(
-        {flat, cost_.allreduce_time(intra, bytes, participants), cost_.allreduce_time(nic, bytes, participants)});
     fewest = std::min(fewest, members[g].replicas);
+    participants += members[g].replicas;
     ++count;
   }
   if (count == 1) return within;
-  // Between sub-clusters a flat ring would cross the sites' link with every ring: never better.
-  for (int g = 0; g < static_cast<int>(between_.size()); ++g)
-    for (int h = 0; h < static_cast<int>(between_.size()); ++h)
-      if ((groups & (1u << g)) && (groups & (1u << h)) && between_[g][h].inter_cluster != nullptr)
-        flat = std::numeric_limits<double>::infinity();
   // Across groups (reduce-scattered inside, all-gathered after): each device's shard with its
-  // counterparts in the other groups, over the slowest link among them; or the flat ring, whichever
-  // is faster (a group of few replicas leaves each device a large shard).
-  return std::min(within + cost_.allreduce_time(across, bytes / fewest, count), flat);
+  // counterparts in the other groups, over the slowest link among them.
+  const Link across = ring_link(groups);
+  const double sharded = within + cost_.allreduce_time(across, bytes / fewest, count);
+  // Between sub-clusters a flat ring would cross the sites' link with every ring: never better.
+  for (int g = 0; g < n; ++g)
+    for (int h = 0; h < n; ++h)
+      if (in(g) && in(h) && between_[g][h].inter_cluster != nullptr) return sharded;
+  // Or one flat ring over every replica, whichever is faster (a group of few replicas leaves each
+  // device a large shard): each node's NIC carries every ring that passes the node (devices_per_node
+  // / local of them) with all of the bytes, staged as the ring's slowest pair; a ring's edge uses one
+  // NIC at most.
+  double flat = 0;
+  for (int g = 0; g < n; ++g) {
+    if (!in(g)) continue;
+    Link nic = nic_all_at_once_[g];
+    nic.bandwidth_gbps = std::min(nic_one_[g], nic.bandwidth_gbps * members[g].local);
+    nic.latency_us = across.latency_us;
+    nic.host_staged = across.host_staged;
+    nic.host_link_gbps = across.host_link_gbps;
+    flat = std::max({flat, cost_.allreduce_time(cost_.intra_node_link(cluster().nodes[g]), bytes, participants),
+                     cost_.allreduce_time(nic, bytes, participants)});
+  }
+  return std::min(sharded, flat);
 }
 
 std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector<PartitionedClass>& classes) const {
