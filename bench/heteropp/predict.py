@@ -2,18 +2,17 @@
 """HeteroPP against HeteroAuto's prediction, and a heterogeneous cluster against its homogeneous parts.
 
 For each scenario: `h2 train --profile` measures the model (a layer, the embedding, the head, the
-optimizer, at every micro-batch size) on every device of the cluster at once, as `h2 profile` does,
-plans on those measured costs and trains a few steps; its summary.json holds HeteroAuto's predicted
+optimizer, at every micro-batch size) on every device of the cluster, a coreful of devices at a time
+as `h2 profile` does, plans on those measured costs (the planner simulating the devices' sharing of
+this machine's cores) and trains a few steps; its summary.json holds HeteroAuto's predicted
 step time and the measured one (median after the first step).
 Scenarios, on the cpu-reference devices of examples/clusters/local.json (three device types of equal
 speed: two devices of 2 GiB, one of 128 MiB, one of 112 MiB) and gpt-tiny:
   - local: the embedded default (HeteroAuto picks a tensor-parallel replica on the 2 GiB devices and
     a two-stage pipeline of uneven stages over the small ones, with different micro-batch counts);
   - local, tight memory: one device of each of the first two types (one per core of this 2-core
-    machine) with 15 MiB usable each, so the model must be cut into a pipeline and part of it recomputed. One device per
-    core because simulated devices that share cores run faster while the others idle in a pipeline
-    bubble, which a profile of all of them busy at once cannot know (real accelerators do not share
-    their compute);
+    machine) with 15 MiB usable each, so the model must be cut into a pipeline and part of it recomputed (one
+    device per core: no sharing of cores, so the rest of the cost model is checked on its own);
   - local, tensor-parallel: the 2 GiB group's two devices with 20 MiB usable each and a global batch
     of 4, planned with --max-tp 2, so that every layer is cut over both devices (Megatron-LM's
     layout), which checks the cost model's tensor-parallel terms;
@@ -82,7 +81,8 @@ def stage_text(stage):
 
 def compute_drift(plan, trace_path):
     """Mean over ranks of (forward + backward time per micro-batch in training) / (the profiled stage time
-    the plan used): 1.0 when the devices ran as fast while training as while profiled."""
+    the plan used, at full speed): 1.0 when the devices ran as fast while training as while profiled and
+    did not share cores; where they share them, above 1 by the sharing the plan's simulation charged."""
     with open(trace_path) as f:
         trace = json.load(f)
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
@@ -157,7 +157,7 @@ def main():
                 if s:
                     s["scenario"] = name
                     s["error"] = (s["predicted_step_s"] - s["measured_step_s"]) / s["measured_step_s"]
-                    # How uncertain the profile's medians were (the widest device type's).
+                    # How uncertain the profile's times were (the widest device type's).
                     s["uncertainty"] = max((t.get("uncertainty", 0) for t in s.get("profile_spread", {}).values()),
                                            default=0)
                     results.append(s)
@@ -178,8 +178,8 @@ def main():
             if errors:
                 print(f"  {name}: median |error| {100 * statistics.median(errors):.1f}% over {len(errors)} runs")
         print("  (train/profile compute: the stages' forward + backward time while training over what h2 profile "
-              "measured\n   just before; away from 1.00x the machine itself ran at another speed, and the error "
-              "follows it)")
+              "measured\n   just before at full speed; it includes the sharing of cores the plan's simulation "
+              "charges, and beyond it\n   the machine itself ran at another speed, which the error follows)")
 
         # The whole cluster on both cores against its parts, each alone on one core: the 2 GiB devices,
         # and the small devices (which hold the model only together).

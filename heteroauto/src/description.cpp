@@ -257,6 +257,23 @@ Cluster parse_cluster(const nlohmann::json& json) {
       throw DescriptionError(p + ": must be a pair of vendor names, like [\"NVIDIA\", \"NVIDIA\"]");
     c.device_direct_rdma.emplace_back(j[0].get<std::string>(), j[1].get<std::string>());
   });
+  if (const nlohmann::json* shared = r.optional("shared_host")) {
+    JsonReader sr(*shared, r.path_of("shared_host"));
+    SharedHost host;
+    host.cores = sr.required_number("cores", 1, 1e6);
+    host.threads_per_device = sr.number("threads_per_device", 1, 1, 1e6);
+    sr.array("node_groups", true, false, [&](const nlohmann::json& j, const std::string& p) {
+      if (!j.is_string()) throw DescriptionError(p + ": must be the name of a nodes entry");
+      const std::string name = j.get<std::string>();
+      const auto group = std::find_if(c.nodes.begin(), c.nodes.end(), [&](auto& g) { return g.name == name; });
+      if (group == c.nodes.end()) throw DescriptionError(p + ": '" + name + "' is not one of nodes");
+      if (group->on_shared_host) throw DescriptionError(p + ": '" + name + "' is named twice");
+      group->on_shared_host = true;
+      host.node_groups.push_back(name);
+    });
+    sr.reject_unknown();
+    c.shared_host = std::move(host);
+  }
   r.reject_unknown();
   return c;
 }

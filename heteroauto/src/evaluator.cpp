@@ -19,6 +19,12 @@ std::string milliseconds(double seconds) {
   return text;
 }
 
+std::string count_text(double value) {  // "2", "1.5"
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 }  // namespace
 
 int ClassLayout::stage_count() const {
@@ -333,9 +339,12 @@ double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& cl
 }
 
 double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) const {
+  // Every device steps at once: those on a shared host share its cores.
+  const double shared_slowdown = std::max(1.0, shared_host_load(classes));
   double slowest = 0;
   for (const PartitionedClass& c : classes)
-    for (const StageSpec& stage : c.stages) slowest = std::max(slowest, cost_.optimizer_time(stage));
+    for (const StageSpec& stage : c.stages)
+      slowest = std::max(slowest, cost_.optimizer_time(stage) * (stage.nodes->on_shared_host ? shared_slowdown : 1));
   return slowest;
 }
 
@@ -441,9 +450,11 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
     size_t pipeline = 0;
   } slowest;
   std::vector<PipelineTimes> class_times;
+  for (const PartitionedClass& pc : classes) class_times.push_back(pipeline_times(pc, micro_batch));
+  const std::vector<ClassSimulations> sims = simulate_classes(classes, class_times, split);
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& pc = classes[ci];
-    const PipelineTimes& times = class_times.emplace_back(pipeline_times(pc, micro_batch));
+    const PipelineTimes& times = class_times[ci];
     const int p = static_cast<int>(pc.stages.size());
     PlanPipeline pipeline;
     pipeline.transfer_s = times.transfer;
@@ -464,8 +475,8 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       first_layer += s.layers;
       pipeline.stages.push_back(stage);
     }
-    const Simulation base = simulate_step(times, split[ci].base, schedule_);
-    const Simulation more = split[ci].extra > 0 ? simulate_step(times, split[ci].base + 1, schedule_) : base;
+    const Simulation& base = sims[ci].base;
+    const Simulation& more = sims[ci].more;
     for (int r = 0; r < pc.layout.replicas; ++r) {
       PlanReplica replica;
       const bool extra = r < split[ci].extra;
@@ -524,7 +535,57 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
                             stage_words;
   else
     prediction.bottleneck = "compute: " + stage_words;
+  if (const double load = shared_host_load(classes); load > 0)
+    prediction.bottleneck += "; " + std::to_string(shared_host_devices(classes)) + " devices compute on the host's " +
+                             count_text(c.shared_host->cores) + " shared cores";
   return plan;
+}
+
+std::vector<Evaluator::ClassSimulations> Evaluator::simulate_classes(const std::vector<PartitionedClass>& classes,
+                                                                     const std::vector<PipelineTimes>& times,
+                                                                     const std::vector<MicroBatchSplit>& split) const {
+  std::vector<ClassSimulations> sims(classes.size());
+  if (shared_host_load(classes) == 0) {
+    for (size_t ci = 0; ci < classes.size(); ++ci) {
+      sims[ci].base = simulate_step(times[ci], split[ci].base, schedule_);
+      sims[ci].more = split[ci].extra > 0 ? simulate_step(times[ci], split[ci].base + 1, schedule_) : sims[ci].base;
+    }
+    return sims;
+  }
+  // Stages on the shared host slow each other down, across classes too: every class runs at once, its
+  // replicas with base and with base + 1 micro-batches as two pipelines (identical replicas keep in
+  // step, so each pipeline stands for its replicas with their demand summed; one that stands for none
+  // is simulated without demand, slowing no one).
+  const double threads = cluster().shared_host->threads_per_device;
+  std::vector<SharedPipeline> pipelines;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const int replicas[2] = {classes[ci].layout.replicas - split[ci].extra, split[ci].extra};
+    for (int more = 0; more < 2; ++more) {
+      SharedPipeline pipeline{times[ci], split[ci].base + more, {}};
+      for (const StageSpec& stage : classes[ci].stages)
+        pipeline.demand.push_back(stage.nodes->on_shared_host ? stage.tp * threads * replicas[more] : 0);
+      pipelines.push_back(std::move(pipeline));
+    }
+  }
+  std::vector<Simulation> simulated = simulate_shared(pipelines, cluster().shared_host->cores, schedule_);
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    sims[ci].base = std::move(simulated[2 * ci]);
+    sims[ci].more = split[ci].extra > 0 ? std::move(simulated[2 * ci + 1]) : sims[ci].base;
+  }
+  return sims;
+}
+
+double Evaluator::shared_host_load(const std::vector<PartitionedClass>& classes) const {
+  if (!cluster().shared_host) return 0;
+  return shared_host_devices(classes) * cluster().shared_host->threads_per_device / cluster().shared_host->cores;
+}
+
+int Evaluator::shared_host_devices(const std::vector<PartitionedClass>& classes) const {
+  int devices = 0;
+  for (const PartitionedClass& c : classes)
+    for (const StageSpec& stage : c.stages)
+      if (stage.nodes->on_shared_host) devices += stage.tp * c.layout.replicas;
+  return devices;
 }
 
 }  // namespace h2::heteroauto

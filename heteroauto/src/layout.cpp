@@ -11,7 +11,7 @@ namespace {
 
 auto identity(const NodeGroup& g) {
   return std::tie(g.device_type, g.devices_per_node, g.intra_node_bandwidth_gbps, g.intra_node_latency_us, g.nic,
-                  g.nics_per_node, g.cluster);
+                  g.nics_per_node, g.cluster, g.on_shared_host);
 }
 
 }  // namespace

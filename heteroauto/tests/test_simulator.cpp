@@ -70,10 +70,67 @@ TEST(Simulator, TheExtrapolatedStepIsTheSimulatedOne) {
   }
 }
 
+// Shared cores: two one-stage pipelines on one core each take twice as long while both compute.
+TEST(SharedHost, StagesComputingAtOnceShareTheCores) {
+  const SharedPipeline one{{{1.0}, {1.0}, {}}, 1, {1.0}};
+  const std::vector<Simulation> shared = simulate_shared({one, one}, 1);
+  ASSERT_EQ(shared.size(), 2u);
+  for (const Simulation& s : shared) {
+    EXPECT_DOUBLE_EQ(s.makespan, 4.0);
+    EXPECT_DOUBLE_EQ(s.busy[0], 4.0);  // wall time computing
+  }
+  // With a core each, or off the host, each runs at full speed.
+  for (const Simulation& s : simulate_shared({one, one}, 2)) EXPECT_DOUBLE_EQ(s.makespan, 2.0);
+  const SharedPipeline off{{{1.0}, {1.0}, {}}, 1, {0.0}};
+  const std::vector<Simulation> mixed = simulate_shared({one, off}, 1);
+  EXPECT_DOUBLE_EQ(mixed[0].makespan, 2.0);
+  EXPECT_DOUBLE_EQ(mixed[1].makespan, 2.0);
+  // A pipeline that ends early leaves the core to the other: 1 s at half speed each (0.5 done), then
+  // the longer one's remaining 2.5 s alone.
+  const SharedPipeline longer{{{2.0}, {1.0}, {}}, 1, {1.0}};
+  const SharedPipeline shorter{{{0.25}, {0.25}, {}}, 1, {1.0}};
+  const std::vector<Simulation> uneven = simulate_shared({longer, shorter}, 1);
+  EXPECT_DOUBLE_EQ(uneven[1].makespan, 1.0);
+  EXPECT_DOUBLE_EQ(uneven[0].makespan, 3.5);
+}
+
+// With cores to spare every stage computes at full speed: the shared simulation is simulate_pipeline's.
+// One core for a pipeline's stages slows exactly the passes that overlap: one micro-batch never
+// overlaps, so it is unchanged; many do, and take longer.
+TEST(SharedHost, EnoughCoresIsTheUnsharedPipelineAndOneCoreSlowsOnlyOverlaps) {
+  std::mt19937 random(5);
+  std::uniform_real_distribution<> duration(0.1, 5), transfer(0, 1);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int p = 1 + static_cast<int>(random() % 6);
+    PipelineTimes times;
+    for (int k = 0; k < p; ++k) {
+      times.forward.push_back(duration(random));
+      times.backward.push_back(duration(random));
+      if (k + 1 < p) times.transfer.push_back(transfer(random));
+    }
+    for (int m : {1, 4, 13}) {
+      const Simulation alone = simulate_pipeline(times, m);
+      const SharedPipeline pipeline{times, m, std::vector<double>(p, 1.0)};
+      const Simulation spare = simulate_shared({pipeline}, p).front();
+      EXPECT_NEAR(spare.makespan, alone.makespan, 1e-9 * alone.makespan) << "trial " << trial << ", m " << m;
+      EXPECT_NEAR(spare.bubble_fraction, alone.bubble_fraction, 1e-9);
+      const Simulation one_core = simulate_shared({pipeline}, 1).front();
+      double work = 0;
+      for (int k = 0; k < p; ++k) work += m * (times.forward[k] + times.backward[k]);
+      if (m == 1) {
+        EXPECT_NEAR(one_core.makespan, alone.makespan, 1e-9 * alone.makespan);
+      }
+      EXPECT_GE(one_core.makespan, std::max(alone.makespan, work) * (1 - 1e-9));
+    }
+  }
+}
+
 TEST(Simulator, RejectsMalformedInput) {
   EXPECT_THROW(simulate_pipeline({}, 1), std::invalid_argument);
   EXPECT_THROW(simulate_pipeline(equal(2, 1, 1), 0), std::invalid_argument);
   EXPECT_THROW(simulate_pipeline({{1, 1}, {1}, {0}}, 2), std::invalid_argument);
+  EXPECT_THROW(simulate_shared({{equal(2, 1, 1), 1, {1.0}}}, 1), std::invalid_argument);  // demand per stage
+  EXPECT_THROW(simulate_shared({{equal(2, 1, 1), 1, {1.0, 1.0}}}, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -19,6 +19,29 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// A part's time from its repeats: their mean without the fastest and the slowest tenth. Not the
+// median: where a machine's speed wanders between levels for seconds at a time (shared or
+// frequency-scaled cores; on the 2-core machine this was built on, one layer's repeats fell into two
+// groups 1.6x apart), the median jumps to whichever level holds half the repeats, while a training
+// step, seconds long, averages over the levels as the mean does. The trimming drops lone outliers.
+double typical(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t cut = values.size() / 10;
+  double sum = 0;
+  for (size_t i = cut; i < values.size() - cut; ++i) sum += values[i];
+  return sum / static_cast<double>(values.size() - 2 * cut);
+}
+
+// How far typical(values) may be off, relative to it: the standard error of a mean of the repeats.
+double relative_standard_error(const std::vector<double>& values) {
+  const double n = static_cast<double>(values.size());
+  if (values.size() < 2) return 0;
+  double mean = 0, squares = 0;
+  for (double v : values) mean += v / n;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return mean > 0 ? std::sqrt(squares / (n - 1)) / std::sqrt(n) / mean : 0;
+}
+
 double milliseconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
@@ -45,8 +68,16 @@ void time_once(GptStage& stage, Stream& stream, int iteration, const Tensor& inp
 }
 
 nlohmann::json point(const PartTimes& t, int micro_batch) {
-  return {{"micro_batch", micro_batch}, {"forward_ms", median(t.forward_ms)}, {"backward_ms", median(t.backward_ms)}};
+  return {{"micro_batch", micro_batch}, {"forward_ms", typical(t.forward_ms)}, {"backward_ms", typical(t.backward_ms)}};
 }
+
+// One micro-batch size's inputs, of the scale the model sees (the embedding's output, and the loss's
+// gradient through the head), and its parts' times.
+struct SizeRun {
+  int micro_batch = 1;
+  Tensor tokens, x, dy;
+  PartTimes layer, embedding, head;
+};
 
 // What a step does per parameter after the backward passes: zero the gradients (before the next
 // step), their norm, AdamW. Measured over one layer's parameters.
@@ -69,7 +100,7 @@ double optimizer_ns_per_parameter(const ProfileSettings& settings, GptStage& lay
     stream.synchronize();
     if (i >= settings.warmup) ms.push_back(milliseconds(start, Clock::now()));
   }
-  return median(ms) * 1e6 / static_cast<double>(parameters);
+  return typical(ms) * 1e6 / static_cast<double>(parameters);
 }
 
 }  // namespace
@@ -83,9 +114,13 @@ double relative_spread(std::vector<double> values) {
 }
 
 nlohmann::json profile_device(const heteroauto::Model& model, const Device& device, Stream& stream,
-                              const ProfileSettings& settings, const std::function<void()>& barrier) {
-  const auto wait = [&] {
-    if (barrier) barrier();
+                              const ProfileSettings& settings, const ProfileTurns& turns) {
+  // Runs `part` in this device's turn, waiting through the other groups' turns.
+  const auto in_turn = [&](const std::function<void()>& part) {
+    for (int t = 0; t < turns.turns; ++t) {
+      if (turns.barrier) turns.barrier();
+      if (t == turns.turn) part();
+    }
   };
   const GptConfig config = GptConfig::from_model(model, 1);
   const int last = config.layers;
@@ -93,50 +128,54 @@ nlohmann::json profile_device(const heteroauto::Model& model, const Device& devi
   GptStage embedding(config, 0, 0, true, false, device, stream);
   GptStage head(config, last, last, false, true, device, stream);
   nlohmann::json result = {{"device", device.label()}};
-  double spread = 0;
+  std::vector<SizeRun> runs;
   for (int b : settings.micro_batches) {
+    SizeRun& run = runs.emplace_back();
+    run.micro_batch = b;
     const int64_t batch = b;
     std::vector<double> token_values(static_cast<size_t>(batch * model.seq_len));
     for (size_t i = 0; i < token_values.size(); ++i)
       token_values[i] = static_cast<double>((i * 7919) % static_cast<size_t>(model.vocab));
-    const Tensor tokens = Tensor::from_host(stream, token_values, {batch, model.seq_len}, DType::i64);
-    // Inputs of the scale the model sees: the embedding's output, and the loss's gradient through
-    // the head.
-    const Tensor x = embedding.forward(-1, tokens);
-    head.forward(-1, x, tokens);
-    const Tensor dy = head.backward(-1, {}, 1.0 / static_cast<double>(batch * model.seq_len));
-    embedding.backward(-1, dy);
-    stream.synchronize();
-    // The parts take turns, one repeat each per round: whatever else slows the machine for a while
-    // slows all three alike instead of one part's every repeat, and shows in the spread.
-    PartTimes layer_times, embedding_times, head_times;
-    for (int i = 0; i < settings.warmup + settings.iterations; ++i) {
-      const bool timed = i >= settings.warmup;
-      wait();
-      time_once(layer, stream, i, x, {}, dy, timed ? &layer_times : nullptr);
-      wait();
-      time_once(embedding, stream, i, tokens, {}, dy, timed ? &embedding_times : nullptr);
-      wait();
-      time_once(head, stream, i, x, tokens, {}, timed ? &head_times : nullptr);
-    }
-    result["layer"].push_back(point(layer_times, b));
-    result["embedding"].push_back(point(embedding_times, b));
-    result["head"].push_back(point(head_times, b));
-    std::vector<double> layer_ms;
-    for (size_t i = 0; i < layer_times.forward_ms.size(); ++i)
-      layer_ms.push_back(layer_times.forward_ms[i] + layer_times.backward_ms[i]);
-    spread = std::max(spread, relative_spread(layer_ms));
+    run.tokens = Tensor::from_host(stream, token_values, {batch, model.seq_len}, DType::i64);
+    run.x = embedding.forward(-1, run.tokens);
+    head.forward(-1, run.x, run.tokens);
+    run.dy = head.backward(-1, {}, 1.0 / static_cast<double>(batch * model.seq_len));
+    embedding.backward(-1, run.dy);
   }
+  stream.synchronize();
+  // Each round measures every part at every size once: whatever slows the machine for a while slows
+  // them all alike instead of one part's or one size's every repeat, and shows in the spread.
+  for (int i = 0; i < settings.warmup + settings.iterations; ++i) {
+    const bool timed = i >= settings.warmup;
+    for (SizeRun& r : runs) {
+      in_turn([&] { time_once(layer, stream, i, r.x, {}, r.dy, timed ? &r.layer : nullptr); });
+      in_turn([&] { time_once(embedding, stream, i, r.tokens, {}, r.dy, timed ? &r.embedding : nullptr); });
+      in_turn([&] { time_once(head, stream, i, r.x, r.tokens, {}, timed ? &r.head : nullptr); });
+    }
+  }
+  double spread = 0, standard_error = 0;
+  for (const SizeRun& r : runs) {
+    result["layer"].push_back(point(r.layer, r.micro_batch));
+    result["embedding"].push_back(point(r.embedding, r.micro_batch));
+    result["head"].push_back(point(r.head, r.micro_batch));
+    std::vector<double> layer_ms;
+    for (size_t i = 0; i < r.layer.forward_ms.size(); ++i)
+      layer_ms.push_back(r.layer.forward_ms[i] + r.layer.backward_ms[i]);
+    spread = std::max(spread, relative_spread(layer_ms));
+    standard_error = std::max(standard_error, relative_standard_error(layer_ms));
+  }
+  result["standard_error"] = standard_error;
   result["spread"] = spread;
   result["repeats"] = settings.iterations;
-  wait();
-  result["optimizer_ns_per_parameter"] = optimizer_ns_per_parameter(settings, layer, stream);
+  in_turn([&] { result["optimizer_ns_per_parameter"] = optimizer_ns_per_parameter(settings, layer, stream); });
+  if (turns.barrier) turns.barrier();  // the last group's turn ends before any device reports
   return result;
 }
 
 nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
   nlohmann::json mean = devices.front();
   mean.erase("device");
+  mean.erase("standard_error");
   const double n = static_cast<double>(devices.size());
   for (const char* part : {"layer", "embedding", "head"})
     for (size_t i = 0; i < mean[part].size(); ++i)
@@ -148,11 +187,14 @@ nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
   double sum = 0;
   for (const nlohmann::json& d : devices) sum += d["optimizer_ns_per_parameter"].get<double>();
   mean["optimizer_ns_per_parameter"] = sum / n;
-  // The type's spread: the widest of its devices' own. Its medians' uncertainty: a median of n
-  // repeats is uncertain by about 0.93 x IQR / sqrt(n) (1.25 sigma / sqrt(n), sigma = IQR / 1.35), or
-  // by half the range of its devices' medians, which for devices of one type should agree.
-  double spread = 0, between = 0;
-  for (const nlohmann::json& d : devices) spread = std::max(spread, d["spread"].get<double>());
+  // The type's spread: the widest of its devices' own. Its times' uncertainty: the widest standard
+  // error of a device's mean, or half the range of its devices' times, which for devices of one type
+  // should agree.
+  double spread = 0, error = 0, between = 0;
+  for (const nlohmann::json& d : devices) {
+    spread = std::max(spread, d["spread"].get<double>());
+    error = std::max(error, d.value("standard_error", 0.0));
+  }
   for (size_t i = 0; i < mean["layer"].size(); ++i) {
     std::vector<double> layer_ms;
     for (const nlohmann::json& d : devices)
@@ -160,9 +202,8 @@ nlohmann::json mean_profile(const std::vector<nlohmann::json>& devices) {
     const auto [low, high] = std::minmax_element(layer_ms.begin(), layer_ms.end());
     between = std::max(between, (*high - *low) / median(layer_ms));
   }
-  const double repeats = std::max(1, devices.front()["repeats"].get<int>());
   mean["spread"] = spread;
-  mean["uncertainty"] = std::max(0.93 * spread / std::sqrt(repeats), between / 2);
+  mean["uncertainty"] = std::max(error, between / 2);
   return mean;
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cli_test_support.hpp"
 #include "h2/h2.hpp"
@@ -565,11 +566,20 @@ TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
     }
   }
   EXPECT_GT(measured.at("optimizer_ns_per_parameter").get<double>(), 0);
-  // The repeats' spread and the medians' uncertainty, with the repeats they come from.
+  // The repeats' spread and the times' uncertainty, with the repeats they come from.
   EXPECT_GE(measured.at("spread").get<double>(), 0);
   EXPECT_GE(measured.at("uncertainty").get<double>(), 0);
   EXPECT_EQ(measured.at("repeats"), 2);
-  EXPECT_NE(result.output.find("median +-"), std::string::npos) << result.output;
+  EXPECT_FALSE(measured.contains("standard_error"));  // a device's own, not the type's
+  EXPECT_NE(result.output.find("time +-"), std::string::npos) << result.output;
+  // The cpu-reference devices share this machine's cores: the description says so for the planner.
+  const nlohmann::json& host = profiled.at("shared_host");
+  EXPECT_GE(host.at("cores").get<double>(), 1);
+  EXPECT_GE(host.at("threads_per_device").get<double>(), 1);
+  EXPECT_EQ(host.at("node_groups").size(), profiled.at("nodes").size());
+  if (std::thread::hardware_concurrency() < 6) {  // fewer cores than the 6 devices: they take turns
+    EXPECT_NE(result.output.find(" at a time (they share this machine's"), std::string::npos) << result.output;
+  }
   EXPECT_NO_THROW(heteroauto::parse_cluster(profiled));
   result = run_h2("plan --cluster " + out.string() + " --model " + (dir_ / "model.json").string());
   EXPECT_EQ(result.exit_code, 0) << result.output;

@@ -1,6 +1,7 @@
 #include "local_cluster.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -14,6 +15,20 @@ PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devic
     memory += (memory.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(gib * 1024)) + "MiB";
   const size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / std::max<size_t>(1, ranks));
   return {{"cpu-reference", {{"memory", memory}, {"threads", std::to_string(threads)}}}};
+}
+
+std::optional<heteroauto::SharedHost> simulated_host(const heteroauto::Cluster& cluster,
+                                                     const PluginOptionsByName& plugin_options) {
+  heteroauto::SharedHost host;
+  for (const heteroauto::NodeGroup& g : cluster.nodes)
+    if (cluster.device_type(g.device_type).plugin == "cpu-reference") host.node_groups.push_back(g.name);
+  if (host.node_groups.empty()) return std::nullopt;
+  host.cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto options = plugin_options.find("cpu-reference");
+  if (options != plugin_options.end())
+    if (const auto threads = options->second.find("threads"); threads != options->second.end())
+      host.threads_per_device = std::max(1.0, std::strtod(threads->second.c_str(), nullptr));
+  return host;
 }
 
 std::string self_executable() {

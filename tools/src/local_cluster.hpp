@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "h2/heteropp/placement.hpp"
@@ -15,6 +16,12 @@ namespace h2::tools {
 // they override the plugin's H2_CPU_REFERENCE_MEMORY and H2_CPU_REFERENCE_THREADS; --plugin-option
 // overrides them in turn (merge_plugin_options).
 PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks);
+
+// The cluster's devices that compute on this machine's cores (its cpu-reference groups), with the
+// threads each gets from `plugin_options` (as simulated_device_options and the user set them); none
+// when no group is simulated here.
+std::optional<heteroauto::SharedHost> simulated_host(const heteroauto::Cluster& cluster,
+                                                     const PluginOptionsByName& plugin_options);
 
 // This program's path, to start its own ranks ("h2" from PATH when /proc is not there).
 std::string self_executable();

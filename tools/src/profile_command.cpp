@@ -40,9 +40,8 @@ std::vector<int> micro_batches_of(const ProfileOptions& options, const heteroaut
   return sizes;
 }
 
-// One device of the cluster: the model profiler (heteropp/model_profiler.hpp) on its device.
-// Every rank measures the same part at the same time (a barrier before each), so devices that share cores contend as
-// they do in training.
+// One device of the cluster: the model profiler (heteropp/model_profiler.hpp) on its device, in turns
+// of `devices_at_once` ranks (a barrier before each turn).
 int run_worker(const ProfileOptions& options) {
   const heteroauto::Model model = heteroauto::load_model(options.model);
   RuntimeOptions runtime_options = dicomm::runtime_options_for_device();
@@ -51,10 +50,13 @@ int run_worker(const ProfileOptions& options) {
   const Device device = dicomm::select_device(runtime, dicomm::rank_info_from_environment());
   Stream stream = device.create_stream();
   dicomm::Communicator world = dicomm::Communicator::world();
+  const int at_once = options.devices_at_once > 0 ? options.devices_at_once : world.size();
   const nlohmann::json result = heteropp::profile_device(
       model, device, stream,
       {.micro_batches = micro_batches_of(options, model), .warmup = options.warmup, .iterations = options.iterations},
-      [&world] { world.barrier(); });
+      {.turns = (world.size() + at_once - 1) / at_once, .turn = world.rank() / at_once, .barrier = [&world] {
+         world.barrier();
+       }});
   const char* rank = std::getenv("H2_RANK");
   std::ofstream out(fs::path(options.worker_results) / ("rank-" + std::string(rank ? rank : "0")));
   out << result.dump() << "\n";
@@ -77,6 +79,11 @@ int run_driver(const ProfileOptions& options) {
   const PluginOptionsByName plugin_options = merge_plugin_options(
       simulated_device_options(devices, devices.devices.size()), parse_plugin_options(options.plugin_options));
   const std::vector<int> sizes = micro_batches_of(options, model);
+  const std::optional<heteroauto::SharedHost> host = simulated_host(cluster, plugin_options);
+  // A coreful of devices at a time, each at full speed (the planner charges the sharing); every device
+  // at once where none share this machine's cores.
+  const int at_once =
+      host ? std::max(1, static_cast<int>(host->cores / host->threads_per_device)) : static_cast<int>(ranks);
 
   const fs::path results = fs::temp_directory_path() / ("h2-profile-" + std::to_string(::getpid()));
   fs::create_directories(results);
@@ -84,12 +91,13 @@ int run_driver(const ProfileOptions& options) {
   launch.ranks = ranks;
   for (const heteropp::LocalDevice& d : devices.devices)
     launch.devices += (launch.devices.empty() ? "" : ",") + d.label;
-  launch.command = {self_executable(),  "profile",
-                    "--cluster",        options.cluster,
-                    "--model",          options.model,
-                    "--iterations",     std::to_string(options.iterations),
-                    "--warmup",         std::to_string(options.warmup),
-                    "--worker-results", results.string()};
+  launch.command = {self_executable(),   "profile",
+                    "--cluster",         options.cluster,
+                    "--model",           options.model,
+                    "--iterations",      std::to_string(options.iterations),
+                    "--warmup",          std::to_string(options.warmup),
+                    "--worker-results",  results.string(),
+                    "--devices-at-once", std::to_string(at_once)};
   if (options.micro_batch > 0) {
     launch.command.push_back("--micro-batch");
     launch.command.push_back(std::to_string(options.micro_batch));
@@ -98,7 +106,11 @@ int run_driver(const ProfileOptions& options) {
   std::string size_list;
   for (int b : sizes) size_list += (size_list.empty() ? "" : ", ") + std::to_string(b);
   std::cout << "Profiling " << model.name << " (a layer, the embedding, the head and the optimizer; micro-batch "
-            << size_list << ") on " << ranks << (ranks == 1 ? " device" : " devices") << " at once ..." << std::endl;
+            << size_list << ") on " << ranks << (ranks == 1 ? " device" : " devices");
+  if (at_once < ranks)
+    std::cout << ", " << at_once << " at a time (they share this machine's " << format_fixed(host->cores, 0, "")
+              << " cores, " << format_fixed(host->threads_per_device, 0, "") << " per device)";
+  std::cout << " ..." << std::endl;
   const int code = run_launch(launch);
   if (code != 0) {
     fs::remove_all(results);
@@ -112,9 +124,14 @@ int run_driver(const ProfileOptions& options) {
   fs::remove_all(results);
 
   nlohmann::json described = heteroauto::read_json_file(options.cluster, "cluster");
+  if (host)
+    described["shared_host"] = {
+        {"cores", host->cores}, {"threads_per_device", host->threads_per_device}, {"node_groups", host->node_groups}};
+  else
+    described.erase("shared_host");
   const heteroauto::CostModel cost(cluster, model);
   Table table({"device type", "devices", "micro-batch", "layer fwd / bwd", "embedding fwd / bwd", "head fwd / bwd",
-               "peak x efficiency layer fwd", "spread", "median +-"});
+               "peak x efficiency layer fwd", "spread", "time +-"});
   nlohmann::json measured = nlohmann::json::object();
   std::string optimizer_line, warnings;
   for (nlohmann::json& type : described.at("device_types")) {
@@ -138,9 +155,9 @@ int run_driver(const ProfileOptions& options) {
                      i == 0 ? format_fixed(profile["uncertainty"].get<double>() * 100, 1, "%") : ""});
     }
     if (const double uncertainty = profile["uncertainty"].get<double>(); uncertainty > kUncertaintyWarning)
-      warnings += "warning: " + name + "'s median layer time is uncertain by +-" +
-                  format_fixed(uncertainty * 100, 1, "%") + " (its " + std::to_string(options.iterations) +
-                  " interleaved repeats spread by " + format_fixed(profile["spread"].get<double>() * 100, 1, "%") +
+      warnings += "warning: " + name + "'s layer time is uncertain by +-" + format_fixed(uncertainty * 100, 1, "%") +
+                  " (its " + std::to_string(options.iterations) + " interleaved repeats spread by " +
+                  format_fixed(profile["spread"].get<double>() * 100, 1, "%") +
                   ", or its devices disagree): a prediction made from it means no more. Measure on an otherwise "
                   "idle machine, or with more --iterations.\n";
     optimizer_line += (optimizer_line.empty() ? "" : ", ") + name + " " +
@@ -180,7 +197,7 @@ void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code)
       ->check(CLI::Range(1, 1 << 20));
   command
       ->add_option("--iterations", options.iterations,
-                   "Timed repeats, the parts taking turns (the median is kept, the spread reported)")
+                   "Timed repeats, the parts and sizes taking turns (their trimmed mean is kept, the spread reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
   command->add_option("--warmup", options.warmup, "Untimed iterations first")
@@ -190,6 +207,7 @@ void add_profile_command(CLI::App& app, ProfileOptions& options, int& exit_code)
   command->add_flag("--json", options.json, "Print JSON for programs instead of a table");
   add_plugin_option_flag(command, options.plugin_options);
   command->add_option("--worker-results", options.worker_results)->group("");  // internal: one device's run
+  command->add_option("--devices-at-once", options.devices_at_once)->group("")->check(CLI::Range(1, 1 << 20));
   command->callback([&options, &exit_code] { exit_code = run_profile(options); });
 }
 

@@ -240,7 +240,7 @@ void print_summary(const heteroauto::Cluster& cluster, const heteroauto::Plan& p
                    format_fixed(profile->second.spread * 100, 1, "%") + ")";
   }
   if (!spread_line.empty())
-    std::cout << "  profile     median layer times uncertain by " << spread_line
+    std::cout << "  profile     layer times uncertain by " << spread_line
               << " (a prediction from them means no more)\n";
   if (out_dir.empty()) return;
   std::cout << "  wrote       " << out_dir << "/metrics.jsonl, " << out_dir << "/trace.json (Perfetto), "
@@ -253,7 +253,7 @@ void print_summary(const heteroauto::Cluster& cluster, const heteroauto::Plan& p
                                   {"predicted_step_s", predicted},
                                   {"prediction_error", error},
                                   // Per measured device type: its profile's spread over the repeats and
-                                  // its medians' uncertainty (model_profiler.hpp).
+                                  // its times' uncertainty (model_profiler.hpp).
                                   {"profile_spread", spreads},
                                   {"cost_basis", plan.prediction.cost_basis},
                                   {"tokens_per_s", tokens / measured},
@@ -328,8 +328,8 @@ int run_driver(const TrainCommandOptions& options) {
   if (options.profile) {
     fs::create_directories(options.out);
     cluster_path = (fs::path(options.out) / "cluster-profiled.json").string();
-    // More iterations than h2 profile's default: medians of 20 kept the predictions of
-    // heteropp_prediction within 10%, and on a small model they take seconds.
+    // More iterations than h2 profile's default: 20 repeats of every part at every size sample the
+    // machine for long enough (about 30 s for the README's job) that its drifting speed averages out.
     const int code = run_profile({.cluster = options.cluster,
                                   .model = options.model,
                                   .iterations = 20,

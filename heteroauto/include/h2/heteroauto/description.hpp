@@ -74,9 +74,21 @@ struct NodeGroup {
   double intra_node_latency_us = 0;
   std::string nic;  // a NicType name
   int nics_per_node = 1;
-  std::string cluster;  // sub-cluster (datacenter) the nodes belong to
+  std::string cluster;          // sub-cluster (datacenter) the nodes belong to
+  bool on_shared_host = false;  // its devices compute on the cluster's shared_host (below)
 
   int devices() const { return count * devices_per_node; }
+};
+
+// Devices simulated on one machine's cores (cpu-reference devices, as `h2 train` and `h2 profile` run
+// them): each busy device computes on `threads_per_device` of the host's `cores`, and when more are
+// busy than the cores hold, they share them evenly (processor sharing), so a device computes slower
+// while others do. `h2 profile` measures such devices a coreful at a time (each at full speed) and
+// writes this section; the evaluator then simulates the plan's passes with the sharing (simulator.hpp).
+struct SharedHost {
+  double cores = 1;
+  double threads_per_device = 1;
+  std::vector<std::string> node_groups;  // every device of these groups computes on the host
 };
 
 // A homogeneous run of a device type that its efficiency is fitted to (calibration.hpp): the model,
@@ -135,6 +147,7 @@ struct Cluster {
   std::vector<NodeGroup> nodes;
   std::vector<InterClusterLink> inter_cluster_links;
   std::vector<std::pair<std::string, std::string>> device_direct_rdma;  // vendor pairs, either order
+  std::optional<SharedHost> shared_host;
 
   const DeviceType& device_type(const std::string& name) const;
   const NicType& nic(const std::string& name) const;

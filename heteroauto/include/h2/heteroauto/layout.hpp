@@ -151,6 +151,11 @@ class Evaluator {
   Plan build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
                   int micro_batch) const;
 
+  // The devices of the classes on the cluster's shared host, and the cores they ask of it over the
+  // cores it has (0 without a shared host or none of its devices).
+  int shared_host_devices(const std::vector<PartitionedClass>& classes) const;
+  double shared_host_load(const std::vector<PartitionedClass>& classes) const;
+
   // Replicas of a class whose devices of one stage of the segment share one node.
   int replicas_per_node(const ClassLayout& layout, size_t segment) const;
   // How far apart consecutive replicas' devices of a segment lie in its group, and the first device of
@@ -172,6 +177,16 @@ class Evaluator {
   // groups at once), then across the groups on a group's shard over the slowest link among them; or
   // one flat ring over them all where that is faster.
   double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const;
+
+  // Each class's replicas simulated: those with split.base micro-batches and those with one more
+  // (`more` is `base` where no replica has one more). With simulate_step, or simulate_shared where
+  // stages compute on the shared host.
+  struct ClassSimulations {
+    Simulation base, more;
+  };
+  std::vector<ClassSimulations> simulate_classes(const std::vector<PartitionedClass>& classes,
+                                                 const std::vector<PipelineTimes>& times,
+                                                 const std::vector<MicroBatchSplit>& split) const;
 
   const CanonicalCluster& canonical_;
   CostModel cost_;

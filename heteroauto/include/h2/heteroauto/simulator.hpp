@@ -48,4 +48,20 @@ constexpr int kRegimePeriod = 840;  // lcm(1, ..., 8)
 // of up to 8 stages, and within 0.3% on up to 48 stages, whose regimes can have longer periods.
 Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule schedule = Schedule::one_f_one_b);
 
+// A pipeline whose stages compute on a host's cores shared with others (description.hpp's SharedHost).
+struct SharedPipeline {
+  PipelineTimes times;  // at full speed: a stage alone on the host
+  int micro_batches = 1;
+  std::vector<double> demand;  // per stage: the cores its busy devices take at full speed (0: not on the host)
+};
+// The pipelines run at once, each in its schedule as simulate_pipeline runs it, while every busy stage
+// with demand computes at min(1, cores / D) of its full speed, D the demand of all busy stages (a
+// fluid processor-sharing model: the cores split evenly among the busy devices). Stages without
+// demand and transfers keep their times. Every pass is simulated (no extrapolation: a shared host is
+// one machine's simulated devices, with few micro-batches). One Simulation per pipeline, in order;
+// `busy` counts wall time computing. Throws std::invalid_argument as simulate_pipeline does, and for
+// cores <= 0 or a demand list of the wrong size.
+std::vector<Simulation> simulate_shared(const std::vector<SharedPipeline>& pipelines, double cores,
+                                        Schedule schedule = Schedule::one_f_one_b);
+
 }  // namespace h2::heteroauto
