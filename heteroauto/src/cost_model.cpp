@@ -54,7 +54,21 @@ CostModel::CostModel(const Cluster& cluster, const Model& model, GradientSetting
       gradients_(gradients),
       layer_parameters_(model.layer_parameters()),
       embedding_parameters_(model.embedding_parameters()) {
-  for (const auto& g : cluster_.nodes) peak_flops(cluster_.device_type(g.device_type), model_.dtype);
+  for (const auto& g : cluster_.nodes) {
+    const DeviceType& type = cluster_.device_type(g.device_type);
+    const auto measured = type.measured.find(model_.name);
+    group_facts_.push_back({&type, &cluster_.nic(g.nic), measured == type.measured.end() ? nullptr : &measured->second,
+                            peak_flops(type, model_.dtype), cluster_.device_direct(type.vendor, type.vendor)});
+  }
+}
+
+CostModel::GroupFacts CostModel::facts_of(const NodeGroup& nodes) const {
+  const size_t g = static_cast<size_t>(&nodes - cluster_.nodes.data());
+  if (&nodes >= cluster_.nodes.data() && g < group_facts_.size()) return group_facts_[g];
+  // A group of another description (a calibration run's nodes): looked up by name.
+  const DeviceType& type = cluster_.device_type(nodes.device_type);
+  return {&type, &cluster_.nic(nodes.nic), measured(type), peak_flops(type, model_.dtype),
+          cluster_.device_direct(type.vendor, type.vendor)};
 }
 
 double CostModel::layer_forward_flops(int micro_batch) const {
@@ -76,23 +90,23 @@ Link CostModel::intra_node_link(const NodeGroup& nodes) const {
 }
 
 Link CostModel::nic_link(const NodeGroup& nodes, int concurrent) const {
-  const NicType& nic = cluster_.nic(nodes.nic);
+  const GroupFacts facts = facts_of(nodes);
+  const NicType& nic = *facts.nic;
   const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / std::max(1, concurrent));
-  const DeviceType& type = cluster_.device_type(nodes.device_type);
   // Plain Ethernet (TCP) always goes through host memory; RDMA NICs read device memory only where
   // the vendor pair supports it.
-  const bool staged = nic.kind == NicKind::ethernet || !cluster_.device_direct(type.vendor, type.vendor);
-  return {nic.bandwidth_gbps * nic.efficiency * share, nic.latency_us, staged, type.host_link_gbps};
+  const bool staged = nic.kind == NicKind::ethernet || !facts.device_direct;
+  return {nic.bandwidth_gbps * nic.efficiency * share, nic.latency_us, staged, facts.type->host_link_gbps};
 }
 
 Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const {
   if (same_node) return intra_node_link(*a.nodes);
   const Link la = nic_link(*a.nodes, senders), lb = nic_link(*b.nodes, receivers);
-  const DeviceType& ta = cluster_.device_type(a.nodes->device_type);
-  const DeviceType& tb = cluster_.device_type(b.nodes->device_type);
+  const GroupFacts fa = facts_of(*a.nodes), fb = facts_of(*b.nodes);
+  const DeviceType &ta = *fa.type, &tb = *fb.type;
+  const bool direct = &ta == &tb ? fa.device_direct : cluster_.device_direct(ta.vendor, tb.vendor);
   Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
-            la.host_staged || lb.host_staged || !cluster_.device_direct(ta.vendor, tb.vendor),
-            std::min(ta.host_link_gbps, tb.host_link_gbps)};
+            la.host_staged || lb.host_staged || !direct, std::min(ta.host_link_gbps, tb.host_link_gbps)};
   if (a.nodes->cluster != b.nodes->cluster) {
     const InterClusterLink* inter = cluster_.inter_cluster_link(a.nodes->cluster, b.nodes->cluster);
     link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);
@@ -150,8 +164,9 @@ StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int 
 }
 
 StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
-  const DeviceType& type = cluster_.device_type(stage.nodes->device_type);
-  const MeasuredProfile* profile = measured(type);
+  const GroupFacts facts = facts_of(*stage.nodes);
+  const DeviceType& type = *facts.type;
+  const MeasuredProfile* profile = facts.profile;
   const double tp = stage.tp;
   double layer_forward;
   double layer_backward;
@@ -160,7 +175,7 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
     layer_forward = layer.forward / tp;
     layer_backward = layer.backward / tp;
   } else {
-    const double rate = peak_flops(type, model_.dtype) * type.efficiency * tp;
+    const double rate = facts.peak_flops * type.efficiency * tp;
     layer_forward = layer_forward_flops(micro_batch) / rate;
     layer_backward = 2 * layer_forward;
   }
@@ -187,10 +202,9 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
     } else {
       // Without a measured head: its FLOPs at the layers' measured rate on one device, or at peak x
       // efficiency.
-      const double head =
-          profile != nullptr
-              ? measured_time(profile->layer, micro_batch).forward * head_forward_flops(1) / layer_forward_flops(1)
-              : head_forward_flops(micro_batch) / (peak_flops(type, model_.dtype) * type.efficiency);
+      const double head = profile != nullptr ? measured_time(profile->layer, micro_batch).forward *
+                                                   head_forward_flops(1) / layer_forward_flops(1)
+                                             : head_forward_flops(micro_batch) / (facts.peak_flops * type.efficiency);
       t.forward += head;
       t.backward += 2 * head;
     }
@@ -199,7 +213,7 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
 }
 
 double CostModel::optimizer_time(const StageSpec& stage) const {
-  const MeasuredProfile* profile = measured(cluster_.device_type(stage.nodes->device_type));
+  const MeasuredProfile* profile = facts_of(*stage.nodes).profile;
   if (profile == nullptr) return 0;
   return device_parameters(stage) * profile->optimizer_ns_per_parameter * 1e-9;
 }
@@ -248,7 +262,7 @@ double CostModel::stage_memory(const StageSpec& stage, int micro_batch, int in_f
 }
 
 double CostModel::device_capacity(const StageSpec& stage) const {
-  const DeviceType& type = cluster_.device_type(stage.nodes->device_type);
+  const DeviceType& type = *facts_of(*stage.nodes).type;
   return (type.memory_gib - type.runtime_overhead_gib) * kGiB;
 }
 

@@ -265,12 +265,18 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
     times.emplace_back(c.stages.size(), 0.0);
   }
   if (replicas <= 1) return times;
-  // The segment of each stage of each class.
+  // The segment of each stage of each class, where each stage's layers start (and one past the last
+  // stage's end), and how many replicas of each segment share a node.
   std::vector<std::vector<size_t>> segment_of;
+  std::vector<std::vector<int>> starts, local;
   for (const PartitionedClass& c : classes) {
     segment_of.emplace_back();
     for (size_t i = 0; i < c.layout.segments.size(); ++i)
       segment_of.back().insert(segment_of.back().end(), c.layout.segments[i].stages, i);
+    starts.emplace_back(1, 0);
+    for (const StageSpec& s : c.stages) starts.back().push_back(starts.back().back() + s.layers);
+    local.emplace_back();
+    for (size_t i = 0; i < c.layout.segments.size(); ++i) local.back().push_back(replicas_per_node(c.layout, i));
   }
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& c = classes[ci];
@@ -285,18 +291,20 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
       int smallest_tp = stage.tp;
       for (size_t oi = 0; oi < classes.size(); ++oi) {
         const PartitionedClass& other = classes[oi];
-        int start = 0;
-        for (size_t j = 0; j < other.stages.size(); ++j) {
+        const auto add = [&](size_t j) {
           const StageSpec& s = other.stages[j];
-          const bool overlaps = start < end_layer && first_layer < start + s.layers;
-          if (overlaps || (stage.first && s.first) || (stage.last && s.last)) {
-            const auto g = s.nodes - cluster().nodes.data();
-            groups |= 1u << g;
-            smallest_tp = std::min(smallest_tp, s.tp);
-            members[g] = {other.layout.replicas, replicas_per_node(other.layout, segment_of[oi][j])};
-          }
-          start += s.layers;
-        }
+          const auto g = s.nodes - cluster().nodes.data();
+          groups |= 1u << g;
+          smallest_tp = std::min(smallest_tp, s.tp);
+          members[g] = {other.layout.replicas, local[oi][segment_of[oi][j]]};
+        };
+        // The stages whose layers overlap [first_layer, end_layer): from the first that ends after
+        // first_layer while they start before end_layer (layers lie in stage order).
+        const std::vector<int>& st = starts[oi];
+        size_t j = static_cast<size_t>(std::upper_bound(st.begin() + 1, st.end(), first_layer) - (st.begin() + 1));
+        for (; j < other.stages.size() && st[j] < end_layer; ++j) add(j);
+        if (stage.first) add(0);                       // the embedding
+        if (stage.last) add(other.stages.size() - 1);  // the head
       }
       // Each tensor-parallel index's ring carries its share of the blocks and the embedding and
       // head whole (HeteroPP does not cut them).

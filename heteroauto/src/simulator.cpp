@@ -5,7 +5,11 @@
 
 namespace h2::heteroauto {
 
-Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedule) {
+namespace {
+
+// simulate_pipeline, recording every pass in `ops` only where asked: the planner simulates thousands
+// of candidate steps and reads their makespans only (growing the list was a tenth of a large search).
+Simulation simulate(const PipelineTimes& times, int m, Schedule schedule, bool record_ops) {
   const int p = static_cast<int>(times.forward.size());
   if (p == 0) throw std::invalid_argument("a pipeline needs at least one stage");
   if (m < 1) throw std::invalid_argument("a pipeline needs at least one micro-batch");
@@ -42,7 +46,7 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
         (op.forward ? forward_end : backward_end)[k][op.micro_batch] = end;
         free_at[k] = end;
         sim.busy[k] += duration;
-        sim.ops.push_back({k, op.micro_batch, !op.forward, start, end});
+        if (record_ops) sim.ops.push_back({k, op.micro_batch, !op.forward, start, end});
         ++next[k];
         --remaining;
         progress = true;
@@ -57,19 +61,23 @@ Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedul
   return sim;
 }
 
+}  // namespace
+
+Simulation simulate_pipeline(const PipelineTimes& times, int m, Schedule schedule) {
+  return simulate(times, m, schedule, true);
+}
+
 Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule schedule) {
   // Past the transient: kExactMicroBatches, or twice the stages of a pipeline deeper than that.
   const int exact = std::max(kExactMicroBatches, 2 * static_cast<int>(times.forward.size()));
   if (micro_batches < exact + kRegimePeriod) {
-    Simulation sim = simulate_pipeline(times, micro_batches, schedule);
-    if (micro_batches > kExactMicroBatches) sim.ops = {};  // as for larger steps: no ops beyond the limit
-    return sim;
+    return simulate(times, micro_batches, schedule, false);
   }
   // m0 micro-batches are as many as `micro_batches` modulo the period: extrapolating from m0 by whole
   // periods steps over the regime's cycle exactly.
   const int m0 = exact + (micro_batches - exact) % kRegimePeriod;
-  Simulation sim = simulate_pipeline(times, m0, schedule);
-  const double period_later = simulate_pipeline(times, m0 + kRegimePeriod, schedule).makespan;
+  Simulation sim = simulate(times, m0, schedule, false);
+  const double period_later = simulate(times, m0 + kRegimePeriod, schedule, false).makespan;
   sim.makespan += static_cast<double>(micro_batches - m0) / kRegimePeriod * (period_later - sim.makespan);
   const int p = static_cast<int>(times.forward.size());
   double busy = 0;
@@ -78,7 +86,6 @@ Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule
     busy += sim.busy[k];
   }
   sim.bubble_fraction = sim.makespan > 0 ? std::max(0.0, 1 - busy / (p * sim.makespan)) : 0;
-  sim.ops = {};
   return sim;
 }
 

@@ -40,10 +40,10 @@ constexpr int kExactMicroBatches = 256;
 constexpr int kRegimePeriod = 840;  // lcm(1, ..., 8)
 // A step of `micro_batches` micro-batches for the planner, in time and memory that do not grow with
 // them (a global batch of 10^7 samples took the planner 65 s and 1.4 GB when every micro-batch was
-// simulated): up to kExactMicroBatches + kRegimePeriod it is simulate_pipeline's (without ops beyond
-// kExactMicroBatches); beyond, the busy times are exact (each micro-batch adds its forward and
-// backward to every stage) and the makespan is extrapolated by whole periods of kRegimePeriod from a
-// simulated step past the pipeline's transient. A pipeline's regime adds the same time every c
+// simulated): up to kExactMicroBatches + kRegimePeriod it is simulate_pipeline's, without its ops
+// (the planner reads makespans and busy times; simulate_pipeline gives timelines); beyond, the busy times are exact
+// (each micro-batch adds its forward and backward to every stage) and the makespan is extrapolated by whole periods of
+// kRegimePeriod from a simulated step past the pipeline's transient. A pipeline's regime adds the same time every c
 // micro-batches; for c dividing 840 (every c up to 8) that is exact: within 1e-12 on random pipelines
 // of up to 8 stages, and within 0.3% on up to 48 stages, whose regimes can have longer periods.
 Simulation simulate_step(const PipelineTimes& times, int micro_batches, Schedule schedule = Schedule::one_f_one_b);
