@@ -12,6 +12,19 @@ PipelineTimes equal(int p, double f, double b, double c = 0) {
   return {std::vector<double>(p, f), std::vector<double>(p, b), std::vector<double>(p - 1, c)};
 }
 
+// 1 to `most` stages of random forward and backward times in [0.1, 5) and transfers in [0, 1).
+PipelineTimes random_pipeline(std::mt19937& random, int most) {
+  std::uniform_real_distribution<> duration(0.1, 5), transfer(0, 1);
+  const int p = 1 + static_cast<int>(random() % most);
+  PipelineTimes times;
+  for (int k = 0; k < p; ++k) {
+    times.forward.push_back(duration(random));
+    times.backward.push_back(duration(random));
+    if (k + 1 < p) times.transfer.push_back(transfer(random));
+  }
+  return times;
+}
+
 TEST(Simulator, EqualStagesMatchTheClosedForm) {
   for (int p : {1, 2, 4, 7})
     for (int m : {1, 3, 8, 32}) {
@@ -50,15 +63,8 @@ TEST(Simulator, ASlowStageBoundsTheSteadyState) {
 // gives, also where the regime's increments alternate (8.40, 8.25, 8.40, ... was seen).
 TEST(Simulator, TheExtrapolatedStepIsTheSimulatedOne) {
   std::mt19937 random(11);
-  std::uniform_real_distribution<> duration(0.1, 5), transfer(0, 1);
   for (int trial = 0; trial < 50; ++trial) {
-    const int p = 1 + static_cast<int>(random() % 8);
-    PipelineTimes times;
-    for (int k = 0; k < p; ++k) {
-      times.forward.push_back(duration(random));
-      times.backward.push_back(duration(random));
-      if (k + 1 < p) times.transfer.push_back(transfer(random));
-    }
+    const PipelineTimes times = random_pipeline(random, 8);
     for (Schedule schedule : {Schedule::one_f_one_b, Schedule::gpipe}) {
       for (int m : {kExactMicroBatches + 1, kExactMicroBatches + kRegimePeriod + 1, 3001}) {
         const Simulation exact = simulate_pipeline(times, m, schedule), step = simulate_step(times, m, schedule);
@@ -99,15 +105,9 @@ TEST(SharedHost, StagesComputingAtOnceShareTheCores) {
 // overlaps, so it is unchanged; many do, and take longer.
 TEST(SharedHost, EnoughCoresIsTheUnsharedPipelineAndOneCoreSlowsOnlyOverlaps) {
   std::mt19937 random(5);
-  std::uniform_real_distribution<> duration(0.1, 5), transfer(0, 1);
   for (int trial = 0; trial < 30; ++trial) {
-    const int p = 1 + static_cast<int>(random() % 6);
-    PipelineTimes times;
-    for (int k = 0; k < p; ++k) {
-      times.forward.push_back(duration(random));
-      times.backward.push_back(duration(random));
-      if (k + 1 < p) times.transfer.push_back(transfer(random));
-    }
+    const PipelineTimes times = random_pipeline(random, 6);
+    const int p = static_cast<int>(times.forward.size());
     for (int m : {1, 4, 13}) {
       const Simulation alone = simulate_pipeline(times, m);
       const SharedPipeline pipeline{times, m, std::vector<double>(p, 1.0)};
