@@ -29,6 +29,10 @@ struct Trial {
   int index = 0, micro_batch = 1, tp = 1, dp = 1, pp = 1;
   std::vector<int> layers;  // transformer layers per stage
   std::optional<double> measured_s, published_prediction_s;
+  // Where trials of a case differ in more than the layout: their global batch, and the node count of
+  // a case whose cluster is one node group.
+  std::optional<int64_t> global_batch;
+  std::optional<int> nodes;
 };
 
 // Average ranks (ties share theirs), then Pearson's correlation of the ranks.
@@ -150,6 +154,9 @@ Trial trial_of(const json& j) {
   t.layers = j.at("layers").get<std::vector<int>>();
   if (!j.at("measured_s").is_null()) t.measured_s = j.at("measured_s").get<double>();
   if (j.contains("amp_predicted_s")) t.published_prediction_s = j.at("amp_predicted_s").get<double>();
+  if (j.contains("own_model_s")) t.published_prediction_s = j.at("own_model_s").get<double>();
+  if (j.contains("global_batch")) t.global_batch = j.at("global_batch").get<int64_t>();
+  if (j.contains("nodes")) t.nodes = j.at("nodes").get<int>();
   return t;
 }
 
@@ -159,8 +166,13 @@ struct Prediction {
   std::string unsupported;
 };
 
-Prediction predict(const json& c, const Cluster& cluster, const Trial& t) {
-  const Model model = parse_model(c.at("model"));
+Prediction predict(const json& c, Cluster cluster, const Trial& t) {
+  Model model = parse_model(c.at("model"));
+  if (t.global_batch) model.global_batch = *t.global_batch;
+  if (t.nodes) {
+    if (cluster.nodes.size() != 1) return {0, "a trial's node count needs a cluster of one node group"};
+    cluster.nodes.front().count = *t.nodes;
+  }
   const CanonicalCluster canonical = canonicalize(cluster);
   const json& g = c.at("gradients");
   const Evaluator evaluator(

@@ -139,16 +139,22 @@ const MeasuredProfile* CostModel::measured(const DeviceType& type) const {
   return it == type.measured.end() ? nullptr : &it->second;
 }
 
-StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch) {
+bool CostModel::measured_at(const std::vector<MeasuredTime>& points, int tp) {
+  return std::any_of(points.begin(), points.end(), [&](const MeasuredTime& p) { return p.tp == tp; });
+}
+
+StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp) {
   // Between two measured sizes: linear between them; outside: proportional to the nearest one.
   const double b = micro_batch;
   const MeasuredTime* below = nullptr;
   const MeasuredTime* above = nullptr;
   for (const MeasuredTime& p : points) {
+    if (p.tp != tp) continue;
     if (p.micro_batch <= micro_batch) below = &p;
     if (p.micro_batch >= micro_batch && above == nullptr) above = &p;
   }
   StageTime t;
+  if (below == nullptr && above == nullptr) return t;
   if (below != nullptr && above != nullptr && below != above) {
     const double w = (b - below->micro_batch) / (above->micro_batch - below->micro_batch);
     t.forward = (1 - w) * below->forward_ms + w * above->forward_ms;
@@ -170,7 +176,14 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
   const double tp = stage.tp;
   double layer_forward;
   double layer_backward;
-  if (profile != nullptr) {  // measured at tensor-parallel degree 1
+  // Measured at the stage's degree: one rank's time, its allreduces included; else at degree 1, cut.
+  const bool measured_at_tp = profile != nullptr && stage.tp > 1 && measured_at(profile->layer, stage.tp);
+  const int profile_tp = measured_at_tp ? stage.tp : 1;
+  if (measured_at_tp) {
+    const StageTime layer = measured_time(profile->layer, micro_batch, stage.tp);
+    layer_forward = layer.forward;
+    layer_backward = layer.backward;
+  } else if (profile != nullptr) {
     const StageTime layer = measured_time(profile->layer, micro_batch);
     layer_forward = layer.forward / tp;
     layer_backward = layer.backward / tp;
@@ -182,21 +195,24 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
   const double recomputed_forward = layer_forward;
   // Megatron tensor parallelism: two allreduces of the layer's output in the forward, two in the
   // backward (two more when the forward is recomputed).
-  const double tp_allreduce = allreduce_time(intra_node_link(*stage.nodes), boundary_bytes(micro_batch), stage.tp);
+  const double tp_allreduce =
+      measured_at_tp ? 0 : allreduce_time(intra_node_link(*stage.nodes), boundary_bytes(micro_batch), stage.tp);
   layer_forward += 2 * tp_allreduce;
   layer_backward += 2 * tp_allreduce;
   if (stage.recompute == Recompute::full) layer_backward += recomputed_forward + 2 * tp_allreduce;
 
   StageTime t{stage.layers * layer_forward, stage.layers * layer_backward};
   if (stage.first && profile != nullptr && !profile->embedding.empty()) {
-    const StageTime embedding = measured_time(profile->embedding, micro_batch);
+    const StageTime embedding =
+        measured_time(profile->embedding, micro_batch, measured_at(profile->embedding, profile_tp) ? profile_tp : 1);
     t.forward += embedding.forward;
     t.backward += embedding.backward;
   }
   if (stage.last) {
     if (profile != nullptr && !profile->head.empty()) {
       // Whole on every tensor-parallel rank (HeteroPP does not cut the vocabulary).
-      const StageTime head = measured_time(profile->head, micro_batch);
+      const StageTime head =
+          measured_time(profile->head, micro_batch, measured_at(profile->head, profile_tp) ? profile_tp : 1);
       t.forward += head.forward;
       t.backward += head.backward;
     } else {

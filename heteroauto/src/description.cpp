@@ -37,7 +37,8 @@ void check_unique(const std::vector<Item>& items, const std::string& what) {
       throw DescriptionError(what + "[" + std::to_string(i) + "].name: '" + items[i].name + "' is used twice");
 }
 
-// [{"micro_batch": 1, "forward_ms": 12.6, "backward_ms": 24.9}, ...], in ascending micro-batch sizes.
+// [{"micro_batch": 1, "forward_ms": 12.6, "backward_ms": 24.9}, ...], in ascending micro-batch sizes,
+// optionally per tensor-parallel degree ("tp", default 1; degrees ascending, sizes ascending within one).
 std::vector<MeasuredTime> parse_measured_times(JsonReader& r, const std::string& key, bool required) {
   std::vector<MeasuredTime> times;
   r.array(key, required, false, [&](const nlohmann::json& j, const std::string& path) {
@@ -46,12 +47,18 @@ std::vector<MeasuredTime> parse_measured_times(JsonReader& r, const std::string&
     t.micro_batch = static_cast<int>(tr.required_integer("micro_batch", 1, kMaxMicroBatch));
     t.forward_ms = tr.required_number("forward_ms", kMinMs, kMaxMs);
     t.backward_ms = tr.required_number("backward_ms", kMinMs, kMaxMs);
+    t.tp = static_cast<int>(tr.optional_integer("tp", 1, 1, kMaxPerNode));
     tr.reject_unknown();
-    if (!times.empty() && t.micro_batch <= times.back().micro_batch)
+    if (!times.empty() && t.tp < times.back().tp)
+      tr.fail("tp", "must not be smaller than the previous entry's (" + std::to_string(times.back().tp) +
+                        "): list tensor-parallel degrees in ascending order");
+    if (!times.empty() && t.tp == times.back().tp && t.micro_batch <= times.back().micro_batch)
       tr.fail("micro_batch", "must be larger than the previous entry's (" + std::to_string(times.back().micro_batch) +
                                  "): list micro-batch sizes in ascending order");
     times.push_back(t);
   });
+  if (!times.empty() && times.front().tp != 1)
+    throw DescriptionError(r.path_of(key) + ": needs points at tp 1 (stages of other degrees fall back to them)");
   return times;
 }
 

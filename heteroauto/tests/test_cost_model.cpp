@@ -1,4 +1,5 @@
 // The cost model against hand-computed cases.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
@@ -93,6 +94,43 @@ TEST(CostModelTest, MeasuredProfileInterpolatesAndAddsEmbeddingHeadAndOptimizer)
   EXPECT_EQ(cost.measured(cluster.device_type(cluster.nodes[1].device_type)), nullptr);
   EXPECT_DOUBLE_EQ(cost.stage_time(on_slow, 1).forward, 2 * cost.layer_forward_flops(1) / (100e12 * 0.5));
   EXPECT_EQ(cost.optimizer_time(on_slow), 0);
+}
+
+// Points measured at a tensor-parallel degree are one rank's time with its communication: a stage of
+// that degree takes them as they are (tensor parallelism on small layers is far from 1 / tp); a stage
+// of a degree without points takes the degree-1 points cut, plus the allreduces the model charges.
+TEST(CostModelTest, PointsMeasuredAtATensorParallelDegreeAreTakenAsTheyAre) {
+  auto c = test::two_type_cluster();
+  c["device_types"][0]["measured"]["small"] = {
+      {"layer",
+       {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}},
+        {{"micro_batch", 2}, {"forward_ms", 18}, {"backward_ms", 36}},
+        {{"micro_batch", 1}, {"forward_ms", 8}, {"backward_ms", 15}, {"tp", 2}},
+        {{"micro_batch", 2}, {"forward_ms", 12}, {"backward_ms", 25}, {"tp", 2}}}},
+      {"head",
+       {{{"micro_batch", 1}, {"forward_ms", 4}, {"backward_ms", 6}},
+        {{"micro_batch", 1}, {"forward_ms", 3}, {"backward_ms", 5}, {"tp", 2}}}}};
+  const Cluster cluster = parse_cluster(c);
+  const Model model = parse_model(test::small_model());
+  const CostModel cost(cluster, model);
+  const StageSpec at_two{&cluster.nodes[0], 2, 3, false, true, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(at_two, 2).forward, 3 * 12e-3 + 2 * 3e-3);  // the head scaled to 2
+  EXPECT_DOUBLE_EQ(cost.stage_time(at_two, 1).backward, 3 * 15e-3 + 5e-3);
+  const StageSpec at_four{&cluster.nodes[0], 4, 1, false, false, Recompute::none};
+  const double allreduce = cost.allreduce_time(cost.intra_node_link(cluster.nodes[0]), cost.boundary_bytes(1), 4);
+  EXPECT_DOUBLE_EQ(cost.stage_time(at_four, 1).forward, 10e-3 / 4 + 2 * allreduce);
+  // Degree-1 points are needed (the fallback); degrees ascend.
+  c["device_types"][0]["measured"]["small"]["layer"].erase(0);
+  c["device_types"][0]["measured"]["small"]["layer"].erase(0);
+  EXPECT_THROW(parse_cluster(c), DescriptionError);
+  c["device_types"][0]["measured"]["small"]["layer"].push_back(
+      {{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}});
+  try {
+    parse_cluster(c);
+    FAIL() << "descending degrees were accepted";
+  } catch (const DescriptionError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("tp: must not be smaller than the previous entry's (2)"));
+  }
 }
 
 TEST(CostModelTest, CommunicationByHand) {

@@ -78,8 +78,11 @@ class CostModel {
   double device_parameters(const StageSpec& stage) const;
   // The device type's measured profile for this model, or nullptr.
   const MeasuredProfile* measured(const DeviceType& type) const;
-  // Seconds for `micro_batch` from measured points (interpolated between sizes, scaled beyond them).
-  static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch);
+  // Seconds for `micro_batch` from the measured points of tensor-parallel degree `tp` (interpolated
+  // between sizes, scaled beyond them); zero where none has that degree.
+  static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp = 1);
+  // Whether any point was measured at tensor-parallel degree `tp`.
+  static bool measured_at(const std::vector<MeasuredTime>& points, int tp);
 
   // ---- Memory (bytes per device of the stage) ----
   double parameter_state_bytes(const StageSpec& stage) const;  // weights, gradients, AdamW state

@@ -47,12 +47,16 @@ struct MeasuredTime {
   int micro_batch = 1;
   double forward_ms = 0;
   double backward_ms = 0;
+  // The tensor-parallel degree it was measured at: one rank's time, the degree's communication
+  // included. A stage of degree d uses the points of degree d where there are any, else those of
+  // degree 1 divided by d plus the allreduces the cost model charges (small layers rarely get 1/d).
+  int tp = 1;
 };
 
 // What `h2 profile` (or a person) measured for one model on a device type. The cost model
 // interpolates linearly between the measured micro-batch sizes and scales linearly beyond them.
 struct MeasuredProfile {
-  std::vector<MeasuredTime> layer;      // one transformer block; ascending micro-batch sizes
+  std::vector<MeasuredTime> layer;      // one transformer block; ascending (tp, micro-batch size)
   std::vector<MeasuredTime> embedding;  // the token embedding (first stage); empty: not measured
   std::vector<MeasuredTime> head;       // final norm, LM head and loss (last stage); empty: not measured
   // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
