@@ -3,7 +3,8 @@
 // layers per stage, devices in the run's rank order) is predicted under HeteroAuto's cost model and
 // simulator, with the device types calibrated on homogeneous measurements only (the case's profiles
 // or calibrated_from), and printed next to the measured step time and the publication's own
-// prediction. Per case: the Spearman rank correlation of predicted and measured times (goal >= 0.9),
+// prediction. A case's "runtime": "deepspeed" simulates that runtime's blocking pipeline sends. Per
+// case: the Spearman rank correlation of predicted and measured times (goal >= 0.9),
 // and for heterogeneous cases how many trials come within 20% (goal: all).
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -175,9 +176,11 @@ Prediction predict(const json& c, Cluster cluster, const Trial& t) {
   }
   const CanonicalCluster canonical = canonicalize(cluster);
   const json& g = c.at("gradients");
-  const Evaluator evaluator(
-      canonical, model, Schedule::one_f_one_b,
-      {.comm_bytes = g.at("comm_dtype") == "f32" ? 4 : 2, .overlap = g.at("overlap").get<bool>()});
+  // "runtime": "deepspeed": its pipeline engine's sends block (a stage waits out each transfer).
+  const bool blocking_sends = c.value("runtime", "") == "deepspeed";
+  const Evaluator evaluator(canonical, model, Schedule::one_f_one_b,
+                            {.comm_bytes = g.at("comm_dtype") == "f32" ? 4 : 2, .overlap = g.at("overlap").get<bool>()},
+                            blocking_sends);
   const Configuration config = configure(evaluator, model, t);
   if (!config.unsupported.empty()) return {0, config.unsupported};
   return {evaluator.build_plan(config.classes, config.split, t.micro_batch).prediction.step_time_s, ""};

@@ -34,8 +34,11 @@ int ClassLayout::stage_count() const {
 }
 
 Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule,
-                     GradientSettings gradients)
-    : canonical_(canonical), cost_(canonical.cluster, model, gradients), schedule_(schedule) {
+                     GradientSettings gradients, bool blocking_sends)
+    : canonical_(canonical),
+      cost_(canonical.cluster, model, gradients),
+      schedule_(schedule),
+      blocking_sends_(blocking_sends) {
   const Cluster& c = canonical.cluster;
   for (const NodeGroup& g : c.nodes) {
     nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
@@ -148,6 +151,7 @@ std::vector<StageSpec> Evaluator::stage_specs(const ClassLayout& layout) const {
 
 PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_batch) const {
   PipelineTimes times;
+  times.blocking_sends = blocking_sends_;
   for (const StageSpec& stage : c.stages) {
     const StageTime t = cost_.stage_time(stage, micro_batch);
     times.forward.push_back(t.forward);

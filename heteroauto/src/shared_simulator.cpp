@@ -102,7 +102,7 @@ std::vector<Simulation> simulate_shared(const std::vector<SharedPipeline>& pipel
       (op.forward ? forward_end : backward_end)[s.pipeline][s.stage][op.micro_batch] = next;
       sim.busy[s.stage] += next - s.started;
       sim.ops.push_back({s.stage, op.micro_batch, !op.forward, s.started, next});
-      s.free_at = next;
+      s.free_at = next + outgoing_send(pipelines[s.pipeline].times, s.stage, op.forward);
       s.running = false;
       ++s.next;
       --remaining;

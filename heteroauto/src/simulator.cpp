@@ -5,6 +5,13 @@
 
 namespace h2::heteroauto {
 
+double outgoing_send(const PipelineTimes& times, int stage, bool forward) {
+  if (!times.blocking_sends) return 0;
+  const int p = static_cast<int>(times.forward.size());
+  if (forward) return stage + 1 < p ? times.transfer[static_cast<size_t>(stage)] : 0;
+  return stage > 0 ? times.transfer[static_cast<size_t>(stage - 1)] : 0;
+}
+
 namespace {
 
 // simulate_pipeline, recording every pass in `ops` only where asked: the planner simulates thousands
@@ -44,7 +51,7 @@ Simulation simulate(const PipelineTimes& times, int m, Schedule schedule, bool r
         const double duration = op.forward ? times.forward[k] : times.backward[k];
         const double end = start + duration;
         (op.forward ? forward_end : backward_end)[k][op.micro_batch] = end;
-        free_at[k] = end;
+        free_at[k] = end + outgoing_send(times, k, op.forward);
         sim.busy[k] += duration;
         if (record_ops) sim.ops.push_back({k, op.micro_batch, !op.forward, start, end});
         ++next[k];

@@ -58,6 +58,24 @@ TEST(Simulator, ASlowStageBoundsTheSteadyState) {
   EXPECT_DOUBLE_EQ(s.busy[1], 16 * 9.0);
 }
 
+// Where sends block (DeepSpeed's pipeline engine), a stage stays busy for each transfer it sends: the
+// slow middle stage sends a forward and a backward per micro-batch, so the steady state grows by two
+// transfers per micro-batch (less the last backward's, which ends the step at stage 0 anyway).
+TEST(Simulator, BlockingSendsKeepTheSenderBusy) {
+  PipelineTimes t{{1, 3, 1}, {2, 6, 2}, {0.5, 0.5}};
+  for (int m : {1, 4, 16, 64}) {
+    const Simulation overlapped = simulate_pipeline(t, m);
+    t.blocking_sends = true;
+    const Simulation blocking = simulate_pipeline(t, m);
+    t.blocking_sends = false;
+    EXPECT_DOUBLE_EQ(blocking.makespan - overlapped.makespan, m == 1 ? 0 : (m - 1) * 2 * 0.5 - 0.5) << "m " << m;
+    EXPECT_DOUBLE_EQ(blocking.busy[1], overlapped.busy[1]);  // computing, not sending
+  }
+  t.blocking_sends = true;
+  const int m = kExactMicroBatches + kRegimePeriod + 7;
+  EXPECT_NEAR(simulate_step(t, m).makespan, simulate_pipeline(t, m).makespan, 1e-9 * simulate_pipeline(t, m).makespan);
+}
+
 // Beyond kExactMicroBatches + kRegimePeriod the step is extrapolated by whole periods of the regime the
 // pipeline settles into; on random uneven pipelines with transfers it is what the op-by-op simulation
 // gives, also where the regime's increments alternate (8.40, 8.25, 8.40, ... was seen).

@@ -90,8 +90,10 @@ struct MicroBatchSplit {
 
 class Evaluator {
  public:
+  // `blocking_sends`: simulate a runtime whose pipeline sends block (PipelineTimes::blocking_sends),
+  // to predict runs of one; HeteroPP's do not.
   Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b,
-            GradientSettings gradients = {});
+            GradientSettings gradients = {}, bool blocking_sends = false);
 
   const CostModel& cost() const { return cost_; }
   const Cluster& cluster() const { return canonical_.cluster; }
@@ -191,6 +193,7 @@ class Evaluator {
   const CanonicalCluster& canonical_;
   CostModel cost_;
   Schedule schedule_;
+  bool blocking_sends_ = false;
   // Found once per group, for the rings' links: its NIC share with every device sending, and per pair
   // of groups whether their vendors have device-direct RDMA and the link between their sub-clusters.
   struct Between {

@@ -16,6 +16,10 @@ struct PipelineTimes {
   std::vector<double> forward;   // per stage, per micro-batch
   std::vector<double> backward;  // per stage
   std::vector<double> transfer;  // between stage k and k + 1 (size p - 1), each direction
+  // Whether a stage stays busy for each send's transfer before its next pass (DeepSpeed's pipeline
+  // engine, whose sends block), or sends while it computes on (HeteroPP's). For predicting runs of
+  // other runtimes; the search's closed-form estimates assume sends overlap.
+  bool blocking_sends = false;
 };
 
 struct SimulatedOp {
@@ -30,6 +34,10 @@ struct Simulation {
   double bubble_fraction = 0;    // 1 - sum(busy) / (p * makespan)
   std::vector<SimulatedOp> ops;  // every forward and backward, for timelines
 };
+
+// How long stage `stage` stays busy sending after a forward (or backward) pass: the transfer to the
+// next (previous) stage where sends block, else 0.
+double outgoing_send(const PipelineTimes& times, int stage, bool forward);
 
 // Throws std::invalid_argument for an empty pipeline, m < 1 or mismatched sizes.
 Simulation simulate_pipeline(const PipelineTimes& times, int micro_batches, Schedule schedule = Schedule::one_f_one_b);
