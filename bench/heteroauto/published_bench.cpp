@@ -3,7 +3,7 @@
 // layers per stage, devices in the run's rank order) is predicted under HeteroAuto's cost model and
 // simulator, with the device types calibrated on homogeneous measurements only (the case's profiles
 // or calibrated_from), and printed next to the measured step time and the publication's own
-// prediction. A case's "runtime": "deepspeed" simulates that runtime's blocking pipeline sends. Per
+// prediction. A case's "runtime": "deepspeed" simulates that runtime's pipeline sends (PipelineRuntime). Per
 // case: the Spearman rank correlation of predicted and measured times (goal >= 0.9),
 // and for heterogeneous cases how many trials come within 20% (goal: all).
 #include <CLI/CLI.hpp>
@@ -176,11 +176,12 @@ Prediction predict(const json& c, Cluster cluster, const Trial& t) {
   }
   const CanonicalCluster canonical = canonicalize(cluster);
   const json& g = c.at("gradients");
-  // "runtime": "deepspeed": its pipeline engine's sends block (a stage waits out each transfer).
-  const bool blocking_sends = c.value("runtime", "") == "deepspeed";
+  // "runtime": "deepspeed": its pipeline engine's sends block and are cut over tensor-parallel ranks.
+  const PipelineRuntime runtime =
+      c.value("runtime", "") == "deepspeed" ? PipelineRuntime::deepspeed : PipelineRuntime::heteropp;
   const Evaluator evaluator(canonical, model, Schedule::one_f_one_b,
                             {.comm_bytes = g.at("comm_dtype") == "f32" ? 4 : 2, .overlap = g.at("overlap").get<bool>()},
-                            blocking_sends);
+                            runtime);
   const Configuration config = configure(evaluator, model, t);
   if (!config.unsupported.empty()) return {0, config.unsupported};
   return {evaluator.build_plan(config.classes, config.split, t.micro_batch).prediction.step_time_s, ""};

@@ -34,11 +34,8 @@ int ClassLayout::stage_count() const {
 }
 
 Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule,
-                     GradientSettings gradients, bool blocking_sends)
-    : canonical_(canonical),
-      cost_(canonical.cluster, model, gradients),
-      schedule_(schedule),
-      blocking_sends_(blocking_sends) {
+                     GradientSettings gradients, PipelineRuntime runtime)
+    : canonical_(canonical), cost_(canonical.cluster, model, gradients), schedule_(schedule), runtime_(runtime) {
   const Cluster& c = canonical.cluster;
   for (const NodeGroup& g : c.nodes) {
     nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
@@ -151,7 +148,8 @@ std::vector<StageSpec> Evaluator::stage_specs(const ClassLayout& layout) const {
 
 PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_batch) const {
   PipelineTimes times;
-  times.blocking_sends = blocking_sends_;
+  const bool deepspeed = runtime_ == PipelineRuntime::deepspeed;
+  times.blocking_sends = deepspeed;
   for (const StageSpec& stage : c.stages) {
     const StageTime t = cost_.stage_time(stage, micro_batch);
     times.forward.push_back(t.forward);
@@ -164,7 +162,12 @@ PipelineTimes Evaluator::pipeline_times(const PartitionedClass& c, int micro_bat
       if (k + 1 >= c.stages.size()) break;
       const Hop h = hop(c.layout, si, i);
       const Link link = cost_.link_between(c.stages[k], c.stages[k + 1], h.same_node, h.senders, h.receivers);
-      times.transfer.push_back(cost_.transfer_time(link, cost_.boundary_bytes(micro_batch)));
+      const double whole = cost_.boundary_bytes(micro_batch);
+      double transfer = cost_.transfer_time(link, deepspeed ? whole / c.stages[k].tp : whole);
+      // DeepSpeed's receivers gather the pieces inside their node (an allgather: half an allreduce).
+      if (deepspeed && c.stages[k + 1].tp > 1)
+        transfer += cost_.allreduce_time(cost_.intra_node_link(*c.stages[k + 1].nodes), whole, c.stages[k + 1].tp) / 2;
+      times.transfer.push_back(transfer);
     }
   }
   return times;

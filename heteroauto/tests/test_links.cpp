@@ -97,6 +97,23 @@ TEST(Links, TensorParallelRanksCrossTogether) {
   EXPECT_EQ(across.receivers, 4);
 }
 
+// DeepSpeed's pipeline engine (to predict published runs): each tensor-parallel rank sends 1/tp of
+// the activation, the receivers gather it inside their node, and the sender waits the transfer out.
+TEST(Links, DeepSpeedCutsSendsOverTensorParallelRanksAndBlocks) {
+  Planner s(consumer_cluster());
+  const Evaluator deepspeed(s.canonical, s.model, Schedule::one_f_one_b, {}, PipelineRuntime::deepspeed);
+  const PartitionedClass c = s.partitioned({{{0, 4, 4}}, 1});  // the hop after stage 1 leaves the node
+  const PipelineTimes heteropp = s.evaluator.pipeline_times(c, 1), cut = deepspeed.pipeline_times(c, 1);
+  EXPECT_FALSE(heteropp.blocking_sends);
+  EXPECT_TRUE(cut.blocking_sends);
+  const Link nic = s.evaluator.cost().link_between(c.stages[1], c.stages[2], false, 4, 4);
+  const double gather = s.evaluator.cost().allreduce_time(
+                            s.evaluator.cost().intra_node_link(s.canonical.cluster.nodes[0]), s.bytes(), 4) /
+                        2;
+  EXPECT_DOUBLE_EQ(heteropp.transfer[1], s.evaluator.cost().transfer_time(nic, s.bytes()));
+  EXPECT_DOUBLE_EQ(cut.transfer[1], s.evaluator.cost().transfer_time(nic, s.bytes() / 4) + gather);
+}
+
 // Group a's 16 devices as 2 replicas of an 8-stage pipeline: dealt out replica by replica (HeteroAuto)
 // each replica fills a node and no hop leaves it; stage by stage (Megatron's and DeepSpeed's rank
 // order) a node holds four stages' replicas, and every fourth hop leaves it from both replicas at once.

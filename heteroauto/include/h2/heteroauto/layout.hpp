@@ -81,6 +81,12 @@ struct PipelineEstimate {
   double at(int micro_batches) const { return fill + (micro_batches - 1) * period; }
 };
 
+// How a runtime moves activations between pipeline stages. HeteroPP: every tensor-parallel rank
+// sends the whole activation and computes on while it travels. DeepSpeed's pipeline engine (which
+// published runs used): its sends block, and with tensor parallelism each rank sends 1/tp of the
+// activation (is_pipe_partitioned), the receivers gathering it inside their node.
+enum class PipelineRuntime { heteropp, deepspeed };
+
 // Micro-batches of a class's replicas: `extra` replicas run `base + 1`, the others `base`.
 struct MicroBatchSplit {
   int base = 1;
@@ -90,10 +96,9 @@ struct MicroBatchSplit {
 
 class Evaluator {
  public:
-  // `blocking_sends`: simulate a runtime whose pipeline sends block (PipelineTimes::blocking_sends),
-  // to predict runs of one; HeteroPP's do not.
+  // `runtime`: whose pipeline engine the plan runs on (PipelineRuntime), to predict runs of others.
   Evaluator(const CanonicalCluster& canonical, const Model& model, Schedule schedule = Schedule::one_f_one_b,
-            GradientSettings gradients = {}, bool blocking_sends = false);
+            GradientSettings gradients = {}, PipelineRuntime runtime = PipelineRuntime::heteropp);
 
   const CostModel& cost() const { return cost_; }
   const Cluster& cluster() const { return canonical_.cluster; }
@@ -193,7 +198,7 @@ class Evaluator {
   const CanonicalCluster& canonical_;
   CostModel cost_;
   Schedule schedule_;
-  bool blocking_sends_ = false;
+  PipelineRuntime runtime_ = PipelineRuntime::heteropp;
   // Found once per group, for the rings' links: its NIC share with every device sending, and per pair
   // of groups whether their vendors have device-direct RDMA and the link between their sub-clusters.
   struct Between {
