@@ -47,20 +47,9 @@ std::vector<Simulation> simulate_shared(const std::vector<SharedPipeline>& pipel
   // When the stage's next pass may start (its input arrived, the stage free); -1 while its input is not
   // yet produced.
   const auto ready_at = [&](const StageState& s) {
-    const PipelineTimes& t = pipelines[s.pipeline].times;
-    const int p = static_cast<int>(t.forward.size()), k = s.stage;
-    const PassStep op = s.order[s.next];
-    double ready;
-    if (op.forward) {
-      ready = k == 0 ? 0 : forward_end[s.pipeline][k - 1][op.micro_batch];
-      if (ready < 0) return -1.0;
-      if (k > 0) ready += t.transfer[k - 1];
-    } else {
-      ready = k == p - 1 ? forward_end[s.pipeline][k][op.micro_batch] : backward_end[s.pipeline][k + 1][op.micro_batch];
-      if (ready < 0) return -1.0;
-      if (k < p - 1) ready += t.transfer[k];
-    }
-    return std::max(ready, s.free_at);
+    const double ready = input_arrives(pipelines[s.pipeline].times, forward_end[s.pipeline], backward_end[s.pipeline],
+                                       s.stage, s.order[s.next]);
+    return ready < 0 ? -1.0 : std::max(ready, s.free_at);
   };
   const auto demand_of = [&](const StageState& s) { return pipelines[s.pipeline].demand[s.stage]; };
 

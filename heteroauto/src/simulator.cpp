@@ -12,6 +12,22 @@ double outgoing_send(const PipelineTimes& times, int stage, bool forward) {
   return stage > 0 ? times.transfer[static_cast<size_t>(stage - 1)] : 0;
 }
 
+double input_arrives(const PipelineTimes& times, const std::vector<std::vector<double>>& forward_end,
+                     const std::vector<std::vector<double>>& backward_end, int stage, PassStep op) {
+  const int p = static_cast<int>(times.forward.size()), k = stage;
+  double ready;
+  if (op.forward) {
+    ready = k == 0 ? 0 : forward_end[k - 1][op.micro_batch];
+    if (ready < 0) return -1;
+    if (k > 0) ready += times.transfer[k - 1];
+  } else {
+    ready = k == p - 1 ? forward_end[k][op.micro_batch] : backward_end[k + 1][op.micro_batch];
+    if (ready < 0) return -1;
+    if (k < p - 1) ready += times.transfer[k];
+  }
+  return ready;
+}
+
 namespace {
 
 // simulate_pipeline, recording every pass in `ops` only where asked: the planner simulates thousands
@@ -37,16 +53,8 @@ Simulation simulate(const PipelineTimes& times, int m, Schedule schedule, bool r
     for (int k = 0; k < p; ++k) {
       while (next[k] < orders[k].size()) {
         const PassStep op = orders[k][next[k]];
-        double ready;
-        if (op.forward) {
-          ready = k == 0 ? 0 : forward_end[k - 1][op.micro_batch];
-          if (ready < 0) break;
-          if (k > 0) ready += times.transfer[k - 1];
-        } else {
-          ready = k == p - 1 ? forward_end[k][op.micro_batch] : backward_end[k + 1][op.micro_batch];
-          if (ready < 0) break;
-          if (k < p - 1) ready += times.transfer[k];
-        }
+        const double ready = input_arrives(times, forward_end, backward_end, k, op);
+        if (ready < 0) break;
         const double start = std::max(ready, free_at[k]);
         const double duration = op.forward ? times.forward[k] : times.backward[k];
         const double end = start + duration;

@@ -35,6 +35,12 @@ struct Simulation {
   std::vector<SimulatedOp> ops;  // every forward and backward, for timelines
 };
 
+// When the input of stage `stage`'s pass `op` arrives, from the passes' completion times so far (per
+// stage and micro-batch, -1 while not yet run): the previous stage's forward (the next stage's
+// backward, or its own forward on the last stage) plus the transfer; -1 while that has not run.
+double input_arrives(const PipelineTimes& times, const std::vector<std::vector<double>>& forward_end,
+                     const std::vector<std::vector<double>>& backward_end, int stage, PassStep op);
+
 // How long stage `stage` stays busy sending after a forward (or backward) pass: the transfer to the
 // next (previous) stage where sends block, else 0.
 double outgoing_send(const PipelineTimes& times, int stage, bool forward);
