@@ -1,6 +1,7 @@
 // HeteroAuto's predictions against published measurements (bench/heteroauto/published/): for every
 // trial of a case, the configuration as it ran (tensor, data and pipeline parallelism, micro-batch,
-// layers per stage, devices in the run's rank order) is predicted under HeteroAuto's cost model and
+// layers per stage, devices in the run's rank order or on the nodes the trial names for each
+// replica's stages) is predicted under HeteroAuto's cost model and
 // simulator, with the device types calibrated on homogeneous measurements only (the case's profiles
 // or calibrated_from), and printed next to the measured step time and the publication's own
 // prediction. A case's "runtime": "deepspeed" simulates that runtime's pipeline sends (PipelineRuntime). Per
@@ -34,6 +35,9 @@ struct Trial {
   // a case whose cluster is one node group.
   std::optional<int64_t> global_batch;
   std::optional<int> nodes;
+  // Where a trial names its nodes (a cluster whose every node is its own group): for each data-parallel
+  // replica, the node of each of its stages. Each stage then takes `tp` devices of its node.
+  std::vector<std::vector<std::string>> replicas;
 };
 
 // Average ranks (ties share theirs), then Pearson's correlation of the ranks.
@@ -139,6 +143,51 @@ Configuration configure(const Evaluator& evaluator, const Model& model, const Tr
   return result;
 }
 
+// A trial that names each replica's nodes: every replica its own class (no two share a node), each
+// stage on its node's group.
+Configuration configure_named(const Evaluator& evaluator, const Model& model, const Trial& t) {
+  const Cluster& cluster = evaluator.cluster();
+  Configuration result;
+  for (const std::vector<std::string>& nodes : t.replicas) {
+    ClassLayout layout;
+    layout.replicas = 1;
+    layout.stage_major = true;
+    for (const std::string& node : nodes) {
+      const auto g = std::find_if(cluster.nodes.begin(), cluster.nodes.end(),
+                                  [&](const NodeGroup& group) { return group.name == node; });
+      layout.segments.push_back({static_cast<int>(g - cluster.nodes.begin()), t.tp, 1});
+    }
+    PartitionedClass pc{layout, evaluator.stage_specs(layout)};
+    for (int k = 0; k < t.pp; ++k) pc.stages[static_cast<size_t>(k)].layers = t.layers[static_cast<size_t>(k)];
+    result.classes.push_back(std::move(pc));
+    result.split.push_back({static_cast<int>(model.global_batch / (t.micro_batch * t.dp)), 0});
+  }
+  return result;
+}
+
+// The nodes a trial names, each one group of `tp` devices (the stage's share of it), in the order
+// they first serve a stage; or why not.
+std::string keep_named_nodes(Cluster& cluster, const Trial& t) {
+  if (static_cast<int>(t.replicas.size()) != t.dp)
+    return "names the nodes of " + std::to_string(t.replicas.size()) + " replicas, not dp";
+  std::vector<NodeGroup> used;
+  for (int k = 0; k < t.pp; ++k)
+    for (const std::vector<std::string>& nodes : t.replicas) {
+      if (static_cast<int>(nodes.size()) != t.pp) return "a replica's nodes are not one per stage";
+      const std::string& name = nodes[static_cast<size_t>(k)];
+      if (std::any_of(used.begin(), used.end(), [&](const NodeGroup& g) { return g.name == name; }))
+        return "node '" + name + "' serves two stages";
+      const auto g = std::find_if(cluster.nodes.begin(), cluster.nodes.end(),
+                                  [&](const NodeGroup& group) { return group.name == name; });
+      if (g == cluster.nodes.end() || g->count != 1) return "'" + name + "' is not a node of the cluster";
+      if (g->devices_per_node < t.tp) return "node '" + name + "' has fewer than tp devices";
+      used.push_back(*g);
+      used.back().devices_per_node = t.tp;
+    }
+  cluster.nodes = used;
+  return "";
+}
+
 std::string describe(const Trial& t) {
   char text[96];
   std::snprintf(text, sizeof text, "mbs %2d tp %d dp %2d pp %2d", t.micro_batch, t.tp, t.dp, t.pp);
@@ -158,6 +207,7 @@ Trial trial_of(const json& j) {
   if (j.contains("own_model_s")) t.published_prediction_s = j.at("own_model_s").get<double>();
   if (j.contains("global_batch")) t.global_batch = j.at("global_batch").get<int64_t>();
   if (j.contains("nodes")) t.nodes = j.at("nodes").get<int>();
+  if (j.contains("replicas")) t.replicas = j.at("replicas").get<std::vector<std::vector<std::string>>>();
   return t;
 }
 
@@ -174,6 +224,8 @@ Prediction predict(const json& c, Cluster cluster, const Trial& t) {
     if (cluster.nodes.size() != 1) return {0, "a trial's node count needs a cluster of one node group"};
     cluster.nodes.front().count = *t.nodes;
   }
+  if (!t.replicas.empty())
+    if (std::string why = keep_named_nodes(cluster, t); !why.empty()) return {0, why};
   const CanonicalCluster canonical = canonicalize(cluster);
   const json& g = c.at("gradients");
   // "runtime": "deepspeed": its pipeline engine's sends block and are cut over tensor-parallel ranks.
@@ -182,7 +234,8 @@ Prediction predict(const json& c, Cluster cluster, const Trial& t) {
   const Evaluator evaluator(canonical, model, Schedule::one_f_one_b,
                             {.comm_bytes = g.at("comm_dtype") == "f32" ? 4 : 2, .overlap = g.at("overlap").get<bool>()},
                             runtime);
-  const Configuration config = configure(evaluator, model, t);
+  const Configuration config =
+      t.replicas.empty() ? configure(evaluator, model, t) : configure_named(evaluator, model, t);
   if (!config.unsupported.empty()) return {0, config.unsupported};
   return {evaluator.build_plan(config.classes, config.split, t.micro_batch).prediction.step_time_s, ""};
 }

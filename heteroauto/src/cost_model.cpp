@@ -109,7 +109,8 @@ Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_n
             la.host_staged || lb.host_staged || !direct, std::min(ta.host_link_gbps, tb.host_link_gbps)};
   if (a.nodes->cluster != b.nodes->cluster) {
     const InterClusterLink* inter = cluster_.inter_cluster_link(a.nodes->cluster, b.nodes->cluster);
-    link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps);
+    const int crossing = std::max({1, senders, a.replicas * a.tp});
+    link.bandwidth_gbps = std::min(link.bandwidth_gbps, inter->bandwidth_gbps / crossing);
     link.latency_us += inter->latency_us;
   }
   return link;

@@ -112,7 +112,7 @@ double Evaluator::dp_allreduce_lower_bound(const ClassLayout& layout) const {
     const double bytes = layers * cost_.layer_parameters() * cost_.gradients().comm_bytes / s.tp;
     RingMembers members{};
     members[s.group] = {layout.replicas, replicas_per_node(layout, i)};
-    fastest = std::min(fastest, hierarchical_allreduce(1u << s.group, members, bytes));
+    fastest = std::min(fastest, hierarchical_allreduce(1u << s.group, members, bytes, s.tp));
   }
   return overlap ? fastest / layers : fastest;
 }
@@ -122,7 +122,7 @@ double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const
   double sum = 0;
   for (size_t i = 0; i < layout.segments.size(); ++i) {
     const Segment& s = layout.segments[i];
-    const StageSpec here{&cluster().nodes[s.group], s.tp};
+    const StageSpec here{.nodes = &cluster().nodes[s.group], .tp = s.tp, .replicas = layout.replicas};
     for (int k = 0; k < s.stages; ++k) {
       if (k + 1 == s.stages && i + 1 == layout.segments.size()) break;
       const Segment& n = k + 1 < s.stages ? s : layout.segments[i + 1];
@@ -194,7 +194,7 @@ PipelineEstimate Evaluator::pipeline_estimate(const PipelineTimes& times) const 
   return {sum, period};
 }
 
-Link Evaluator::ring_link(unsigned groups) const {
+Link Evaluator::ring_link(unsigned groups, int rings) const {
   Link link;
   bool first = true;
   for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
@@ -211,7 +211,7 @@ Link Evaluator::ring_link(unsigned groups) const {
       const Between& between = between_[g][other];
       if (!between.device_direct) link.host_staged = true;
       if (between.inter_cluster != nullptr) {
-        link.bandwidth_gbps = std::min(link.bandwidth_gbps, between.inter_cluster->bandwidth_gbps);
+        link.bandwidth_gbps = std::min(link.bandwidth_gbps, between.inter_cluster->bandwidth_gbps / rings);
         link.latency_us = std::max(link.latency_us, nic.latency_us + between.inter_cluster->latency_us);
       }
     }
@@ -219,7 +219,7 @@ Link Evaluator::ring_link(unsigned groups) const {
   return link;
 }
 
-double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const {
+double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes, int tp) const {
   const int n = static_cast<int>(nic_all_at_once_.size());
   const auto in = [&](int g) { return (groups & (1u << g)) != 0; };
   double within = 0;
@@ -239,8 +239,9 @@ double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& mem
   }
   if (count == 1) return within;
   // Across groups (reduce-scattered inside, all-gathered after): each device's shard with its
-  // counterparts in the other groups, over the slowest link among them.
-  const Link across = ring_link(groups);
+  // counterparts in the other groups, over the slowest link among them; one ring per shard and
+  // tensor-parallel index.
+  const Link across = ring_link(groups, fewest * tp);
   const double sharded = within + cost_.allreduce_time(across, bytes / fewest, count);
   // Between sub-clusters a flat ring would cross the sites' link with every ring: never better.
   for (int g = 0; g < n; ++g)
@@ -314,11 +315,13 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
         if (stage.last) add(other.stages.size() - 1);  // the head
       }
       // Each tensor-parallel index's ring carries its share of the blocks and the embedding and
-      // head whole (HeteroPP does not cut them).
+      // head whole: HeteroPP does not cut them. Megatron-DeepSpeed does (a vocabulary-parallel
+      // embedding and a column-parallel head).
+      const double vocabulary_share = runtime_ == PipelineRuntime::deepspeed ? 1.0 / smallest_tp : 1.0;
       double parameters = stage.layers * cost_.layer_parameters() / smallest_tp;
-      if (stage.first) parameters += cost_.embedding_parameters();
-      if (stage.last) parameters += cost_.embedding_parameters();
-      times[ci][k] = hierarchical_allreduce(groups, members, parameters * cost_.gradients().comm_bytes);
+      if (stage.first) parameters += cost_.embedding_parameters() * vocabulary_share;
+      if (stage.last) parameters += cost_.embedding_parameters() * vocabulary_share;
+      times[ci][k] = hierarchical_allreduce(groups, members, parameters * cost_.gradients().comm_bytes, smallest_tp);
       first_layer = end_layer;
     }
   }

@@ -1,6 +1,7 @@
 // Which links the cost model charges, and how many devices share them: each case is a fault the model
 // once had, worked out by hand (pipeline hops that stay in a node, NIC shares at a hop, NIC kinds of
-// equal line rate, hierarchical data-parallel sums, gradients in 16 bits and sums that overlap).
+// equal line rate, hierarchical data-parallel sums, links between sites, gradients in 16 bits and sums
+// that overlap).
 #include <gtest/gtest.h>
 
 #include "h2/heteroauto/layout.hpp"
@@ -195,6 +196,56 @@ TEST(Links, SumsAcrossGroupsCarryOnlyEachGroupsShardOrRunOneFlatRing) {
   EXPECT_DOUBLE_EQ(sums[0][0], std::min(std::max(inside_a, inside_b) + across, flat));
   EXPECT_DOUBLE_EQ(sums[1][0], sums[0][0]);
   EXPECT_LT(sums[0][0], cost.allreduce_time({100.0 / 8, 10, false, 200}, bytes, 16) / 4);
+}
+
+// Group b in a second site, 10 Gbit/s away: the link between the sites is one link, shared by every
+// device crossing it at once. The model once gave each device the link's whole bandwidth, as if
+// each had its own (Sailor's consumer-GPU cluster: eight ranks of a stage sending over one 1 Gbit/s
+// path were charged an eighth of the time).
+json two_sites() {
+  json cluster = consumer_cluster();
+  cluster["nodes"][1]["cluster"] = "far";
+  cluster["inter_cluster_links"] =
+      json::array({{{"between", json::array({"default", "far"})}, {"bandwidth_gbps", 10}, {"latency_us", 40}}});
+  return cluster;
+}
+
+// Two replicas of a two-stage pipeline at tp 4, stage 0 on a, stage 1 on b: at the hop all eight
+// ranks send at once, each getting an eighth of the link (their NIC shares, 100 / 8, are wider).
+TEST(Links, ThePipelineHopBetweenSitesSharesTheLinkAmongEveryRankCrossing) {
+  Planner s(two_sites());
+  const PartitionedClass c = s.partitioned({{{0, 4, 1}, {1, 4, 1}}, 2});
+  const PipelineTimes times = s.evaluator.pipeline_times(c, 1);
+  ASSERT_EQ(times.transfer.size(), 1u);
+  EXPECT_DOUBLE_EQ(times.transfer[0], 50e-6 + s.bytes() * 8 / (10.0 / 8 * 1e9));
+}
+
+// Eight one-stage replicas in each site: after the sums inside each group, each of the eight shards'
+// rings crosses the link at once, each on an eighth of it.
+TEST(Links, SumsBetweenSitesShareTheLinkAmongTheirRings) {
+  Planner s(two_sites());
+  const PartitionedClass on_a = s.partitioned({{{0, 1, 1}}, 8});
+  const PartitionedClass on_b = s.partitioned({{{1, 1, 1}}, 8});
+  const CostModel& cost = s.evaluator.cost();
+  const double bytes = 4 * (16 * cost.layer_parameters() + 2 * cost.embedding_parameters());
+  const double inside =
+      std::max(cost.allreduce_time({128, 3, false, 0}, bytes, 8), cost.allreduce_time({64, 3, false, 0}, bytes, 8));
+  const double across = cost.allreduce_time({10.0 / 8, 50, false, 200}, bytes / 8, 2);
+  EXPECT_DOUBLE_EQ(s.evaluator.dp_allreduce_times({on_a, on_b})[0][0], inside + across);
+}
+
+// Megatron-DeepSpeed cuts the embedding and the LM head over the tensor-parallel ranks (a vocabulary-
+// parallel embedding, a column-parallel head), so its data-parallel sums carry 1 / tp of them;
+// HeteroPP keeps them whole on every rank. Two replicas of one tp-4 stage share a node of a.
+TEST(Links, DeepSpeedSumsAQuarterOfTheEmbeddingAndHeadAtTp4) {
+  Planner s(consumer_cluster());
+  const Evaluator deepspeed(s.canonical, s.model, Schedule::one_f_one_b, {}, PipelineRuntime::deepspeed);
+  const PartitionedClass c = s.partitioned({{{0, 4, 1}}, 2});
+  const CostModel& cost = s.evaluator.cost();
+  const double blocks = 16 * cost.layer_parameters() / 4, embeddings = 2 * cost.embedding_parameters();
+  const Link intra{128, 3, false, 0};
+  EXPECT_DOUBLE_EQ(s.evaluator.dp_allreduce_time({c}), cost.allreduce_time(intra, 4 * (blocks + embeddings), 2));
+  EXPECT_DOUBLE_EQ(deepspeed.dp_allreduce_time({c}), cost.allreduce_time(intra, 4 * (blocks + embeddings / 4), 2));
 }
 
 // 16-bit gradients halve the bytes summed; sums that overlap the last backward pass leave only what

@@ -100,7 +100,8 @@ class CostModel {
   // The link a pipeline hop from stage a to stage b crosses: the node's fabric when both are in one
   // node, else the NICs of both ends (the slower, and the inter-cluster link between sub-clusters),
   // each node's shared by the devices that cross at this hop at once: `senders` on a's node,
-  // `receivers` on b's.
+  // `receivers` on b's. An inter-cluster link is one link between two sites, shared by every device
+  // of the class that crosses it at this hop (a.replicas x a.tp), not a link per device.
   Link link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const;
   // A node's NICs when `concurrent` of its devices send through them at once: each gets its share
   // of the node's NICs, at most one NIC, at the NIC type's achieved fraction of its nominal bandwidth.

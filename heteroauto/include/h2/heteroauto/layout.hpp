@@ -172,8 +172,9 @@ class Evaluator {
 
  private:
   // The link an allreduce among nodes of these groups (bit g: group g) crosses, with every device of a
-  // node sending at once: the slowest NIC share, host staging and inter-cluster link among them.
-  Link ring_link(unsigned groups) const;
+  // node sending at once: the slowest NIC share, host staging and inter-cluster link among them, an
+  // inter-cluster link shared by the `rings` that cross it at once.
+  Link ring_link(unsigned groups, int rings) const;
   // Per group (at most 16): how many replicas of a stage's ring it holds, and how many of them share a node.
   struct RingMember {
     int replicas = 0, local = 1;
@@ -182,8 +183,9 @@ class Evaluator {
   // An allreduce of `bytes` per device over the replicas of `groups` (bit g: group g): inside each
   // group (a ring among each node's replicas and one across its nodes on 1 / local of the bytes, all
   // groups at once), then across the groups on a group's shard over the slowest link among them; or
-  // one flat ring over them all where that is faster.
-  double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes) const;
+  // one flat ring over them all where that is faster. `tp`: the tensor-parallel indices whose rings
+  // run at once (each on its own shard), all of which cross an inter-cluster link together.
+  double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes, int tp) const;
 
   // Each class's replicas simulated: those with split.base micro-batches and those with one more
   // (`more` is `base` where no replica has one more). With simulate_step, or simulate_shared where
