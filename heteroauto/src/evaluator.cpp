@@ -74,6 +74,25 @@ Evaluator::Hop Evaluator::hop(const ClassLayout& layout, size_t segment, int k) 
   const size_t next = within ? segment : segment + 1;
   const Segment& b = layout.segments[next];
   const int64_t na = cluster().nodes[a.group].devices_per_node, nb = cluster().nodes[b.group].devices_per_node;
+  // Replica by replica with each replica's devices filling whole nodes or a whole number of them
+  // in a node (the search's even layouts): which hops cross, and how many ranks share a node's
+  // crossing, follow from the sizes alone.
+  const auto aligned = [](int64_t devices, int64_t per_node) {
+    return per_node % devices == 0 || devices % per_node == 0;
+  };
+  if (!layout.stage_major && aligned(a.devices(), na) && aligned(b.devices(), nb) && na % a.tp == 0 && nb % b.tp == 0) {
+    Hop hop;
+    if (within) {
+      if (a.devices() <= na || (int64_t{k + 1} * a.tp) % na != 0) return hop;  // stays in its node
+      hop.same_node = false;
+      hop.senders = hop.receivers = a.tp;
+      return hop;
+    }
+    hop.same_node = false;
+    hop.senders = a.tp * static_cast<int>(std::min<int64_t>(layout.replicas, std::max<int64_t>(1, na / a.devices())));
+    hop.receivers = b.tp * static_cast<int>(std::min<int64_t>(layout.replicas, std::max<int64_t>(1, nb / b.devices())));
+    return hop;
+  }
   const auto sender_node = [&](int64_t r) { return first_device(layout, segment, r, k) / na; };
   const auto receiver_node = [&](int64_t r) { return first_device(layout, next, r, within ? k + 1 : 0) / nb; };
   const auto crosses = [&](int64_t r) { return !within || sender_node(r) != receiver_node(r); };

@@ -115,7 +115,8 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
     return total >= layers;
   };
   // The smallest feasible bottleneck lies between the slowest one-layer stage and the time of the
-  // most layers any stage may hold; bisect to the precision of a double.
+  // most layers any stage may hold, and it is some stage's time at some layer count: bisect to a
+  // thousandth, then take the smallest feasible of the stage times left between the bounds.
   double low = 0, high = 0;
   for (int k = 0; k < p; ++k) {
     double slowest_option = 0;
@@ -132,10 +133,35 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
     return result;
   }
   if (!feasible(low)) {
-    for (int i = 0; i < 100 && high - low > high * 1e-13; ++i) {
+    for (int i = 0; i < 100 && high - low > high * 1e-3; ++i) {
       const double mid = 0.5 * (low + high);
       (feasible(mid) ? high : low) = mid;
     }
+    std::vector<double> times{high};
+    for (int k = 0; k < p; ++k)
+      for (const Option& o : options[k]) {
+        if (o.fits == 0) continue;
+        const Affine& t = o.time;
+        // The layer counts whose time lies between the bounds (clamped before converting).
+        int first = 1, last = 1;
+        if (t.per_layer > 0) {
+          first = static_cast<int>(std::clamp(std::ceil((low - t.fixed) / t.per_layer), 1.0, o.fits + 1.0));
+          last = static_cast<int>(std::clamp(std::floor((high - t.fixed) / t.per_layer) + 1, 0.0, 1.0 * o.fits));
+        }
+        for (int n = first; n <= last; ++n)
+          if (t.at(n) > low && t.at(n) < high) times.push_back(t.at(n));
+      }
+    std::sort(times.begin(), times.end());
+    // feasible() only turns true as the time grows: the first feasible by bisection.
+    size_t below = 0, above = times.size() - 1;  // times[above] (high) is feasible
+    while (below < above) {
+      const size_t middle = (below + above) / 2;
+      if (feasible(times[middle]))
+        above = middle;
+      else
+        below = middle + 1;
+    }
+    high = times[above];
   } else {
     high = low;
   }

@@ -6,6 +6,7 @@ namespace h2::heteroauto {
 
 std::vector<PassStep> stage_schedule(Schedule schedule, int stage, int stages, int micro_batches) {
   std::vector<PassStep> steps;
+  steps.reserve(2 * static_cast<size_t>(std::max(0, micro_batches)));
   const int warmup = schedule == Schedule::gpipe ? micro_batches : std::min(stages - stage - 1, micro_batches);
   int forwards = 0, backwards = 0;
   for (; forwards < warmup; ++forwards) steps.push_back({true, forwards});

@@ -1,6 +1,7 @@
 #include "h2/heteroauto/search.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "h2/heteroauto/calibration.hpp"
@@ -33,6 +35,58 @@ struct ClassCandidate {
   double standalone = 0;
 };
 
+// What the search of one set of groups (or one refinement) counted and the infeasible layout that
+// came closest (largest memory over need), for the explanation. Each block is searched on its own,
+// possibly on another thread, and the tallies are merged in block order: the same result whatever
+// the threads.
+struct Tally {
+  SearchStats stats;
+  long too_deep = 0;  // layouts with more stages than layers
+  double closest_fit = -1;
+  std::string closest_binding;
+
+  // Keeps the first of the closest.
+  void note_closest(double fit, const std::function<std::string()>& why) {
+    if (fit <= closest_fit) return;
+    closest_fit = fit;
+    closest_binding = why();
+  }
+  void add(const Tally& other) {
+    stats.layouts += other.stats.layouts;
+    stats.pruned += other.stats.pruned;
+    stats.partitioned += other.stats.partitioned;
+    stats.infeasible += other.stats.infeasible;
+    stats.combinations += other.stats.combinations;
+    stats.simulated += other.stats.simulated;
+    too_deep += other.too_deep;
+    note_closest(other.closest_fit, [&] { return other.closest_binding; });
+  }
+};
+
+// Runs work(i) for i in [0, count) on up to the machine's cores, each index once; rethrows the first
+// failure (by index) after all have stopped.
+void parallel_for(size_t count, const std::function<void(size_t)>& work) {
+  const size_t threads = std::min<size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::exception_ptr> failures(count);
+  std::atomic<size_t> next{0};
+  const auto worker = [&] {
+    for (size_t i = next++; i < count; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+}
+
 // A plan before simulation: one candidate per block of a set partition of the groups.
 struct Combination {
   int micro_batch = 0;
@@ -55,29 +109,29 @@ class Search {
   const Cluster& groups() const { return canonical_.cluster; }
   std::vector<std::vector<int>> orderings(std::vector<int> block) const;
   std::string describe(const ClassLayout& layout) const;
-  double lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches);
-  bool holds_model_state(const ClassLayout& layout, int micro_batch);
-  std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches);
+  struct SegmentTimes {
+    double layer = 0;  // one layer's forward + backward
+    double head = 0;   // what the LM head adds on the last stage
+  };
+  // By (group, tp, micro-batch); one per block searched.
+  using SegmentCache = std::map<std::tuple<int, int, int>, SegmentTimes>;
+  double lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches, SegmentCache& cache) const;
+  bool holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const;
+  std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches,
+                                           Tally& tally) const;
   void combine(int micro_batch, int micro_batches, const std::map<unsigned, std::vector<ClassCandidate>>& by_block);
   void keep(Combination c);
-  Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch);
+  Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
+              Tally& tally) const;
 
   CanonicalCluster canonical_;
   const Model& model_;
   SearchOptions options_;
   Evaluator evaluator_;
   SearchResult result_;
-  struct SegmentTimes {
-    double layer = 0;  // one layer's forward + backward
-    double head = 0;   // what the LM head adds on the last stage
-  };
-  std::map<std::tuple<int, int, int>, SegmentTimes> segment_times_;  // by (group, tp, micro-batch)
-  std::vector<Combination> best_;                                    // best estimates, at most options_.simulate
+  Tally tally_;                    // merged from every block searched and every refinement
+  std::vector<Combination> best_;  // best estimates, at most options_.simulate
   std::vector<std::unique_ptr<std::map<unsigned, std::vector<ClassCandidate>>>> storage_;
-  // The infeasible layout that came closest (largest memory over need), for the explanation.
-  double closest_fit_ = -1;
-  std::string closest_binding_;
-  long too_deep_ = 0;  // layouts with more stages than layers
 };
 
 std::vector<std::vector<int>> Search::orderings(std::vector<int> block) const {
@@ -116,11 +170,11 @@ std::string Search::describe(const ClassLayout& layout) const {
 // layer plus the LM head when it is the last); every stage runs at least one layer, the rest at
 // best at the fastest stage's speed; transfers are exact; gradients are averaged at best over the
 // fastest ring. Memory is ignored.
-double Search::lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches) {
+double Search::lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches, SegmentCache& cache) const {
   double rate = 0, fastest = std::numeric_limits<double>::infinity(), one_each = 0;
   const SegmentTimes* last = nullptr;
   for (const Segment& s : layout.segments) {
-    auto [it, fresh] = segment_times_.try_emplace({s.group, s.tp, micro_batch});
+    auto [it, fresh] = cache.try_emplace({s.group, s.tp, micro_batch});
     if (fresh) {
       StageSpec one{&groups().nodes[s.group], s.tp, 1};
       const StageTime t = evaluator_.cost().stage_time(one, micro_batch);
@@ -142,7 +196,7 @@ double Search::lower_bound(const ClassLayout& layout, int micro_batch, int micro
 
 // A necessary condition for any partition: the pipeline's memory holds the model's weights,
 // gradients and optimizer state. Records the shortfall for the explanation when it does not.
-bool Search::holds_model_state(const ClassLayout& layout, int micro_batch) {
+bool Search::holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const {
   const CostModel& cost = evaluator_.cost();
   double capacity = 0;
   for (const StageSpec& s : evaluator_.stage_specs(layout)) capacity += s.tp * cost.device_capacity(s);
@@ -150,18 +204,17 @@ bool Search::holds_model_state(const ClassLayout& layout, int micro_batch) {
   whole.replicas = layout.replicas;
   const double need = cost.parameter_state_bytes(whole);
   if (capacity >= need) return true;
-  const double fit = capacity / need;
-  if (fit > closest_fit_) {
-    closest_fit_ = fit;
-    closest_binding_ = "memory: the largest pipelines (" + describe(layout) + ", micro-batch " +
-                       std::to_string(micro_batch) + ") hold " + format_memory(capacity) +
-                       " per pipeline, less than the " + format_memory(need) +
-                       " of weights, gradients and AdamW state of the model";
-  }
+  tally.note_closest(capacity / need, [&] {
+    return "memory: the largest pipelines (" + describe(layout) + ", micro-batch " + std::to_string(micro_batch) +
+           ") hold " + format_memory(capacity) + " per pipeline, less than the " + format_memory(need) +
+           " of weights, gradients and AdamW state of the model";
+  });
   return false;
 }
 
-std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, int micro_batch, int micro_batches) {
+std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, int micro_batch, int micro_batches,
+                                                 Tally& tally) const {
+  SegmentCache cache;
   struct Coarse {
     ClassLayout layout;
     double bound;
@@ -173,11 +226,11 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
       for (const std::vector<int>& tps : tensor_parallel_combinations(groups(), model_, order, r)) {
         if (options_.max_tp > 0 && std::ranges::any_of(tps, [&](int tp) { return tp > options_.max_tp; })) continue;
         ClassLayout layout = even_class_layout(groups(), order, tps, r);
-        ++result_.stats.layouts;
+        ++tally.stats.layouts;
         if (layout.stage_count() > model_.layers)
-          ++too_deep_;
+          ++tally.too_deep;
         else
-          layouts.push_back({layout, lower_bound(layout, micro_batch, micro_batches)});
+          layouts.push_back({layout, lower_bound(layout, micro_batch, micro_batches, cache)});
       }
     }
   }
@@ -187,24 +240,22 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   const size_t keep = static_cast<size_t>(std::max(1, options_.per_class));
   for (size_t i = 0; i < layouts.size(); ++i) {
     if (options_.prune && best.size() == keep && layouts[i].bound >= best.back().standalone) {
-      result_.stats.pruned += static_cast<long>(layouts.size() - i);
+      tally.stats.pruned += static_cast<long>(layouts.size() - i);
       break;
     }
     const ClassLayout& layout = layouts[i].layout;
-    if (!holds_model_state(layout, micro_batch)) {
-      ++result_.stats.infeasible;
+    if (!holds_model_state(layout, micro_batch, tally)) {
+      ++tally.stats.infeasible;
       continue;
     }
     const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
-    ++result_.stats.partitioned;
+    ++tally.stats.partitioned;
     const Partition partition =
         partition_layers(evaluator_.cost(), evaluator_.stage_specs(layout), micro_batch, per_replica);
     if (!partition.feasible) {
-      ++result_.stats.infeasible;
-      if (closest_fit_ < 1) {  // any layout that holds the model state is closer than one that does not
-        closest_fit_ = 1;
-        closest_binding_ = partition.binding + " (" + describe(layout) + ")";
-      }
+      ++tally.stats.infeasible;
+      // Any layout that holds the model state is closer than one that does not.
+      tally.note_closest(1, [&] { return partition.binding + " (" + describe(layout) + ")"; });
       continue;
     }
     ClassCandidate candidate{{layout, partition.stages}, {}, 0};
@@ -254,7 +305,7 @@ void Search::combine(int micro_batch, int micro_batches,
             replicas.push_back(candidate.pc.layout.replicas);
             classes.push_back(candidate.pc);
           }
-          ++result_.stats.combinations;
+          ++tally_.stats.combinations;
           c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
@@ -271,9 +322,10 @@ void Search::combine(int micro_batch, int micro_batches,
 // The bottleneck partition minimises the slowest stage, not the simulated step, in which the fill
 // and the LM head's stage also count: move single layers between neighbouring stages while the
 // simulated step improves and memory still fits.
-Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch) {
+Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
+                    Tally& tally) const {
   Plan best = evaluator_.build_plan(classes, split, micro_batch);
-  ++result_.stats.simulated;
+  ++tally.stats.simulated;
   for (int round = 0; round < 4 * model_.layers; ++round) {
     bool improved = false;
     for (size_t ci = 0; ci < classes.size() && !improved; ++ci) {
@@ -291,7 +343,7 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
               !choose_recompute(evaluator_.cost(), stages[to], micro_batch, std::min(in_flight, p - to)))
             continue;
           Plan candidate = evaluator_.build_plan(moved, split, micro_batch);
-          ++result_.stats.simulated;
+          ++tally.stats.simulated;
           if (candidate.prediction.step_time_s < best.prediction.step_time_s * (1 - 1e-9)) {
             best = std::move(candidate);
             classes = std::move(moved);
@@ -328,13 +380,25 @@ SearchResult Search::run() {
   }
   for (int b : sizes) {
     const int micro_batches = static_cast<int>(model_.global_batch / b);
-    const SearchStats before = result_.stats;
+    const SearchStats before = tally_.stats;
     auto by_block = std::make_unique<std::map<unsigned, std::vector<ClassCandidate>>>();
+    // Every set of groups (block) is searched on its own, at once on the machine's cores.
+    const size_t blocks = (size_t{1} << n) - 1;
+    std::vector<std::vector<ClassCandidate>> found(blocks);
+    std::vector<Tally> tallies(blocks);
+    parallel_for(blocks, [&](size_t i) {
+      const unsigned mask = static_cast<unsigned>(i + 1);
+      std::vector<int> block;
+      for (int g = 0; g < n; ++g)
+        if (mask & (1u << g)) block.push_back(g);
+      found[i] = best_classes(block, b, micro_batches, tallies[i]);
+    });
     for (unsigned mask = 1; mask < (1u << n); ++mask) {
       std::vector<int> block;
       for (int g = 0; g < n; ++g)
         if (mask & (1u << g)) block.push_back(g);
-      std::vector<ClassCandidate> best = best_classes(block, b, micro_batches);
+      tally_.add(tallies[mask - 1]);
+      std::vector<ClassCandidate> best = std::move(found[mask - 1]);
       if (!best.empty()) {
         std::string names;
         for (int g : block) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
@@ -346,12 +410,12 @@ SearchResult Search::run() {
     combine(b, micro_batches, *by_block);
     storage_.push_back(std::move(by_block));
     result_.explanation.push_back("micro-batch " + std::to_string(b) + " (" + std::to_string(micro_batches) +
-                                  " micro-batches): " + std::to_string(result_.stats.layouts - before.layouts) +
-                                  " layouts, " + std::to_string(result_.stats.pruned - before.pruned) +
+                                  " micro-batches): " + std::to_string(tally_.stats.layouts - before.layouts) +
+                                  " layouts, " + std::to_string(tally_.stats.pruned - before.pruned) +
                                   " pruned by the bound, " +
-                                  std::to_string(result_.stats.partitioned - before.partitioned) + " partitioned, " +
-                                  std::to_string(result_.stats.infeasible - before.infeasible) + " did not fit, " +
-                                  std::to_string(result_.stats.combinations - before.combinations) + " combinations");
+                                  std::to_string(tally_.stats.partitioned - before.partitioned) + " partitioned, " +
+                                  std::to_string(tally_.stats.infeasible - before.infeasible) + " did not fit, " +
+                                  std::to_string(tally_.stats.combinations - before.combinations) + " combinations");
   }
 
   // Simulate the best estimates, then refine the layer split of the best few simulated plans.
@@ -360,29 +424,38 @@ SearchResult Search::run() {
     std::vector<PartitionedClass> classes;
     for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
     simulated.push_back({evaluator_.build_plan(classes, c.split, c.micro_batch).prediction.step_time_s, &c});
-    ++result_.stats.simulated;
+    ++tally_.stats.simulated;
   }
   std::stable_sort(simulated.begin(), simulated.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const size_t refined = std::min(simulated.size(), static_cast<size_t>(std::max(options_.top, 12)));
-  for (size_t i = 0; i < refined; ++i) {
+  // Each refinement on its own, at once on the machine's cores.
+  std::vector<Plan> plans(refined);
+  std::vector<Tally> refinements(refined);
+  parallel_for(refined, [&](size_t i) {
     const Combination& c = *simulated[i].second;
     std::vector<PartitionedClass> classes;
     for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
-    result_.plans.push_back(refine(classes, c.split, c.micro_batch));
+    plans[i] = refine(classes, c.split, c.micro_batch, refinements[i]);
+  });
+  for (size_t i = 0; i < refined; ++i) {
+    tally_.add(refinements[i]);
+    result_.plans.push_back(std::move(plans[i]));
   }
   std::stable_sort(result_.plans.begin(), result_.plans.end(),
                    [](const Plan& a, const Plan& b) { return a.prediction.step_time_s < b.prediction.step_time_s; });
   if (result_.plans.size() > static_cast<size_t>(options_.top)) result_.plans.resize(options_.top);
   if (result_.plans.empty()) {
-    if (!closest_binding_.empty())
-      result_.infeasible = closest_binding_;
-    else if (too_deep_ > 0)
+    if (!tally_.closest_binding.empty())
+      result_.infeasible = tally_.closest_binding;
+    else if (tally_.too_deep > 0)
       result_.infeasible = "depth: every layout has more pipeline stages than the model's " +
                            std::to_string(model_.layers) + " layers and no replica count or TP degree reduces them";
     else
       result_.infeasible = "batch: no layout has at most as many replicas as the " +
                            std::to_string(model_.global_batch) + "-sample global batch has micro-batches";
   }
+  result_.stats = tally_.stats;
+  result_.stats.groups = n;
   result_.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result_;
 }

@@ -98,6 +98,55 @@ TEST(Links, TensorParallelRanksCrossTogether) {
   EXPECT_EQ(across.receivers, 4);
 }
 
+// hop() works out even layouts from their sizes; every hop of every such layout here must match
+// dealing the devices out one by one: replica r's stage k of a segment on devices r x D + k x tp.
+TEST(Links, HopsOfEvenLayoutsMatchDealingTheDevicesOut) {
+  Planner s(consumer_cluster());
+  const int per_node = 8;
+  for (int tp_a : {1, 2, 4, 8})
+    for (int stages_a : {1, 2, 3, 4})
+      for (int tp_b : {1, 2, 8})
+        for (int stages_b : {1, 2})
+          for (int replicas : {1, 2, 3}) {
+            const ClassLayout layout{{{0, tp_a, stages_a}, {1, tp_b, stages_b}}, replicas};
+            const auto node = [&](size_t segment, int r, int k) {
+              const Segment& g = layout.segments[segment];
+              return (int64_t{r} * g.devices() + int64_t{k} * g.tp) / per_node;
+            };
+            for (size_t segment = 0; segment < 2; ++segment)
+              for (int k = 0; k < layout.segments[segment].stages; ++k) {
+                if (segment == 1 && k + 1 == stages_b) break;
+                const bool within = k + 1 < layout.segments[segment].stages;
+                const size_t next = within ? segment : segment + 1;
+                const int k_next = within ? k + 1 : 0;
+                const auto crosses = [&](int r) { return !within || node(segment, r, k) != node(next, r, k_next); };
+                Evaluator::Hop expected;
+                for (int r = 0; r < replicas; ++r) {
+                  if (!crosses(r)) continue;
+                  expected.same_node = false;
+                  int senders = 0, receivers = 0;
+                  for (int q = 0; q < replicas; ++q) {
+                    if (!crosses(q)) continue;
+                    if (node(segment, q, k) == node(segment, r, k)) senders += layout.segments[segment].tp;
+                    if (node(next, q, k_next) == node(next, r, k_next)) receivers += layout.segments[next].tp;
+                  }
+                  expected.senders = std::max(expected.senders, senders);
+                  expected.receivers = std::max(expected.receivers, receivers);
+                }
+                const Evaluator::Hop hop = s.evaluator.hop(layout, segment, k);
+                const std::string where = "tp " + std::to_string(tp_a) + "x" + std::to_string(stages_a) + " -> tp " +
+                                          std::to_string(tp_b) + "x" + std::to_string(stages_b) + ", " +
+                                          std::to_string(replicas) + " replicas, segment " + std::to_string(segment) +
+                                          " hop " + std::to_string(k);
+                EXPECT_EQ(hop.same_node, expected.same_node) << where;
+                if (!expected.same_node) {
+                  EXPECT_EQ(hop.senders, expected.senders) << where;
+                  EXPECT_EQ(hop.receivers, expected.receivers) << where;
+                }
+              }
+          }
+}
+
 // DeepSpeed's pipeline engine (to predict published runs): each tensor-parallel rank sends 1/tp of
 // the activation, the receivers gather it inside their node, and the sender waits the transfer out.
 TEST(Links, DeepSpeedCutsSendsOverTensorParallelRanksAndBlocks) {
