@@ -486,9 +486,9 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
     double time = -1;
     size_t pipeline = 0;
   } slowest;
-  std::vector<PipelineTimes> class_times;
-  for (const PartitionedClass& pc : classes) class_times.push_back(pipeline_times(pc, micro_batch));
-  const std::vector<ClassSimulations> sims = simulate_classes(classes, class_times, split);
+  const StepParts parts = step_parts(classes, split, micro_batch);
+  const std::vector<PipelineTimes>& class_times = parts.times;
+  const std::vector<ClassSimulations>& sims = parts.sims;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PartitionedClass& pc = classes[ci];
     const PipelineTimes& times = class_times[ci];
@@ -610,6 +610,32 @@ std::vector<Evaluator::ClassSimulations> Evaluator::simulate_classes(const std::
     sims[ci].more = split[ci].extra > 0 ? std::move(simulated[2 * ci + 1]) : sims[ci].base;
   }
   return sims;
+}
+
+Evaluator::StepParts Evaluator::step_parts(const std::vector<PartitionedClass>& classes,
+                                           const std::vector<MicroBatchSplit>& split, int micro_batch) const {
+  StepParts parts;
+  for (const PartitionedClass& pc : classes) parts.times.push_back(pipeline_times(pc, micro_batch));
+  parts.sims = simulate_classes(classes, parts.times, split);
+  return parts;
+}
+
+void Evaluator::update_step_parts(StepParts& parts, const std::vector<PartitionedClass>& classes,
+                                  const std::vector<MicroBatchSplit>& split, int micro_batch, size_t ci) const {
+  parts.times[ci] = pipeline_times(classes[ci], micro_batch);
+  if (shared_host_load(classes) > 0) {
+    parts.sims = simulate_classes(classes, parts.times, split);
+    return;
+  }
+  parts.sims[ci].base = simulate_step(parts.times[ci], split[ci].base, schedule_);
+  parts.sims[ci].more =
+      split[ci].extra > 0 ? simulate_step(parts.times[ci], split[ci].base + 1, schedule_) : parts.sims[ci].base;
+}
+
+double Evaluator::step_time(const std::vector<PartitionedClass>& classes, const StepParts& parts) const {
+  double pipeline = 0;
+  for (const ClassSimulations& s : parts.sims) pipeline = std::max({pipeline, s.base.makespan, s.more.makespan});
+  return pipeline + exposed_allreduce_time(classes, parts.times) + optimizer_time(classes);
 }
 
 double Evaluator::shared_host_load(const std::vector<PartitionedClass>& classes) const {

@@ -1,6 +1,7 @@
 #include "h2/heteroauto/partition.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -59,21 +60,36 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
   const int most = layers - (p - 1);  // every other stage keeps at least one layer
   // options[k]: stage k's recomputation choices, fastest first.
   std::vector<std::vector<Option>> options(p);
+  // Each stage's forward + backward at 1 and 2 layers, per recomputation choice (in the model's order).
+  std::vector<std::vector<std::array<double, 2>>> times(p);
   int holdable = 0;
+  // A stage's times are those of the stage before it on the same devices (a segment's middle
+  // stages): taken over rather than worked out again.
+  const auto same_times = [&](int k) {
+    if (k == 0) return false;
+    const StageSpec &a = stages[k - 1], &b = stages[k];
+    return a.nodes == b.nodes && a.tp == b.tp && !a.first && !a.last && !b.first && !b.last;
+  };
   for (int k = 0; k < p; ++k) {
     const int in_flight = std::min(m, p - k);
     const double capacity = cost.device_capacity(stages[k]);
     int best_fit = 0;
-    for (Recompute r : cost.model().recompute) {
+    for (size_t i = 0; i < cost.model().recompute.size(); ++i) {
+      const Recompute r = cost.model().recompute[i];
       StageSpec s = stages[k];
       s.recompute = r;
       double time[2], memory[2];
       for (int n = 1; n <= 2; ++n) {
         s.layers = n;
-        const StageTime t = cost.stage_time(s, micro_batch);
-        time[n - 1] = t.forward + t.backward;
+        if (same_times(k)) {
+          time[n - 1] = times[k - 1][i][n - 1];
+        } else {
+          const StageTime t = cost.stage_time(s, micro_batch);
+          time[n - 1] = t.forward + t.backward;
+        }
         memory[n - 1] = cost.stage_memory(s, micro_batch, in_flight);
       }
+      times[k].push_back({time[0], time[1]});
       Option o{r, {time[1] - time[0], 2 * time[0] - time[1]}, {memory[1] - memory[0], 2 * memory[0] - memory[1]}};
       o.fits = o.memory.largest_within(capacity, most);
       best_fit = std::max(best_fit, o.fits);
@@ -137,7 +153,7 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
       const double mid = 0.5 * (low + high);
       (feasible(mid) ? high : low) = mid;
     }
-    std::vector<double> times{high};
+    std::vector<double> candidates{high};
     for (int k = 0; k < p; ++k)
       for (const Option& o : options[k]) {
         if (o.fits == 0) continue;
@@ -149,19 +165,19 @@ Partition partition_layers(const CostModel& cost, std::vector<StageSpec> stages,
           last = static_cast<int>(std::clamp(std::floor((high - t.fixed) / t.per_layer) + 1, 0.0, 1.0 * o.fits));
         }
         for (int n = first; n <= last; ++n)
-          if (t.at(n) > low && t.at(n) < high) times.push_back(t.at(n));
+          if (t.at(n) > low && t.at(n) < high) candidates.push_back(t.at(n));
       }
-    std::sort(times.begin(), times.end());
+    std::sort(candidates.begin(), candidates.end());
     // feasible() only turns true as the time grows: the first feasible by bisection.
-    size_t below = 0, above = times.size() - 1;  // times[above] (high) is feasible
+    size_t below = 0, above = candidates.size() - 1;  // candidates[above] (high) is feasible
     while (below < above) {
       const size_t middle = (below + above) / 2;
-      if (feasible(times[middle]))
+      if (feasible(candidates[middle]))
         above = middle;
       else
         below = middle + 1;
     }
-    high = times[above];
+    high = candidates[above];
   } else {
     high = low;
   }

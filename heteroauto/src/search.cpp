@@ -119,8 +119,12 @@ class Search {
   bool holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const;
   std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches,
                                            Tally& tally) const;
-  void combine(int micro_batch, int micro_batches, const std::map<unsigned, std::vector<ClassCandidate>>& by_block);
-  void keep(Combination c);
+  // The best estimates of one micro-batch size's combinations into `best` (keep()).
+  void combine(int micro_batch, int micro_batches, const std::map<unsigned, std::vector<ClassCandidate>>& by_block,
+               std::vector<Combination>& best, Tally& tally) const;
+  // Adds c to a list of the best estimates, at most max(simulate, top): of equal estimates the first
+  // kept stays first.
+  void keep(std::vector<Combination>& best, Combination c) const;
   Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
               Tally& tally) const;
 
@@ -270,17 +274,18 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   return best;
 }
 
-void Search::keep(Combination c) {
+void Search::keep(std::vector<Combination>& best, Combination c) const {
   const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
-  if (best_.size() == limit && c.estimate >= best_.back().estimate) return;
-  auto at = std::upper_bound(best_.begin(), best_.end(), c.estimate,
+  if (best.size() == limit && c.estimate >= best.back().estimate) return;
+  auto at = std::upper_bound(best.begin(), best.end(), c.estimate,
                              [](double t, const Combination& x) { return t < x.estimate; });
-  best_.insert(at, std::move(c));
-  if (best_.size() > limit) best_.pop_back();
+  best.insert(at, std::move(c));
+  if (best.size() > limit) best.pop_back();
 }
 
 void Search::combine(int micro_batch, int micro_batches,
-                     const std::map<unsigned, std::vector<ClassCandidate>>& by_block) {
+                     const std::map<unsigned, std::vector<ClassCandidate>>& by_block, std::vector<Combination>& best,
+                     Tally& tally) const {
   // One candidate per block of every set partition of the groups, micro-batches water-filled.
   for_each_class_partition(
       static_cast<int>(groups().nodes.size()), options_.max_classes, [&](const std::vector<unsigned>& masks) {
@@ -305,13 +310,13 @@ void Search::combine(int micro_batch, int micro_batches,
             replicas.push_back(candidate.pc.layout.replicas);
             classes.push_back(candidate.pc);
           }
-          ++tally_.stats.combinations;
+          ++tally.stats.combinations;
           c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
               c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
             c.estimate += evaluator_.after_pipeline_time(classes, times);
-            keep(std::move(c));
+            keep(best, std::move(c));
           }
           return true;
         });
@@ -324,7 +329,10 @@ void Search::combine(int micro_batch, int micro_batches,
 // simulated step improves and memory still fits.
 Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
                     Tally& tally) const {
-  Plan best = evaluator_.build_plan(classes, split, micro_batch);
+  // Candidates are compared by their step time alone, re-simulating only the class a move changed;
+  // the plan is built once, for the best.
+  Evaluator::StepParts best_parts = evaluator_.step_parts(classes, split, micro_batch);
+  double best_step = evaluator_.step_time(classes, best_parts);
   ++tally.stats.simulated;
   for (int round = 0; round < 4 * model_.layers; ++round) {
     bool improved = false;
@@ -342,10 +350,13 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
           if (!choose_recompute(evaluator_.cost(), stages[from], micro_batch, std::min(in_flight, p - from)) ||
               !choose_recompute(evaluator_.cost(), stages[to], micro_batch, std::min(in_flight, p - to)))
             continue;
-          Plan candidate = evaluator_.build_plan(moved, split, micro_batch);
+          Evaluator::StepParts parts = best_parts;
+          evaluator_.update_step_parts(parts, moved, split, micro_batch, ci);
+          const double step = evaluator_.step_time(moved, parts);
           ++tally.stats.simulated;
-          if (candidate.prediction.step_time_s < best.prediction.step_time_s * (1 - 1e-9)) {
-            best = std::move(candidate);
+          if (step < best_step * (1 - 1e-9)) {
+            best_step = step;
+            best_parts = std::move(parts);
             classes = std::move(moved);
             improved = true;
             break;
@@ -355,7 +366,7 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
     }
     if (!improved) break;
   }
-  return best;
+  return evaluator_.build_plan(classes, split, micro_batch);
 }
 
 SearchResult Search::run() {
@@ -378,38 +389,49 @@ SearchResult Search::run() {
                          " is not a multiple of any micro-batch size in micro_batch_sizes";
     return result_;
   }
-  for (int b : sizes) {
-    const int micro_batches = static_cast<int>(model_.global_batch / b);
-    const SearchStats before = tally_.stats;
+  // Every set of groups (block) at every micro-batch size is searched on its own, and then each
+  // size's candidates are combined on their own, at once on the machine's cores; what they found is
+  // merged in (size, block) order below.
+  const size_t blocks = (size_t{1} << n) - 1;
+  const auto block_of = [&](size_t i) {
+    std::vector<int> block;
+    for (int g = 0; g < n; ++g)
+      if ((i + 1) & (size_t{1} << g)) block.push_back(g);
+    return block;
+  };
+  std::vector<std::vector<ClassCandidate>> found(sizes.size() * blocks);
+  std::vector<Tally> tallies(sizes.size() * blocks);
+  parallel_for(found.size(), [&](size_t i) {
+    const int b = sizes[i / blocks];
+    found[i] = best_classes(block_of(i % blocks), b, static_cast<int>(model_.global_batch / b), tallies[i]);
+  });
+  for (size_t si = 0; si < sizes.size(); ++si) {
     auto by_block = std::make_unique<std::map<unsigned, std::vector<ClassCandidate>>>();
-    // Every set of groups (block) is searched on its own, at once on the machine's cores.
-    const size_t blocks = (size_t{1} << n) - 1;
-    std::vector<std::vector<ClassCandidate>> found(blocks);
-    std::vector<Tally> tallies(blocks);
-    parallel_for(blocks, [&](size_t i) {
-      const unsigned mask = static_cast<unsigned>(i + 1);
-      std::vector<int> block;
-      for (int g = 0; g < n; ++g)
-        if (mask & (1u << g)) block.push_back(g);
-      found[i] = best_classes(block, b, micro_batches, tallies[i]);
-    });
-    for (unsigned mask = 1; mask < (1u << n); ++mask) {
-      std::vector<int> block;
-      for (int g = 0; g < n; ++g)
-        if (mask & (1u << g)) block.push_back(g);
-      tally_.add(tallies[mask - 1]);
-      std::vector<ClassCandidate> best = std::move(found[mask - 1]);
+    for (size_t i = 0; i < blocks; ++i) (*by_block)[static_cast<unsigned>(i + 1)] = std::move(found[si * blocks + i]);
+    storage_.push_back(std::move(by_block));
+  }
+  std::vector<std::vector<Combination>> combined(sizes.size());
+  std::vector<Tally> combining(sizes.size());
+  parallel_for(sizes.size(), [&](size_t si) {
+    const int b = sizes[si];
+    combine(b, static_cast<int>(model_.global_batch / b), *storage_[si], combined[si], combining[si]);
+  });
+  for (size_t si = 0; si < sizes.size(); ++si) {
+    const int b = sizes[si];
+    const SearchStats before = tally_.stats;
+    for (size_t i = 0; i < blocks; ++i) {
+      tally_.add(tallies[si * blocks + i]);
+      const std::vector<ClassCandidate>& best = storage_[si]->at(static_cast<unsigned>(i + 1));
       if (!best.empty()) {
         std::string names;
-        for (int g : block) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
+        for (int g : block_of(i)) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
         result_.explanation.push_back("  micro-batch " + std::to_string(b) + ", best alone on {" + names + "}: " +
                                       describe(best.front().pc.layout) + ": " + seconds_text(best.front().standalone));
       }
-      (*by_block)[mask] = std::move(best);
     }
-    combine(b, micro_batches, *by_block);
-    storage_.push_back(std::move(by_block));
-    result_.explanation.push_back("micro-batch " + std::to_string(b) + " (" + std::to_string(micro_batches) +
+    tally_.add(combining[si]);
+    for (Combination& c : combined[si]) keep(best_, std::move(c));
+    result_.explanation.push_back("micro-batch " + std::to_string(b) + " (" + std::to_string(model_.global_batch / b) +
                                   " micro-batches): " + std::to_string(tally_.stats.layouts - before.layouts) +
                                   " layouts, " + std::to_string(tally_.stats.pruned - before.pruned) +
                                   " pruned by the bound, " +

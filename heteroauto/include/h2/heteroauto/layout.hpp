@@ -158,6 +158,26 @@ class Evaluator {
   Plan build_plan(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
                   int micro_batch) const;
 
+  // Each class's replicas simulated: those with split.base micro-batches and those with one more
+  // (`more` is `base` where no replica has one more).
+  struct ClassSimulations {
+    Simulation base, more;
+  };
+  // What a step's prediction is made of, per class: its pipeline's times and simulations.
+  struct StepParts {
+    std::vector<PipelineTimes> times;
+    std::vector<ClassSimulations> sims;
+  };
+  StepParts step_parts(const std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
+                       int micro_batch) const;
+  // The parts after only class `ci` changed: that class timed and simulated again, the others kept
+  // (all simulated again where stages share the host, since they slow each other).
+  void update_step_parts(StepParts& parts, const std::vector<PartitionedClass>& classes,
+                         const std::vector<MicroBatchSplit>& split, int micro_batch, size_t ci) const;
+  // build_plan's prediction.step_time_s from the parts, without building the plan: for a search
+  // that compares many.
+  double step_time(const std::vector<PartitionedClass>& classes, const StepParts& parts) const;
+
   // The devices of the classes on the cluster's shared host, and the cores they ask of it over the
   // cores it has (0 without a shared host or none of its devices).
   int shared_host_devices(const std::vector<PartitionedClass>& classes) const;
@@ -187,12 +207,8 @@ class Evaluator {
   // run at once (each on its own shard), all of which cross an inter-cluster link together.
   double hierarchical_allreduce(unsigned groups, const RingMembers& members, double bytes, int tp) const;
 
-  // Each class's replicas simulated: those with split.base micro-batches and those with one more
-  // (`more` is `base` where no replica has one more). With simulate_step, or simulate_shared where
-  // stages compute on the shared host.
-  struct ClassSimulations {
-    Simulation base, more;
-  };
+  // ClassSimulations of every class: with simulate_step, or simulate_shared where stages compute on
+  // the shared host.
   std::vector<ClassSimulations> simulate_classes(const std::vector<PartitionedClass>& classes,
                                                  const std::vector<PipelineTimes>& times,
                                                  const std::vector<MicroBatchSplit>& split) const;
