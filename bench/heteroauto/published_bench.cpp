@@ -226,7 +226,25 @@ Prediction predict(const json& c, Cluster cluster, const Trial& t) {
   }
   if (!t.replicas.empty())
     if (std::string why = keep_named_nodes(cluster, t); !why.empty()) return {0, why};
-  const CanonicalCluster canonical = canonicalize(cluster);
+  // "groups": "per node": every node its own device group, so that the replicas on one node form a
+  // pipeline class of their own (a run may put one stage's replicas on nodes whose next stages lie
+  // on different device types: merged, one group would serve two classes, which HeteroAuto's layouts
+  // never do).
+  CanonicalCluster canonical;
+  if (c.value("groups", "") == "per node") {
+    canonical.cluster = cluster;
+    canonical.cluster.nodes.clear();
+    for (const NodeGroup& g : cluster.nodes)
+      for (int i = 0; i < g.count; ++i) {
+        NodeGroup node = g;
+        node.count = 1;
+        if (g.count > 1) node.name += "#" + std::to_string(i);
+        canonical.cluster.nodes.push_back(node);
+        canonical.members.push_back({{node.name, 1}});
+      }
+  } else {
+    canonical = canonicalize(cluster);
+  }
   const json& g = c.at("gradients");
   // "runtime": "deepspeed": its pipeline engine's sends block and are cut over tensor-parallel ranks.
   const PipelineRuntime runtime =
