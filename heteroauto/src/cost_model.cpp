@@ -145,6 +145,18 @@ bool CostModel::measured_at(const std::vector<MeasuredTime>& points, int tp) {
 }
 
 StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp) {
+  if (tp > 1 && measured_at(points, 1)) {
+    int largest = 0;
+    for (const MeasuredTime& p : points)
+      if (p.tp == tp) largest = std::max(largest, p.micro_batch);
+    if (largest > 0 && micro_batch > largest) {
+      StageTime t = measured_time(points, largest, tp);
+      const StageTime from = measured_time(points, largest, 1), to = measured_time(points, micro_batch, 1);
+      t.forward += (to.forward - from.forward) / tp;
+      t.backward += (to.backward - from.backward) / tp;
+      return t;
+    }
+  }
   // Between two measured sizes: linear between them; outside: proportional to the nearest one.
   const double b = micro_batch;
   const MeasuredTime* below = nullptr;

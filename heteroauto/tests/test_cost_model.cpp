@@ -114,7 +114,12 @@ TEST(CostModelTest, PointsMeasuredAtATensorParallelDegreeAreTakenAsTheyAre) {
   const Model model = parse_model(test::small_model());
   const CostModel cost(cluster, model);
   const StageSpec at_two{&cluster.nodes[0], 2, 3, false, true, Recompute::none};
-  EXPECT_DOUBLE_EQ(cost.stage_time(at_two, 2).forward, 3 * 12e-3 + 2 * 3e-3);  // the head scaled to 2
+  // The head's degree-2 point is at micro-batch 1 only: at 2 it adds half of what degree 1 adds
+  // from 1 to 2 (4 ms, scaled: 8 ms at 2).
+  EXPECT_DOUBLE_EQ(cost.stage_time(at_two, 2).forward, 3 * 12e-3 + 3e-3 + (8e-3 - 4e-3) / 2);
+  // Beyond the largest degree-2 size of the layer (2): degree 1 grows from 18 ms at 2 to 36 ms at 4.
+  const StageSpec layer_at_two{&cluster.nodes[0], 2, 1, false, false, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(layer_at_two, 4).forward, 12e-3 + (36e-3 - 18e-3) / 2);
   EXPECT_DOUBLE_EQ(cost.stage_time(at_two, 1).backward, 3 * 15e-3 + 5e-3);
   const StageSpec at_four{&cluster.nodes[0], 4, 1, false, false, Recompute::none};
   const double allreduce = cost.allreduce_time(cost.intra_node_link(cluster.nodes[0]), cost.boundary_bytes(1), 4);

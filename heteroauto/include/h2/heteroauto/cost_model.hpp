@@ -79,7 +79,10 @@ class CostModel {
   // The device type's measured profile for this model, or nullptr.
   const MeasuredProfile* measured(const DeviceType& type) const;
   // Seconds for `micro_batch` from the measured points of tensor-parallel degree `tp` (interpolated
-  // between sizes, scaled beyond them); zero where none has that degree.
+  // between sizes, scaled beyond them); zero where none has that degree. Beyond the largest size
+  // measured at a degree d > 1, where degree-1 points exist: that size's time plus what the degree-1
+  // points add from it to `micro_batch`, cut d ways. What tensor parallelism costs a small layer at
+  // one size (launches, synchronisation) then stays per micro-batch, and only the work grows.
   static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp = 1);
   // Whether any point was measured at tensor-parallel degree `tp`.
   static bool measured_at(const std::vector<MeasuredTime>& points, int tp);
