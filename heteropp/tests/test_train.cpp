@@ -585,6 +585,17 @@ TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("measured (h2 profile)"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("+ optimizer"), std::string::npos) << result.output;
+  // Training on the profiled description later, the ranks compute with the threads they were
+  // measured with, whatever share of the cores their own count would give.
+  nlohmann::json three_threads = profiled;
+  three_threads["shared_host"]["threads_per_device"] = 3;
+  write(dir_ / "profiled-3.json", three_threads);
+  result = run_h2("train --cluster " + (dir_ / "profiled-3.json").string() + " --model " +
+                  (dir_ / "model.json").string() + " --steps 1 --out " + (dir_ / "profiled-run").string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::ifstream job_file(dir_ / "profiled-run" / "job.json");
+  const nlohmann::json job = nlohmann::json::parse(job_file);
+  EXPECT_EQ(job.at("plugin_options").at("cpu-reference").at("threads"), "3") << job.dump();
 
   write(dir_ / "no-plugin.json", cluster_json(""));
   result =

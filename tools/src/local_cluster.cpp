@@ -7,13 +7,16 @@
 
 namespace h2::tools {
 
-PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks) {
+PluginOptionsByName simulated_device_options(const heteropp::LocalDevices& devices, size_t ranks,
+                                             std::optional<double> threads_per_device) {
   const auto it = devices.memory_gib.find("cpu-reference");
   if (it == devices.memory_gib.end()) return {};
   std::string memory;
   for (double gib : it->second)
     memory += (memory.empty() ? "" : ",") + std::to_string(static_cast<int64_t>(gib * 1024)) + "MiB";
-  const size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency() / std::max<size_t>(1, ranks));
+  const size_t threads = threads_per_device
+                             ? static_cast<size_t>(std::max(1.0, *threads_per_device))
+                             : std::max<size_t>(1, std::thread::hardware_concurrency() / std::max<size_t>(1, ranks));
   return {{"cpu-reference", {{"memory", memory}, {"threads", std::to_string(threads)}}}};
 }
 

@@ -364,11 +364,15 @@ int run_driver(const TrainCommandOptions& options) {
   const std::string plan_path = (fs::path(options.out) / "plan.json").string();
   write_file_atomically(plan_path, heteroauto::to_json(plan).dump(2) + "\n");
 
-  // After --profile the ranks get the profile's settings (its threads were shared over every device of
-  // the cluster), so they compute as they did when measured.
+  // Ranks compute with the threads their profile measured them with (the description's shared_host,
+  // which h2 profile writes; after --profile, the cores shared over every device of the cluster), so
+  // that the plan's prediction holds. Without one, the machine's cores are shared over the ranks.
   const int ranks = static_cast<int>(devices.per_rank.size());
+  const std::optional<double> profiled_threads =
+      cluster.shared_host ? std::optional<double>(cluster.shared_host->threads_per_device) : std::nullopt;
   const PluginOptionsByName plugin_options = merge_plugin_options(
-      simulated_device_options(devices, options.profile ? devices.devices.size() : devices.per_rank.size()),
+      simulated_device_options(devices, options.profile ? devices.devices.size() : devices.per_rank.size(),
+                               profiled_threads),
       user_plugin_options);
 
   LaunchOptions launch;
