@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -80,7 +81,11 @@ void parallel_for(size_t count, const std::function<void(size_t)>& work) {
   };
   {
     std::vector<std::jthread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    try {
+      for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      // No more threads to be had (a process limit): the ones there are, this one included, do it all.
+    }
     worker();
   }
   for (const std::exception_ptr& failure : failures)
