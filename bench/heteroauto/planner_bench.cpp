@@ -165,8 +165,12 @@ int main(int argc, char** argv) {
   std::cout << "Planner speedup over the baselines (baseline step time / planner step time; - = nothing fits)\n";
   std::printf("  %-16s %-10s %10s %8s %12s %10s %8s %14s %13s\n", "cluster", "model", "planner", "even", "homogeneous",
               "flops-prop", "metis", "vs sum of types", "vs at share");
+  // The goal's own case, h2-1024, from 7B to 100B; the others to 30B (100B does not fit them).
+  double worst_h2_at_share = 2;
   for (const char* cluster_name : {"hexiscale-like", "holmes-like", "h2-1024"}) {
-    for (const char* model_name : {"dense-7b", "dense-13b", "dense-30b"}) {
+    const bool goal_case = std::string(cluster_name) == "h2-1024";
+    for (const char* model_name : {"dense-7b", "dense-13b", "dense-30b", "dense-100b"}) {
+      if (!goal_case && std::string(model_name) == "dense-100b") continue;
       const Cluster cluster = load_cluster(examples + "/clusters/" + cluster_name + ".json");
       const Model model = load_model(examples + "/models/" + model_name + ".json");
       const SearchResult planned = search_plans(cluster, model);
@@ -210,11 +214,18 @@ int main(int argc, char** argv) {
                   sum_at_share > 0 ? (fixed(tokens / sum_at_share * 100, 1) + "%").c_str() : "-");
       std::fflush(stdout);
       report["baselines"].push_back(row);
+      if (goal_case && sum_at_share > 0) worst_h2_at_share = std::min(worst_h2_at_share, tokens / sum_at_share);
     }
   }
   std::cout << "  (vs sum of types: the mixed cluster's tokens/s over the sum of each device type planned alone;\n"
                "   above 100% is H2's superlinear speedup. vs at share: the same with each type alone given its\n"
-               "   share of the global batch by peak FLOP/s, the load per device it has in the mixed cluster)\n\n";
+               "   share of the global batch by peak FLOP/s, the load per device it has in the mixed cluster)\n";
+  // With the whole batch each, a part does 1 / share of the mixed cluster's work per device against
+  // the same per-step costs (a device's gradient sum and optimizer step do not shrink with the batch),
+  // so only the at-share measure can reach 100% (docs/heteroauto-cost-model.md).
+  std::printf("  h2-1024, 7B to 100B, at share: worst %.1f%% (goal >= 97.5%%: %s)\n\n", worst_h2_at_share * 100,
+              worst_h2_at_share >= 0.975 ? "met" : "NOT met");
+  report["h2_1024_worst_at_share"] = worst_h2_at_share;
 
   // ---- 4. Search time at scale ----
   std::cout << "Search time on this machine, 100B model\n";
