@@ -9,8 +9,8 @@
 namespace h2::detail {
 
 PluginHandle::PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, const H2_OpTable& ops,
-                           std::string name)
-    : library_(std::move(library)), api_(api), ops_(ops), name_(std::move(name)) {}
+                           const H2_CollectiveTable& collectives, std::string name)
+    : library_(std::move(library)), api_(api), ops_(ops), collectives_(collectives), name_(std::move(name)) {}
 
 void PluginHandle::query_capabilities(int device_count) {
   capabilities_.assign(static_cast<size_t>(device_count), {});

@@ -20,7 +20,9 @@ class PluginHandle {
  public:
   // `library` keeps the shared object loaded (an opaque owner: only plugin_loader.cpp knows its type).
   // `ops` is all NULL when the plugin has no operator table.
-  PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, const H2_OpTable& ops, std::string name);
+  // `collectives` is all NULL when the plugin has no collective table.
+  PluginHandle(std::shared_ptr<void> library, const H2_PluginApi& api, const H2_OpTable& ops,
+               const H2_CollectiveTable& collectives, std::string name);
   ~PluginHandle();  // shutdown, then unload
   PluginHandle(const PluginHandle&) = delete;
   PluginHandle& operator=(const PluginHandle&) = delete;
@@ -29,6 +31,8 @@ class PluginHandle {
   // The tables with every slot the plugin's struct_size does not cover set to NULL.
   const H2_PluginApi& api() const { return api_; }
   const H2_OpTable& ops() const { return ops_; }
+  const H2_CollectiveTable& collectives() const { return collectives_; }
+  bool has_collectives() const { return collectives_.struct_size != 0; }
 
   // Asks the plugin for every operator's capability on each device (once, at load).
   void query_capabilities(int device_count);
@@ -65,6 +69,7 @@ class PluginHandle {
   std::shared_ptr<void> library_;
   H2_PluginApi api_;
   H2_OpTable ops_;
+  H2_CollectiveTable collectives_;
   std::string name_;
   bool initialized_ = false;
   // capabilities_[device][op]; index 0 unused.

@@ -86,6 +86,33 @@ const char* missing_required_slot(const H2_PluginApi& api) {
   return nullptr;
 }
 
+// Why a plugin's collective table cannot be used, or "".
+std::string collective_table_fault(const H2_CollectiveTable& table) {
+  if (table.struct_size < H2_COLLECTIVE_TABLE_SIZE_1_5)
+    return "collective_table struct_size " + std::to_string(table.struct_size) + " is smaller than the " +
+           std::to_string(H2_COLLECTIVE_TABLE_SIZE_1_5) + " bytes ABI 1.5 requires";
+  if (table.library_name == nullptr || *table.library_name == '\0')
+    return "collective_table's library_name is NULL or empty";
+  if (table.scope != H2_COMM_SCOPE_NODE && table.scope != H2_COMM_SCOPE_NETWORK)
+    return "collective_table's scope " + std::to_string(table.scope) + " is not an H2_CommScope";
+#define H2_REQUIRE_COLLECTIVE_SLOT(slot) \
+  if (table.slot == nullptr) return "collective_table's slot '" #slot "' is NULL (every slot is required)";
+  H2_REQUIRE_COLLECTIVE_SLOT(get_unique_id)
+  H2_REQUIRE_COLLECTIVE_SLOT(comm_init_rank)
+  H2_REQUIRE_COLLECTIVE_SLOT(comm_destroy)
+  H2_REQUIRE_COLLECTIVE_SLOT(comm_abort)
+  H2_REQUIRE_COLLECTIVE_SLOT(allreduce)
+  H2_REQUIRE_COLLECTIVE_SLOT(reduce_scatter)
+  H2_REQUIRE_COLLECTIVE_SLOT(allgather)
+  H2_REQUIRE_COLLECTIVE_SLOT(broadcast)
+  H2_REQUIRE_COLLECTIVE_SLOT(send)
+  H2_REQUIRE_COLLECTIVE_SLOT(recv)
+  H2_REQUIRE_COLLECTIVE_SLOT(group_start)
+  H2_REQUIRE_COLLECTIVE_SLOT(group_end)
+#undef H2_REQUIRE_COLLECTIVE_SLOT
+  return "";
+}
+
 // The options `all` holds for the plugin named `name` (none when it holds no entry).
 const PluginOptions& options_for(const std::string& name, const std::map<std::string, PluginOptions>& all) {
   static const PluginOptions none;
@@ -248,6 +275,15 @@ LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, 
       return failure(info, PluginState::invalid_table, "op_table's required slot 'capability' is NULL");
   }
 
+  // The collective table (ABI 1.5): every slot of what its struct_size covers is required.
+  H2_CollectiveTable collectives;
+  std::memset(&collectives, 0, sizeof collectives);
+  if (api.collective_table != nullptr) {
+    if (const std::string fault = collective_table_fault(*api.collective_table); !fault.empty())
+      return failure(info, PluginState::invalid_table, fault);
+    std::memcpy(&collectives, api.collective_table, std::min(sizeof collectives, api.collective_table->struct_size));
+  }
+
   // ---- Options (ABI 1.4) ----
   const PluginOptions& options = options_for(info.name, all_options);
   if (const std::string refusal = options_refusal(info, options); !refusal.empty())
@@ -257,7 +293,7 @@ LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, 
     option_array.push_back(H2_Option{.struct_size = sizeof(H2_Option), .key = key.c_str(), .value = value.c_str()});
 
   // ---- Initialize ----
-  auto handle = std::make_shared<PluginHandle>(opened.library, api, ops, info.name);
+  auto handle = std::make_shared<PluginHandle>(opened.library, api, ops, collectives, info.name);
   H2_InitArgs args;
   std::memset(&args, 0, sizeof args);
   args.struct_size = sizeof args;

@@ -55,7 +55,7 @@ TEST(AbiCompat, ThisCoresHistoryEndsAtItsOwnVersion) {
   const AbiHistory& history = h2::detail::core_abi_history();
   EXPECT_EQ(history.major, H2_ABI_MAJOR);
   EXPECT_EQ(history.table_size_by_minor.size(), H2_ABI_MINOR + 1u);
-  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, option_list));
+  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, collective_table));
   EXPECT_EQ(check_abi(H2_ABI_MAJOR, H2_ABI_MINOR, sizeof(H2_PluginApi), history).verdict, AbiVerdict::compatible);
 }
 
@@ -68,6 +68,13 @@ TEST(AbiCompat, Minor4AppendsTheOptionFieldsAndTheOptionListSlot) {
   EXPECT_GT(H2_PLUGIN_API_SIZE_1_4, H2_PLUGIN_API_SIZE_1_3);
   EXPECT_EQ(H2_OPTION_SIZE_1_4, sizeof(H2_Option));
   EXPECT_EQ(H2_OPTION_INFO_SIZE_1_4, sizeof(H2_OptionInfo));
+}
+
+// 1.5 appends one slot, the collective table, which covers every slot it has.
+TEST(AbiCompat, Minor5AppendsTheCollectiveTable) {
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_5, H2_PLUGIN_API_SIZE_1_4 + sizeof(void*));
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_5, sizeof(H2_PluginApi));
+  EXPECT_EQ(H2_COLLECTIVE_TABLE_SIZE_1_5, sizeof(H2_CollectiveTable));
 }
 
 // A writer of a later minor may hand out larger elements: H2_ARRAY_AT follows their struct_size.

@@ -148,7 +148,7 @@ class CachingAllocatorTest : public testing::Test {
       api.mem_alloc_async = mem_alloc_async;
       api.mem_free_async = mem_free_async;
     }
-    handle_ = std::make_unique<PluginHandle>(nullptr, api, H2_OpTable{}, "scripted");
+    handle_ = std::make_unique<PluginHandle>(nullptr, api, H2_OpTable{}, H2_CollectiveTable{}, "scripted");
     handle_->make_allocators(1);
     allocator_ = &handle_->allocator(0);
     return *allocator_;

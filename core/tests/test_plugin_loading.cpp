@@ -184,6 +184,18 @@ TEST(PluginLoading, MemorySharingSlotsComeTogether) {
   EXPECT_THAT(info.message, HasSubstr("mem_export, mem_import and mem_close must all be set or all be NULL"));
 }
 
+// A collective table (ABI 1.5) is all or nothing: a plugin offering part of its vendor's library,
+// or a table older than the section, is refused when it loads rather than failing mid-job.
+TEST(PluginLoading, ACollectiveTableMustHaveEverySlot) {
+  PluginInfo partial = load_one(fake_plugin("collectives-partial").string());
+  EXPECT_EQ(partial.state, PluginState::invalid_table);
+  EXPECT_THAT(partial.message, HasSubstr("collective_table's slot 'comm_init_rank' is NULL (every slot is required)"));
+  PluginInfo small = load_one(fake_plugin("collectives-small-table").string());
+  EXPECT_EQ(small.state, PluginState::invalid_table);
+  EXPECT_THAT(small.message,
+              HasSubstr("collective_table struct_size 16 is smaller than the 120 bytes ABI 1.5 requires"));
+}
+
 TEST(PluginLoading, InitFailureCarriesThePluginsMessage) {
   PluginInfo info = load_one(fake_plugin("init-fails").string());
   EXPECT_EQ(info.state, PluginState::init_failed);

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "collective.hpp"
+#include "vendor_path.hpp"
 
 namespace h2::dicomm {
 
@@ -39,6 +40,10 @@ void check_reducible(const char* call, const Tensor& t) {
 
 bool widened(DType dtype) {
   return dtype == DType::f16 || dtype == DType::bf16;
+}
+
+H2_ReduceOp reduce_of(ReduceOp op) {
+  return op == ReduceOp::max ? H2_REDUCE_MAX : op == ReduceOp::avg ? H2_REDUCE_MEAN : H2_REDUCE_SUM;
 }
 
 ops::BinaryOp binary_of(ReduceOp op) {
@@ -309,6 +314,12 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     ++s.sequence;
     return;  // sum, avg and max of one contribution are the contribution
   }
+  if (PluginComm* vendor = vendor_comm(s, tensor.device())) {
+    ++s.sequence;
+    run_on_library(s, *vendor, stream, "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe(),
+                   [&] { vendor->allreduce(stream, flat(tensor), flat(tensor), reduce_of(op)); });
+    return;
+  }
   Collective c(s, stream, tensor.device(),
                "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
   const Tensor data = flat(tensor);
@@ -358,6 +369,12 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
     usage("reduce_scatter: the input " + input.describe() + " must hold size() = " + std::to_string(size()) +
           " times the output " + output.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
+  if (PluginComm* vendor = vendor_comm(s, input.device())) {
+    ++s.sequence;
+    run_on_library(s, *vendor, stream, "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe(),
+                   [&] { vendor->reduce_scatter(stream, flat(input), flat(output), reduce_of(op)); });
+    return;
+  }
   Collective c(s, stream, input.device(),
                "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe());
   const Tensor work = work_buffer(c, flat(input), true, accumulation == Accumulation::wide);
@@ -387,6 +404,12 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
     usage("allgather: the output " + output.describe() + " must hold size() = " + std::to_string(size()) +
           " times the input " + input.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
+  if (PluginComm* vendor = vendor_comm(s, input.device())) {
+    ++s.sequence;
+    run_on_library(s, *vendor, stream, "allgather of " + input.describe(),
+                   [&] { vendor->allgather(stream, flat(input), flat(output)); });
+    return;
+  }
   Collective c(s, stream, input.device(), "allgather of " + input.describe());
   const int64_t n = input.numel();
   const Tensor out = flat(output);
@@ -412,6 +435,12 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
   CommState& s = const_cast<CommState&>(state());
   if (size() == 1 || tensor.numel() == 0) {
     ++s.sequence;
+    return;
+  }
+  if (PluginComm* vendor = vendor_comm(s, tensor.device())) {
+    ++s.sequence;
+    run_on_library(s, *vendor, stream, "broadcast from rank " + std::to_string(root) + " of " + tensor.describe(),
+                   [&] { vendor->broadcast(stream, flat(tensor), flat(tensor), root); });
     return;
   }
   Collective c(s, stream, tensor.device(), "broadcast from rank " + std::to_string(root) + " of " + tensor.describe());
@@ -449,6 +478,7 @@ void Communicator::barrier() const {
 
 void Communicator::abort(const std::string& reason) const {
   World& world = *state().world;
+  world.abort_vendor_comms("rank " + std::to_string(world.rank()) + " aborted: " + reason);
   world.engine().fail(CommErrorKind::aborted, world.rank(),
                       "DiComm: this rank (" + std::to_string(world.rank()) + ") aborted: " + reason);
   if (Store* store = world.store()) store->abort(reason);

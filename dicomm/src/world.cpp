@@ -262,6 +262,9 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
   world->allreduce_ = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
   world->share_device_memory_ = env_choice("H2_DICOMM_SHARED_MEMORY", {"auto", "off"}) == "auto";
+  // Off by default until the plugins' libraries have been measured against DiComm's own algorithms.
+  world->vendor_collectives_ = env_choice("H2_DICOMM_VENDOR_COLLECTIVES", {"off", "auto"}) == "auto";
+  world->node_ = node_identity();
   const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
   const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
   // auto: the node transport between ranks of one node, unless a libfabric provider was asked
@@ -286,23 +289,25 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   if (world->store_) {
     Store& store = *world->store_;
     const std::string prefix = "dicomm/rank/";
-    store.set(prefix + std::to_string(info.rank), json{{"node", node_identity()},
+    store.set(prefix + std::to_string(info.rank), json{{"node", world->node_},
                                                        {"providers", probe.providers},
                                                        {"libfabric", probe.libfabric_version},
                                                        {"requested", requested},
                                                        {"piece_bytes", world->piece_bytes_},
                                                        {"small_bytes", world->small_bytes_},
                                                        {"node_transport", node_mode},
-                                                       {"allreduce", world->allreduce_}}
+                                                       {"allreduce", world->allreduce_},
+                                                       {"vendor_collectives", world->vendor_collectives_}}
                                                       .dump());
     for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
     for (int r = 1; r < info.world_size; ++r)
-      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce"})
+      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce", "vendor_collectives"})
         if (ranks[r][setting] != ranks[0][setting])
           throw CommError(CommErrorKind::usage, r,
                           "DiComm: rank " + std::to_string(r) +
                               " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
-                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE than rank 0; set them alike");
+                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE / H2_DICOMM_VENDOR_COLLECTIVES than "
+                              "rank 0; set them alike");
     node_setup = connect_node_transport(store, info.rank, ranks);
     provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
   } else if (provider.empty()) {
@@ -357,9 +362,11 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
                                             info.rank, timeout, message_bytes);
   if (world->store_) {
     Engine* engine = world->engine_.get();
-    world->store_->on_failure([engine](const RankFailure& failure) {
-      engine->fail(CommErrorKind::peer_failed, failure.rank,
-                   "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason);
+    World* self = world.get();
+    world->store_->on_failure([engine, self](const RankFailure& failure) {
+      const std::string message = "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason;
+      engine->fail(CommErrorKind::peer_failed, failure.rank, message);
+      self->abort_vendor_comms(message);
     });
     // Pings say whether this rank waits for its peers; a wait that times out asks which rank does not.
     world->store_->report_wait_state([engine] {
@@ -465,6 +472,18 @@ std::span<const char> World::open_shared(int peer, const H2_MemHandle& handle) {
   if (imports_.size() >= kMaxImports) imports_.clear();
   imports_.emplace(std::move(key), opened);
   return view(opened);
+}
+
+void World::remember_vendor_comm(const std::shared_ptr<PluginComm>& comm) {
+  std::lock_guard lock(vendor_mutex_);
+  std::erase_if(vendor_comms_, [](const auto& c) { return c.expired(); });
+  vendor_comms_.push_back(comm);
+}
+
+void World::abort_vendor_comms(const std::string& reason) {
+  std::lock_guard lock(vendor_mutex_);
+  for (const auto& weak : vendor_comms_)
+    if (const auto comm = weak.lock()) comm->abort(reason);
 }
 
 uint32_t World::new_comm_id() {

@@ -14,6 +14,7 @@
 #include "engine.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/store.hpp"
+#include "h2/plugin_comm.hpp"
 #include "link.hpp"
 
 namespace h2::dicomm::detail {
@@ -26,6 +27,7 @@ constexpr int kMaxWorldSize = 1 << 16;
 constexpr uint32_t kMaxCommunicators = 1u << 14;
 
 class Transfer;
+struct VendorPath;
 
 class World {
  public:
@@ -51,6 +53,15 @@ class World {
   std::shared_ptr<Transfer> point_to_point_predecessor(bool send, int peer, uint64_t tag,
                                                        const std::shared_ptr<Transfer>& next);
 
+  // This rank's node, as DiComm tells nodes apart (host name and network namespace).
+  const std::string& node() const { return node_; }
+  // Whether communicators may run their collectives on their plugin's own library
+  // (H2_DICOMM_VENDOR_COLLECTIVES: auto, or off).
+  bool vendor_collectives() const { return vendor_collectives_; }
+  // A plugin library's communicator, aborted with the job when any rank fails or aborts.
+  void remember_vendor_comm(const std::shared_ptr<PluginComm>& comm);
+  void abort_vendor_comms(const std::string& reason);
+
   // The region of device memory that node peer `peer` exported as `handle`, at a host address here,
   // opened once with one of this process's devices and then cached; empty when none can open it
   // (the node transport copies with process_vm_readv then). Called by the node transport.
@@ -64,6 +75,10 @@ class World {
   size_t small_bytes_ = 0;
   uint32_t next_local_id_ = 1;
   bool force_staging_ = false;
+  bool vendor_collectives_ = false;
+  std::string node_;
+  std::mutex vendor_mutex_;
+  std::vector<std::weak_ptr<PluginComm>> vendor_comms_;
   std::string allreduce_;  // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
@@ -89,6 +104,7 @@ struct CommState {
   int rank = 0;              // this process's rank in the communicator
   uint32_t sequence = 0;     // collectives issued so far (every member issues the same ones)
   uint32_t splits = 0;
+  std::shared_ptr<VendorPath> vendor;  // decided at the first collective (vendor_path.hpp)
 };
 
 }  // namespace h2::dicomm::detail

@@ -71,6 +71,16 @@ TEST(Collectives, FourRanksUseTheNodeTransportOnOneNode) {
                                        "(mapped device memory, else cma) to ranks 0,1,3"));
 }
 
+// Told it may, DiComm runs a communicator whose ranks are all cpu-reference devices on one node on
+// the plugin's own collective library (ABI 1.5, shared memory); every check still holds, and the
+// split communicators decide for themselves.
+TEST(Collectives, FourRanksOnThePluginsCollectiveLibrary) {
+  const CliResult result = launch(4, "check", "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info");
+  expect_all_passed(result, 4);
+  EXPECT_THAT(result.output, HasSubstr("communicator 'world': collectives on cpu-reference shared memory"));
+  EXPECT_THAT(result.output, HasSubstr("communicator 'world/split(1)': collectives on cpu-reference shared memory"));
+}
+
 // Four ranks run large allreduces by recursive halving and doubling unless told otherwise; the ring
 // must stay right for them too (and for sub-communicators of other sizes it is what runs).
 TEST(Collectives, FourRanksByRing) {
@@ -211,6 +221,15 @@ TEST(Faults, HungPeerIsNamedWhenTheWaitsTimeOut) {
         << result.output;
   // The timeout, then the launcher's grace and SIGTERM, which ends the hung rank.
   EXPECT_LT(seconds, 4 * 1.1 + 2 + 3 + 3) << result.output;
+}
+
+// The same on the plugin's library: its work on the ranks' streams fails (the library sees the
+// process gone, and DiComm aborts it), and DiComm refuses every later collective naming the rank.
+TEST(Faults, KilledPeerIsNamedWhenThePluginsLibraryRunsTheCollectives) {
+  const CliResult result = launch(3, "kill", "H2_DICOMM_TIMEOUT=60 H2_DICOMM_VENDOR_COLLECTIVES=auto", "--grace 30");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, testing::ContainsRegex("rank 0: CommError\\(peer 2\\): DiComm: rank 2 failed"));
+  EXPECT_THAT(result.output, testing::ContainsRegex("rank 1: CommError\\(peer 2\\): DiComm: rank 2 failed"));
 }
 
 TEST(Faults, AbortReachesEveryRank) {

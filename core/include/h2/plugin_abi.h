@@ -9,9 +9,10 @@
  * The header is pure C (C11 and C++ compatible) and uses only its own types and fixed-width integers.
  *
  * ---- Reading order ----
- *   1. Versioning and struct sizes    4. Devices             7. Events
- *   2. Status codes and errors        5. Memory              8. Operators (ABI 1.1)
- *   3. Lifecycle, logging, options    6. Streams and copies  9. The table and the entry point
+ *   1. Versioning and struct sizes    5. Memory              9. Collectives (ABI 1.5)
+ *   2. Status codes and errors        6. Streams and copies  10. The table and the entry point
+ *   3. Lifecycle, logging, options    7. Events
+ *   4. Devices                        8. Operators (ABI 1.1)
  *
  * ---- History ----
  *   1.0  devices, memory, streams, copies, events
@@ -20,6 +21,7 @@
  *   1.3  mem_export, mem_import, mem_close and H2_MemHandle (device memory shared between processes)
  *   1.4  mem_alloc_async and mem_free_async (memory ordered by a stream, as cudaMallocAsync);
  *        plugin options in H2_InitArgs (options, option_count: H2_Option) and option_list (H2_OptionInfo)
+ *   1.5  collective_table (section 9): the vendor's collective library on the plugin's own devices
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -78,7 +80,7 @@ extern "C" {
  * covers the fields it reads, and ignores the bytes it does not know.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 4
+#define H2_ABI_MINOR 5
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 #define H2_ARRAY_AT(type, array, index) \
@@ -721,7 +723,126 @@ typedef struct H2_OpTable {
 #define H2_OP_TABLE_SIZE_1_1 H2_STRUCT_SIZE(H2_OpTable, scatter_add)
 
 /* ------------------------------------------------------------------------------------------------
- * 9. The table
+ * 9. Collectives (ABI 1.5): the vendor's collective library on the plugin's own devices
+ *
+ * The table `H2_PluginApi.collective_table` points to, since ABI 1.5; NULL when the plugin offers
+ * none. A plugin offers the collective library its vendor ships for its devices (NCCL for CUDA, HCCL
+ * for Ascend, CNCL for Cambricon; cpu-reference implements the same calls over shared memory between
+ * the processes of one node), so that a communication library (DiComm) runs a communicator whose
+ * ranks all use this plugin's devices on the vendor's links (NVLink, HCCS, the vendor's RDMA), and
+ * the part inside each plugin's group of a communicator that spans plugins.
+ *
+ * The pattern is NCCL's: one rank asks for a unique id, the caller carries it to every other rank
+ * (DiComm through its rendezvous store), and every rank creates its communicator from it with the
+ * same rank count and its own rank.
+ *
+ * Conventions for every data call (allreduce ... recv):
+ * - It enqueues on `stream`, a stream of the communicator's device, and is non-blocking, as the
+ *   operators are (the one exception: a stream created with H2_STREAM_HOST_INLINE). The work sees what
+ *   was enqueued on `stream` before the call; what is enqueued after it sees the result.
+ * - Every rank of the communicator issues the same collectives in the same order, with the same
+ *   count, dtype, op and root. A rank's sends to one peer match that peer's receives from it in the
+ *   order issued, with the same count and dtype.
+ * - Buffers are device pointers of the communicator's device (from mem_alloc or mem_alloc_async),
+ *   contiguous, of `count` elements of `dtype`. They are borrowed: they must stay allocated until
+ *   the work has run on `stream`. Where a call says "in place", the receive buffer may be the send
+ *   buffer; buffers that overlap otherwise are the caller's bug.
+ * - `op` is an H2_ReduceOp: SUM, MEAN (the sum divided by the rank count) or MAX. `dtype` is an
+ *   H2_DType; a plugin returns H2_STATUS_UNSUPPORTED, saying which, for a dtype or op its library
+ *   lacks (nothing is enqueued then).
+ * - Every rank ends with the same bytes for a reduction (the library reduces in one order on all).
+ * - The call itself fails only for invalid arguments or an aborted communicator. A failure while the
+ *   work runs (a peer gone, the library's timeout, an abort) becomes the stream's asynchronous error,
+ *   which stream_synchronize, stream_query and event waits on later work report; the communicator
+ *   is unusable afterwards except for comm_abort and comm_destroy.
+ * ---------------------------------------------------------------------------------------------- */
+typedef struct H2_Comm H2_Comm; /* opaque; created by comm_init_rank and owned by the caller */
+
+/* What one rank hands every other rank to make one communicator: plain bytes, opaque to the caller,
+ * which may copy and send them as they are. NCCL's ncclUniqueId (128 bytes) fits. */
+#define H2_COMM_UNIQUE_ID_BYTES 128
+typedef struct H2_CommUniqueId {
+  uint8_t bytes[H2_COMM_UNIQUE_ID_BYTES];
+} H2_CommUniqueId;
+
+/* Where the ranks of one communicator may be. */
+typedef enum H2_CommScope {
+  H2_COMM_SCOPE_NODE = 1,   /* on one node only (cpu-reference's shared memory) */
+  H2_COMM_SCOPE_NETWORK = 2 /* on any nodes the library's network reaches (NCCL over InfiniBand) */
+} H2_CommScope;
+
+typedef struct H2_CollectiveTable {
+  size_t struct_size; /* sizeof the table as the plugin was built */
+  /* The library and its version, "NCCL 2.21.5". Static, NUL-terminated, never NULL. */
+  const char* library_name;
+  uint32_t scope;     /* an H2_CommScope */
+  uint32_t reserved0; /* 0 */
+
+  /* Writes a new unique id to `*id` (written by the plugin, owned by the caller). Called on one rank
+   * per communicator. Blocks briefly (the library may open a listening socket). */
+  H2_Status (*get_unique_id)(H2_CommUniqueId* id);
+
+  /* Makes this process's member `rank` (0 <= rank < nranks) of the communicator that `id` names,
+   * on device `device`, and writes it to `*comm`, owned by the caller until comm_destroy. `id` is
+   * borrowed for the call only. Blocks until all `nranks` ranks have joined, or fails with
+   * H2_STATUS_DEVICE_ERROR, naming the ranks missing, once `timeout_ms` have passed (0: the plugin's
+   * own default, at least a minute). Returns H2_STATUS_UNSUPPORTED, saying why, when the ranks cannot
+   * be joined by this library (a node-scoped library and ranks on other nodes, say). */
+  H2_Status (*comm_init_rank)(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank,
+                              uint32_t timeout_ms, H2_Comm** comm);
+
+  /* Destroys `comm`. The caller has made sure, by synchronizing the streams it used, that no work
+   * of `comm` is queued or running, unless it called comm_abort first. Blocks briefly. */
+  H2_Status (*comm_destroy)(H2_Comm* comm);
+
+  /* Makes queued, running and later work of `comm` fail promptly, on this rank and, where the
+   * library can, on every other rank of the communicator (cpu-reference: all of them; NCCL: this
+   * rank, the others then time out or are aborted by their own caller). `reason` (borrowed for the
+   * call, may be NULL) goes into the failures' messages. May be called from any thread, at any time,
+   * more than once, also while a call of `comm` runs. Never waits for device work. */
+  H2_Status (*comm_abort)(H2_Comm* comm, const char* reason);
+
+  /* recv = the reduction by `op` over all ranks of their `send` (count elements each). In place. */
+  H2_Status (*allreduce)(H2_Comm* comm, const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                         H2_Stream* stream);
+
+  /* `send` holds nranks blocks of `recv_count` elements; `recv` = the reduction by `op` of block
+   * `rank` of every rank's `send`. In place when recv is send + rank * recv_count elements. */
+  H2_Status (*reduce_scatter)(H2_Comm* comm, const void* send, void* recv, uint64_t recv_count, uint32_t dtype,
+                              uint32_t op, H2_Stream* stream);
+
+  /* `recv` holds nranks blocks of `send_count` elements: block r = rank r's `send`. In place when
+   * send is recv + rank * send_count elements. */
+  H2_Status (*allgather)(H2_Comm* comm, const void* send, void* recv, uint64_t send_count, uint32_t dtype,
+                         H2_Stream* stream);
+
+  /* Every rank's `recv` = rank `root`'s `send` (count elements); `send` is read on `root` only and
+   * may be NULL elsewhere. In place. */
+  H2_Status (*broadcast)(H2_Comm* comm, const void* send, void* recv, uint64_t count, uint32_t dtype, int32_t root,
+                         H2_Stream* stream);
+
+  /* Sends `count` elements of `buffer` to rank `peer`, which receives them with recv. Outside a
+   * group the work may wait on the stream until `peer` receives. */
+  H2_Status (*send)(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer,
+                    H2_Stream* stream);
+
+  /* Receives into `buffer` `count` elements that rank `peer` sends with send. */
+  H2_Status (*recv)(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream);
+
+  /* Calls of the calling thread between group_start and group_end (nested pairs count as one) are
+   * issued together at group_end: the library runs them concurrently, so a rank may post a send to
+   * and a receive from the same peer, or a send to its right and a receive from its left in a ring,
+   * without waiting for each other (NCCL's ncclGroupStart / ncclGroupEnd). Every call in one group
+   * must use the same stream. A data call that fails inside a group is reported at once and not
+   * issued; group_end issues the rest. Non-blocking, as the data calls are. */
+  H2_Status (*group_start)(void);
+  H2_Status (*group_end)(void);
+} H2_CollectiveTable;
+/* Every slot is required in a table a plugin offers. */
+#define H2_COLLECTIVE_TABLE_SIZE_1_5 H2_STRUCT_SIZE(H2_CollectiveTable, group_end)
+
+/* ------------------------------------------------------------------------------------------------
+ * 10. The table
  * ---------------------------------------------------------------------------------------------- */
 typedef struct H2_PluginApi {
   /* ---- Identity: these five fields keep their offsets in every major, so a core can always
@@ -944,13 +1065,20 @@ typedef struct H2_PluginApi {
    * can list the keys of a plugin that cannot initialize here), after it, and more than once.
    * Never blocks. A NULL slot means the plugin does not list its keys; `initialize` still decides. */
   H2_Status (*option_list)(const H2_OptionInfo** infos, size_t* count);
+
+  /* ---- Since ABI 1.5 ---- */
+
+  /* [optional] The vendor's collective library (section 9); NULL when the plugin offers none.
+   * Static: lives as long as the library stays loaded. */
+  const H2_CollectiveTable* collective_table;
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
 #define H2_PLUGIN_API_SIZE_1_1 H2_PLUGIN_API_SIZE_1_0 /* 1.1 defined the op table, adding no slot here */
 #define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
 #define H2_PLUGIN_API_SIZE_1_3 H2_STRUCT_SIZE(H2_PluginApi, mem_close)
-#define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, option_list) /* ends at 1.4's last slot */
+#define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, option_list)
+#define H2_PLUGIN_API_SIZE_1_5 H2_STRUCT_SIZE(H2_PluginApi, collective_table) /* ends at 1.5's last slot */
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -987,6 +1115,9 @@ H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_0 == 224, "H2_PluginApi 1.0 layout changed
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 280, "H2_PluginApi 1.4 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_5 == 288, "H2_PluginApi 1.5 layout changed");
+H2_STATIC_ASSERT(H2_COLLECTIVE_TABLE_SIZE_1_5 == 120, "H2_CollectiveTable 1.5 layout changed");
+H2_STATIC_ASSERT(sizeof(H2_CommUniqueId) == 128, "H2_CommUniqueId layout changed");
 H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");

@@ -274,6 +274,22 @@ static const H2_OpTable op_table = {
 };
 #endif
 
+/* ---- A collective table with a slot missing, or too small: both refused at load ---- */
+
+#ifdef FAKE_COLLECTIVES
+static H2_Status get_unique_id(H2_CommUniqueId* id) {
+  (void)id;
+  return H2_STATUS_OK;
+}
+
+static const H2_CollectiveTable collective_table = {
+    .struct_size = FAKE_COLLECTIVE_TABLE_SIZE,
+    .library_name = "fake collectives",
+    .scope = H2_COMM_SCOPE_NODE,
+    .get_unique_id = get_unique_id, /* and nothing else */
+};
+#endif
+
 static const H2_PluginApi api = {
     .struct_size = FAKE_STRUCT_SIZE,
     .abi_major = FAKE_ABI_MAJOR,
@@ -312,6 +328,9 @@ static const H2_PluginApi api = {
 #endif
 #if FAKE_ABI_MINOR >= 4
     .option_list = option_list,
+#endif
+#ifdef FAKE_COLLECTIVES
+    .collective_table = &collective_table,
 #endif
 };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives.hpp"
 #include "common.hpp"
 #include "config.hpp"
 #include "h2/plugin_abi.h"
@@ -216,13 +217,6 @@ void check_host_pointer(const void* ptr, const char* role) {
     fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is device memory but the copy kind says it is host memory");
 }
 
-void* resolve_device(const void* ptr, size_t bytes, const char* role) {
-  require(ptr, role);
-  DeviceMemory* memory = runtime().owner_of(ptr);
-  if (memory == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not device memory of this plugin");
-  return memory->resolve(ptr, bytes, role);
-}
-
 H2_Status memset_async(H2_Stream* stream, void* dst, uint8_t value, size_t bytes) {
   return guarded("memset_async", [&] {
     auto target = runtime().stream(stream);
@@ -349,6 +343,7 @@ const H2_PluginApi kApi = {
     .mem_alloc_async = mem_alloc_async,
     .mem_free_async = mem_free_async,
     .option_list = option_list,
+    .collective_table = &kCollectiveTable,
 };
 
 }  // namespace

@@ -14,4 +14,11 @@ Runtime& runtime() {
   return *runtime_slot();
 }
 
+void* resolve_device(const void* ptr, size_t bytes, const char* role) {
+  require(ptr, role);
+  DeviceMemory* memory = runtime().owner_of(ptr);
+  if (memory == nullptr) fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not device memory of this plugin");
+  return memory->resolve(ptr, bytes, role);
+}
+
 }  // namespace h2::cpu_reference

@@ -1,0 +1,298 @@
+// The collective section of the ABI (1.5) through the core's PluginComm, on cpu-reference's shared
+// memory library: ranks are processes forked before any of them loads the plugin (plugin threads do
+// not survive fork); rank 0 makes the unique id and hands it to the others through pipes. Every rank
+// reports what failed on stderr and in its exit code; the test bounds every rank's time.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "h2/h2.hpp"
+#include "h2/half.hpp"
+#include "h2/plugin_comm.hpp"
+#include "test_support.hpp"
+
+namespace h2 {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What one rank does once it has its device and the id; returns its exit code (0: passed).
+using RankBody = std::function<int(int rank, int ranks, const Device& device, const H2_CommUniqueId& id)>;
+
+// Exit code 3 (and a message) for a check that failed.
+#define RANK_EXPECT(condition)                                                                     \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      std::fprintf(stderr, "rank %d: %s:%d: expected %s\n", rank, __FILE__, __LINE__, #condition); \
+      return 3;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+// Runs `ranks` processes of `body`; returns each one's exit code (-signal when killed).
+std::vector<int> run_ranks(int ranks, const RankBody& body, std::chrono::seconds limit = 60s) {
+  std::vector<std::array<int, 2>> pipes(static_cast<size_t>(ranks));
+  for (auto& p : pipes)
+    if (pipe(p.data()) != 0) throw std::runtime_error("pipe failed");
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const pid_t child = fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+      int code = 0;
+      try {
+        Runtime runtime(test::plugin_under_test_only());
+        Device device = runtime.device(test::plugin_under_test(), 0);
+        H2_CommUniqueId id{};
+        if (rank == 0) {
+          id = PluginComm::unique_id(device);
+          for (int r = 1; r < ranks; ++r)
+            if (write(pipes[static_cast<size_t>(r)][1], &id, sizeof id) != static_cast<ssize_t>(sizeof id)) _exit(20);
+        } else {
+          pollfd ready{pipes[static_cast<size_t>(rank)][0], POLLIN, 0};
+          if (poll(&ready, 1, 30'000) != 1 ||
+              read(pipes[static_cast<size_t>(rank)][0], &id, sizeof id) != static_cast<ssize_t>(sizeof id))
+            _exit(21);
+        }
+        code = body(rank, ranks, device, id);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+        code = 22;
+      }
+      std::fflush(stderr);
+      _exit(code);
+    }
+    children.push_back(child);
+  }
+  std::vector<int> codes(static_cast<size_t>(ranks), -1000);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  size_t left = children.size();
+  while (left > 0) {
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (codes[i] != -1000) continue;
+      int status = 0;
+      if (waitpid(children[i], &status, WNOHANG) == children[i]) {
+        codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        --left;
+      }
+    }
+    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
+      for (size_t i = 0; i < children.size(); ++i)
+        if (codes[i] == -1000) kill(children[i], SIGKILL);
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  for (auto& p : pipes) {
+    close(p[0]);
+    close(p[1]);
+  }
+  return codes;
+}
+
+void expect_all_passed(const std::vector<int>& codes) {
+  for (size_t r = 0; r < codes.size(); ++r) EXPECT_EQ(codes[r], 0) << "rank " << r << " (see its messages above)";
+}
+
+Tensor filled(Stream& stream, const Device& device, DType dtype, int64_t n, const std::function<double(int64_t)>& f) {
+  Tensor t = Tensor::empty(device, {n}, dtype);
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = f(i);
+  t.copy_from_host(stream, values);
+  return t;
+}
+
+// Larger than a step of the shared-memory library (1 MiB) and than a point-to-point chunk, so that
+// every call runs several steps.
+constexpr int64_t kCount = 300'001;
+
+TEST(PluginComm, CpuReferenceOffersItsSharedMemoryLibrary) {
+  const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId&) {
+    const auto library = PluginComm::library(device);
+    RANK_EXPECT(library.has_value());
+    RANK_EXPECT(library->name == "cpu-reference shared memory");
+    RANK_EXPECT(library->scope == CommScope::node);
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// Every collective on four ranks against the values they must give, in f32 and bf16, in place and not.
+TEST(PluginComm, EveryCollectiveGivesTheReductionOnFourRanks) {
+  const std::vector<int> codes = run_ranks(4, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, ranks, rank, 30s);
+    Stream stream = device.create_stream();
+    const auto value = [&](int r, int64_t i) { return static_cast<double>((i * 7 + r * 13) % 101); };
+    int64_t sum_all = 0;
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      Tensor x = filled(stream, device, dtype, kCount, [&](int64_t i) { return value(rank, i); });
+      Tensor sum = Tensor::empty(device, {kCount}, dtype);
+      comm.allreduce(stream, x, sum, H2_REDUCE_SUM);
+      Tensor top = Tensor::empty(device, {kCount}, dtype);
+      comm.allreduce(stream, x, top, H2_REDUCE_MAX);
+      comm.allreduce(stream, x, x, H2_REDUCE_MEAN);  // in place
+      const std::vector<double> s = sum.to_host(stream), m = top.to_host(stream), mean = x.to_host(stream);
+      for (int64_t i = 0; i < kCount; ++i) {
+        double expected = 0, largest = 0;
+        for (int r = 0; r < ranks; ++r) {
+          expected += value(r, i);
+          largest = std::max(largest, value(r, i));
+        }
+        // Whole numbers: the f32 sum is exact, then rounded once into the dtype.
+        const double rounded = dtype == DType::f32 ? expected : bf16_to_f32(f32_to_bf16(static_cast<float>(expected)));
+        RANK_EXPECT(s[static_cast<size_t>(i)] == rounded);
+        RANK_EXPECT(m[static_cast<size_t>(i)] == largest);
+        // One rounding of the f32 mean into the dtype.
+        RANK_EXPECT(std::abs(mean[static_cast<size_t>(i)] - expected / ranks) <= (dtype == DType::f32 ? 1e-5 : 0.25));
+        sum_all += 1;
+      }
+    }
+    // reduce_scatter: block r of the sum lands on rank r.
+    Tensor blocks = filled(stream, device, DType::f32, kCount * ranks, [&](int64_t i) { return value(rank, i); });
+    Tensor mine = Tensor::empty(device, {kCount}, DType::f32);
+    comm.reduce_scatter(stream, blocks, mine, H2_REDUCE_SUM);
+    // allgather: every rank's block, in rank order, into a buffer holding this rank's block in place.
+    Tensor gathered = filled(stream, device, DType::f32, kCount * ranks, [](int64_t) { return -1.0; });
+    Tensor own = gathered.slice(0, kCount * rank, kCount * (rank + 1));
+    own.copy_from_host(stream, std::vector<double>(static_cast<size_t>(kCount), rank + 0.5));
+    comm.allgather(stream, own, gathered);
+    // broadcast from rank 2.
+    Tensor cast = filled(stream, device, DType::f32, kCount, [&](int64_t i) { return rank == 2 ? value(9, i) : -7.0; });
+    comm.broadcast(stream, cast, cast, 2);
+    const std::vector<double> r = mine.to_host(stream), g = gathered.to_host(stream), b = cast.to_host(stream);
+    for (int64_t i = 0; i < kCount; ++i) {
+      double expected = 0;
+      for (int q = 0; q < ranks; ++q) expected += value(q, kCount * rank + i);
+      RANK_EXPECT(r[static_cast<size_t>(i)] == expected);
+      RANK_EXPECT(b[static_cast<size_t>(i)] == value(9, i));
+      for (int q = 0; q < ranks; ++q) RANK_EXPECT(g[static_cast<size_t>(kCount * q + i)] == q + 0.5);
+    }
+    stream.synchronize();
+    RANK_EXPECT(sum_all == 2 * kCount);
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// A ring exchange of messages larger than a channel chunk: each rank sends right and receives from
+// the left in one group, which would wait forever issued one after the other.
+TEST(PluginComm, GroupedSendAndReceiveRunTogether) {
+  const std::vector<int> codes = run_ranks(3, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, ranks, rank, 30s);
+    Stream stream = device.create_stream();
+    Tensor out = filled(stream, device, DType::f32, kCount, [&](int64_t i) { return rank * 1000.0 + i % 977; });
+    Tensor in = Tensor::empty(device, {kCount}, DType::f32);
+    const int right = (rank + 1) % ranks, left = (rank + ranks - 1) % ranks;
+    comm.group_start();
+    comm.send(stream, out, right);
+    comm.recv(stream, in, left);
+    comm.group_end();
+    const std::vector<double> got = in.to_host(stream);
+    for (int64_t i = 0; i < kCount; ++i) RANK_EXPECT(got[static_cast<size_t>(i)] == left * 1000.0 + i % 977);
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// A rank that exits without taking part: the others' allreduce fails on their stream naming it,
+// well before the communicator's timeout.
+TEST(PluginComm, ARankThatExitsFailsTheOthersNamingIt) {
+  const std::vector<int> codes = run_ranks(3, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, ranks, rank, 60s);
+    if (rank == 2) _exit(0);
+    Stream stream = device.create_stream();
+    Tensor x = filled(stream, device, DType::f32, 1000, [](int64_t) { return 1.0; });
+    const auto start = std::chrono::steady_clock::now();
+    comm.allreduce(stream, x, x, H2_REDUCE_SUM);  // enqueued: the failure comes with the stream
+    try {
+      stream.synchronize();
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      RANK_EXPECT(message.find("rank 2 (process ") != std::string::npos);
+      RANK_EXPECT(message.find("has exited") != std::string::npos);
+      RANK_EXPECT(std::chrono::steady_clock::now() - start < 20s);
+      return 0;
+    }
+    RANK_EXPECT(!"the allreduce succeeded without rank 2");
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// comm_abort on one rank fails the other's pending collective, naming the rank and the reason.
+TEST(PluginComm, AnAbortReachesEveryRank) {
+  const std::vector<int> codes = run_ranks(2, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, ranks, rank, 60s);
+    if (rank == 1) {
+      comm.abort("the test gave up");
+      std::this_thread::sleep_for(500ms);  // stay alive: the failure must come from the abort
+      return 0;
+    }
+    Stream stream = device.create_stream();
+    Tensor x = filled(stream, device, DType::f32, 1000, [](int64_t) { return 1.0; });
+    comm.allreduce(stream, x, x, H2_REDUCE_SUM);
+    try {
+      stream.synchronize();
+    } catch (const Error& e) {
+      RANK_EXPECT(std::string(e.what()).find("aborted by rank 1: the test gave up") != std::string::npos);
+      return 0;
+    }
+    RANK_EXPECT(!"the allreduce succeeded after an abort");
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// Joining a communicator whose other ranks never come ends at the timeout, naming them.
+TEST(PluginComm, JoiningTimesOutNamingTheRanksMissing) {
+  const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId& id) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      PluginComm comm(device, id, 3, rank, 300ms);
+    } catch (const Error& e) {
+      RANK_EXPECT(std::string(e.what()).find("waiting for ranks 1, 2 to join") != std::string::npos);
+      RANK_EXPECT(std::chrono::steady_clock::now() - start < 10s);
+      return 0;
+    }
+    RANK_EXPECT(!"a 3-rank communicator formed with one rank");
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+// What the library cannot do is refused when called, naming it, and nothing is enqueued.
+TEST(PluginComm, CallsItCannotRunAreRefusedAtOnce) {
+  const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, 1, 0, 10s);
+    Stream stream = device.create_stream();
+    Tensor i32 = filled(stream, device, DType::i32, 10, [](int64_t i) { return static_cast<double>(i); });
+    Tensor f32 = filled(stream, device, DType::f32, 10, [](int64_t) { return 1.0; });
+    Tensor short_f32 = Tensor::empty(device, {9}, DType::f32);
+    const auto refused = [&](const std::function<void()>& call, const char* words) {
+      try {
+        call();
+      } catch (const Error& e) {
+        return std::string(e.what()).find(words) != std::string::npos;
+      }
+      return false;
+    };
+    RANK_EXPECT(refused([&] { comm.allreduce(stream, i32, i32, H2_REDUCE_MEAN); }, "no MEAN of integers"));
+    RANK_EXPECT(refused([&] { comm.allreduce(stream, f32, short_f32, H2_REDUCE_SUM); }, "must have the elements"));
+    RANK_EXPECT(refused([&] { comm.send(stream, f32, 0); }, "peer 0 of rank 0"));
+    comm.allreduce(stream, f32, f32, H2_REDUCE_SUM);  // one rank: the sum is itself
+    const std::vector<double> got = f32.to_host(stream);
+    RANK_EXPECT(got[3] == 1.0);
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
+}  // namespace
+}  // namespace h2

@@ -1,0 +1,474 @@
+#include "shm_collectives.hpp"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "dtype_size.hpp"
+#include "float16.hpp"
+#include "plugin_error.hpp"
+
+namespace h2::plugin {
+
+namespace {
+
+constexpr char kMagic[8] = {'h', '2', 's', 'h', 'm', 'c', '1', '\0'};
+constexpr size_t kHostBytes = 64;
+constexpr size_t kRandomBytes = 16;
+constexpr size_t kPage = 4096;
+
+struct IdLayout {
+  char magic[8];
+  char host[kHostBytes];
+  uint8_t random[kRandomBytes];
+};
+static_assert(sizeof(IdLayout) <= H2_COMM_UNIQUE_ID_BYTES);
+
+std::string this_host() {
+  char host[kHostBytes] = {};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+std::string errno_text(int error) {
+  char buffer[128];
+  return strerror_r(error, buffer, sizeof buffer);
+}
+
+size_t round_up(size_t value, size_t to) {
+  return (value + to - 1) / to * to;
+}
+
+// Whether `a` is at or after `b` on a counter that may wrap.
+bool reached(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(a - b) >= 0;
+}
+
+size_t element_size(uint32_t dtype) {
+  const size_t size = dtype_size(dtype);
+  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
+  return size;
+}
+
+// out[i] = op over the n inputs' element i, added in rank order in `Acc`.
+template <typename T, typename Acc, typename Load, typename Store>
+void reduce_into(const std::vector<const char*>& inputs, void* out, uint64_t count, uint32_t op, Load load,
+                 Store store) {
+  const auto n = static_cast<Acc>(inputs.size());
+  for (uint64_t i = 0; i < count; ++i) {
+    T element;
+    std::memcpy(&element, inputs[0] + i * sizeof(T), sizeof(T));
+    Acc acc = load(element);
+    for (size_t r = 1; r < inputs.size(); ++r) {
+      std::memcpy(&element, inputs[r] + i * sizeof(T), sizeof(T));
+      const Acc value = load(element);
+      // MAX propagates NaN, as the reduce operator does.
+      if (op == H2_REDUCE_MAX)
+        acc = (value > acc || value != value) && acc == acc ? value : acc;
+      else
+        acc += value;
+    }
+    if (op == H2_REDUCE_MEAN) acc /= n;
+    const T result = store(acc);
+    std::memcpy(static_cast<char*>(out) + i * sizeof(T), &result, sizeof(T));
+  }
+}
+
+void reduce(const std::vector<const char*>& inputs, void* out, uint64_t count, uint32_t dtype, uint32_t op) {
+  const auto same = [](auto v) { return v; };
+  switch (dtype) {
+    case H2_DTYPE_F32: return reduce_into<float, float>(inputs, out, count, op, same, same);
+    case H2_DTYPE_F64: return reduce_into<double, double>(inputs, out, count, op, same, same);
+    case H2_DTYPE_I32: return reduce_into<int32_t, int32_t>(inputs, out, count, op, same, same);
+    case H2_DTYPE_I64: return reduce_into<int64_t, int64_t>(inputs, out, count, op, same, same);
+    case H2_DTYPE_U8: return reduce_into<uint8_t, uint8_t>(inputs, out, count, op, same, same);
+    case H2_DTYPE_F16:
+      return reduce_into<uint16_t, float>(
+          inputs, out, count, op, [](uint16_t b) { return static_cast<float>(f16_to_f64(b)); },
+          [](float v) { return f64_to_f16(v); });
+    case H2_DTYPE_BF16:
+      return reduce_into<uint16_t, float>(
+          inputs, out, count, op, [](uint16_t b) { return static_cast<float>(bf16_to_f64(b)); },
+          [](float v) { return f64_to_bf16(v); });
+    default: fail(H2_STATUS_UNSUPPORTED, "no reduction of dtype " + std::to_string(dtype));
+  }
+}
+
+long futex(std::atomic<uint32_t>* word, int operation, uint32_t value, const timespec* timeout) {
+  // Not FUTEX_PRIVATE_FLAG: the word lives in memory other processes map.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), operation, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+struct ShmComm::Control {
+  char magic[8];
+  std::atomic<int32_t> ranks;   // set by the first rank to map the segment; 0 before
+  std::atomic<int32_t> joined;  // ranks that have mapped it
+  std::atomic<uint32_t> bell;   // bumped (and woken) whenever any counter below moves
+  std::atomic<uint32_t> aborted;
+  std::atomic<int32_t> aborted_by;
+  char reason[512];
+};
+
+struct alignas(64) ShmComm::RankState {
+  std::atomic<uint32_t> posted;    // collective steps whose part this rank has put in its slot
+  std::atomic<uint32_t> consumed;  // collective steps this rank has finished reading
+  std::atomic<int32_t> pid;        // 0 until joined
+};
+
+struct alignas(64) ShmComm::Channel {
+  std::atomic<uint32_t> written;  // chunks put into the channel by its sender
+  std::atomic<uint32_t> read;     // chunks taken out by its receiver
+};
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
+              "shared-memory counters must be lock-free to work across processes");
+
+H2_CommUniqueId new_shm_comm_id() {
+  H2_CommUniqueId id{};
+  IdLayout layout{};
+  std::memcpy(layout.magic, kMagic, sizeof kMagic);
+  const std::string host = this_host();
+  std::memcpy(layout.host, host.data(), std::min(host.size(), kHostBytes - 1));
+  std::random_device random;
+  for (uint8_t& b : layout.random) b = static_cast<uint8_t>(random());
+  std::memcpy(id.bytes, &layout, sizeof layout);
+  return id;
+}
+
+ShmComm::ShmComm(const H2_CommUniqueId& id, int ranks, int rank, std::chrono::milliseconds timeout)
+    : size_(ranks), rank_(rank), timeout_(timeout) {
+  IdLayout layout;
+  std::memcpy(&layout, id.bytes, sizeof layout);
+  if (std::memcmp(layout.magic, kMagic, sizeof kMagic) != 0)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the unique id is not one this plugin's get_unique_id made");
+  layout.host[kHostBytes - 1] = '\0';
+  if (this_host() != layout.host)
+    fail(H2_STATUS_UNSUPPORTED, "the communicator was made on host '" + std::string(layout.host) +
+                                    "' and this rank runs on '" + this_host() +
+                                    "': this library joins the processes of one node only");
+  if (ranks < 1 || ranks > kMaxRanks || rank < 0 || rank >= ranks)
+    fail(H2_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                                         " (this library joins 1 to " + std::to_string(kMaxRanks) + " ranks)");
+  static const char* digits = "0123456789abcdef";
+  name_ = "/h2-shm-comm-";
+  for (uint8_t b : layout.random) (name_ += digits[b >> 4]) += digits[b & 15];
+
+  // A slot carries a step of a collective; a channel a chunk of a point-to-point message. Channels
+  // shrink with the square of the rank count so that the segment stays tens of MiB.
+  const auto n = static_cast<size_t>(ranks);
+  slot_bytes_ = 1 << 20;
+  channel_bytes_ = std::clamp<size_t>(round_up((16u << 20) / (n * n), kPage), 16 << 10, 256 << 10);
+  ranks_at_ = round_up(sizeof(Control), kPage);
+  channels_at_ = round_up(ranks_at_ + n * sizeof(RankState), kPage);
+  slots_at_ = round_up(channels_at_ + n * n * sizeof(Channel), kPage);
+  channel_data_at_ = slots_at_ + n * slot_bytes_;
+  bytes_ = channel_data_at_ + n * n * channel_bytes_;
+
+  const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT, 0600);
+  if (fd < 0) fail(H2_STATUS_DEVICE_ERROR, "shm_open(" + name_ + "): " + errno_text(errno));
+  // Reserve the pages now: on a full /dev/shm that is an error here rather than a SIGBUS mid-step.
+  const int reserved = posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
+  if (reserved != 0) {
+    close(fd);
+    shm_unlink(name_.c_str());
+    fail(reserved == ENOSPC ? H2_STATUS_OUT_OF_MEMORY : H2_STATUS_DEVICE_ERROR,
+         "reserving " + std::to_string(bytes_ >> 20) + " MiB of shared memory for " + std::to_string(ranks) +
+             " ranks in " + name_ + ": " + errno_text(reserved));
+  }
+  void* mapped = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (mapped == MAP_FAILED) {
+    shm_unlink(name_.c_str());
+    fail(H2_STATUS_DEVICE_ERROR, "mmap of " + name_ + ": " + errno_text(errno));
+  }
+  base_ = static_cast<char*>(mapped);
+  Control& c = control();
+  int32_t expected = 0;
+  if (!c.ranks.compare_exchange_strong(expected, ranks) && expected != ranks) {
+    munmap(base_, bytes_);
+    base_ = nullptr;
+    fail(H2_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " was told the communicator has " +
+                                         std::to_string(ranks) + " ranks, another rank " + std::to_string(expected));
+  }
+  state(rank).pid.store(static_cast<int32_t>(getpid()));
+  c.joined.fetch_add(1);
+  ring();
+  try {
+    wait([&] { return c.joined.load() >= ranks; },
+         [&] {
+           std::string missing;
+           for (int r = 0; r < size_; ++r)
+             if (state(r).pid.load() == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+           return "ranks " + missing + " to join";
+         });
+  } catch (...) {
+    shm_unlink(name_.c_str());
+    munmap(base_, bytes_);
+    base_ = nullptr;
+    throw;
+  }
+  shm_unlink(name_.c_str());  // every rank has it mapped: nothing is left behind when they end
+}
+
+ShmComm::~ShmComm() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+ShmComm::Control& ShmComm::control() const {
+  return *reinterpret_cast<Control*>(base_);
+}
+ShmComm::RankState& ShmComm::state(int rank) const {
+  return reinterpret_cast<RankState*>(base_ + ranks_at_)[rank];
+}
+ShmComm::Channel& ShmComm::channel(int from, int to) const {
+  return reinterpret_cast<Channel*>(base_ + channels_at_)[from * size_ + to];
+}
+char* ShmComm::slot(int rank) const {
+  return base_ + slots_at_ + static_cast<size_t>(rank) * slot_bytes_;
+}
+char* ShmComm::channel_data(int from, int to) const {
+  return base_ + channel_data_at_ + static_cast<size_t>(from * size_ + to) * channel_bytes_;
+}
+
+void ShmComm::ring() const {
+  control().bell.fetch_add(1);
+  futex(&control().bell, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void ShmComm::wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) const {
+  Control& c = control();
+  const auto start = std::chrono::steady_clock::now();
+  auto next_liveness_check = start + std::chrono::milliseconds(100);
+  for (int spins = 0;; ++spins) {
+    const uint32_t bell = c.bell.load();
+    if (ready()) return;
+    if (c.aborted.load() == 1)  // 2: its reason is being written
+      fail(H2_STATUS_DEVICE_ERROR, "the communicator was aborted by rank " + std::to_string(c.aborted_by.load()) +
+                                       ": " + std::string(c.reason, strnlen(c.reason, sizeof c.reason)));
+    if (spins < 64) {
+      std::this_thread::yield();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_liveness_check) {
+      next_liveness_check = now + std::chrono::milliseconds(100);
+      for (int r = 0; r < size_; ++r) {
+        const int32_t pid = state(r).pid.load();
+        if (pid != 0 && kill(pid, 0) != 0 && errno == ESRCH)
+          fail(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(r) + " (process " + std::to_string(pid) +
+                                           ") has exited while rank " + std::to_string(rank_) + " waited for " +
+                                           waiting_for());
+      }
+    }
+    if (now - start >= timeout_)
+      fail(H2_STATUS_DEVICE_ERROR,
+           "rank " + std::to_string(rank_) + " timed out after " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count()) +
+               " ms waiting for " + waiting_for());
+    const timespec slice{0, 20'000'000};  // wake now and then for the liveness check and the deadline
+    futex(&c.bell, FUTEX_WAIT, bell, &slice);
+  }
+}
+
+void ShmComm::step(const char* call, const std::function<void(char*)>& put, const std::function<void()>& take,
+                   int only_from) {
+  const uint32_t s = ++steps_;
+  const auto missing = [&](auto counter, uint32_t target, const char* verb) {
+    std::string list;
+    for (int r = 0; r < size_; ++r)
+      if (!reached((state(r).*counter).load(), target)) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return std::string("ranks ") + list + " to " + verb + " step " + std::to_string(target) + " (" + call + ")";
+  };
+  // Every rank has read what this rank put in its slot last step.
+  wait(
+      [&] {
+        for (int r = 0; r < size_; ++r)
+          if (!reached(state(r).consumed.load(), s - 1)) return false;
+        return true;
+      },
+      [&] { return missing(&RankState::consumed, s - 1, "finish"); });
+  put(slot(rank_));
+  state(rank_).posted.store(s);
+  ring();
+  wait(
+      [&] {
+        if (only_from >= 0) return reached(state(only_from).posted.load(), s);
+        for (int r = 0; r < size_; ++r)
+          if (!reached(state(r).posted.load(), s)) return false;
+        return true;
+      },
+      [&] { return missing(&RankState::posted, s, "start"); });
+  take();
+  state(rank_).consumed.store(s);
+  ring();
+}
+
+void ShmComm::check_reduction(uint32_t dtype, uint32_t op) {
+  element_size(dtype);
+  if (op != H2_REDUCE_SUM && op != H2_REDUCE_MEAN && op != H2_REDUCE_MAX)
+    fail(op == H2_REDUCE_AMAX ? H2_STATUS_UNSUPPORTED : H2_STATUS_INVALID_ARGUMENT,
+         "reduction op " + std::to_string(op) + " (collectives take SUM, MEAN or MAX)");
+  if (dtype == H2_DTYPE_BOOL) fail(H2_STATUS_UNSUPPORTED, "no collective reduction of BOOL");
+  const bool integer = dtype == H2_DTYPE_I32 || dtype == H2_DTYPE_I64 || dtype == H2_DTYPE_U8;
+  if (integer && op == H2_REDUCE_MEAN) fail(H2_STATUS_UNSUPPORTED, "no MEAN of integers (it would truncate)");
+}
+
+void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op) {
+  check_reduction(dtype, op);
+  const size_t e = element_size(dtype);
+  const uint64_t chunk = slot_bytes_ / e;
+  std::vector<const char*> inputs(static_cast<size_t>(size_));
+  for (uint64_t begin = 0; begin < count; begin += chunk) {
+    const uint64_t n = std::min(chunk, count - begin);
+    step(
+        "allreduce", [&](char* mine) { std::memcpy(mine, static_cast<const char*>(send) + begin * e, n * e); },
+        [&] {
+          for (int r = 0; r < size_; ++r) inputs[static_cast<size_t>(r)] = slot(r);
+          reduce(inputs, static_cast<char*>(recv) + begin * e, n, dtype, op);
+        });
+  }
+}
+
+void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op) {
+  check_reduction(dtype, op);
+  const size_t e = element_size(dtype);
+  const uint64_t chunk = slot_bytes_ / e / static_cast<uint64_t>(size_);  // of each block per step
+  std::vector<const char*> inputs(static_cast<size_t>(size_));
+  for (uint64_t begin = 0; begin < recv_count; begin += chunk) {
+    const uint64_t n = std::min(chunk, recv_count - begin);
+    step(
+        "reduce_scatter",
+        [&](char* mine) {
+          for (int block = 0; block < size_; ++block)
+            std::memcpy(mine + static_cast<uint64_t>(block) * n * e,
+                        static_cast<const char*>(send) + (static_cast<uint64_t>(block) * recv_count + begin) * e,
+                        n * e);
+        },
+        [&] {
+          for (int r = 0; r < size_; ++r)
+            inputs[static_cast<size_t>(r)] = slot(r) + static_cast<uint64_t>(rank_) * n * e;
+          reduce(inputs, static_cast<char*>(recv) + begin * e, n, dtype, op);
+        });
+  }
+}
+
+void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype) {
+  const size_t e = element_size(dtype);
+  const uint64_t chunk = slot_bytes_ / e;
+  for (uint64_t begin = 0; begin < send_count; begin += chunk) {
+    const uint64_t n = std::min(chunk, send_count - begin);
+    step(
+        "allgather", [&](char* mine) { std::memcpy(mine, static_cast<const char*>(send) + begin * e, n * e); },
+        [&] {
+          for (int r = 0; r < size_; ++r) {
+            char* to = static_cast<char*>(recv) + (static_cast<uint64_t>(r) * send_count + begin) * e;
+            if (to != slot(r)) std::memmove(to, slot(r), n * e);
+          }
+        });
+  }
+}
+
+void ShmComm::broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root) {
+  if (root < 0 || root >= size_)
+    fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(size_) + " ranks");
+  const size_t e = element_size(dtype);
+  const uint64_t chunk = slot_bytes_ / e;
+  for (uint64_t begin = 0; begin < count; begin += chunk) {
+    const uint64_t n = std::min(chunk, count - begin);
+    step(
+        "broadcast",
+        [&](char* mine) {
+          if (rank_ == root) std::memcpy(mine, static_cast<const char*>(send) + begin * e, n * e);
+        },
+        [&] { std::memmove(static_cast<char*>(recv) + begin * e, slot(root), n * e); }, root);
+  }
+}
+
+void ShmComm::exchange(std::vector<Transfer>& transfers) {
+  for (const Transfer& t : transfers)
+    if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
+      fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(t.peer) + " of rank " + std::to_string(rank_) +
+                                           " in a communicator of " + std::to_string(size_));
+  // A message is a whole number of chunks, the last one short (or empty for an empty message).
+  const auto chunks = [&](const Transfer& t) {
+    return t.bytes == 0 ? 1 : (t.bytes + channel_bytes_ - 1) / channel_bytes_;
+  };
+  std::vector<uint64_t> chunks_done(transfers.size(), 0);
+  const auto finished = [&](size_t i) { return chunks_done[i] == chunks(transfers[i]); };
+  // Only the first unfinished transfer per (peer, direction) may move: messages stay in order.
+  const auto first_of_its_kind = [&](size_t i) {
+    for (size_t j = 0; j < i; ++j)
+      if (transfers[j].peer == transfers[i].peer && transfers[j].send == transfers[i].send && !finished(j))
+        return false;
+    return true;
+  };
+  const auto progress = [&] {
+    bool moved = false;
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      if (finished(i) || !first_of_its_kind(i)) continue;
+      Transfer& t = transfers[i];
+      Channel& ch = t.send ? channel(rank_, t.peer) : channel(t.peer, rank_);
+      char* data = t.send ? channel_data(rank_, t.peer) : channel_data(t.peer, rank_);
+      const uint64_t n = std::min<uint64_t>(channel_bytes_, t.bytes - t.done);
+      if (t.send && ch.written.load() == ch.read.load()) {  // the channel is empty
+        if (n > 0) std::memcpy(data, static_cast<const char*>(t.from) + t.done, n);
+        ch.written.fetch_add(1);
+      } else if (!t.send && ch.written.load() != ch.read.load()) {
+        if (n > 0) std::memcpy(static_cast<char*>(t.into) + t.done, data, n);
+        ch.read.fetch_add(1);
+      } else {
+        continue;
+      }
+      t.done += n;
+      ++chunks_done[i];
+      moved = true;
+    }
+    if (moved) ring();
+    return moved;
+  };
+  const auto all_finished = [&] {
+    for (size_t i = 0; i < transfers.size(); ++i)
+      if (!finished(i)) return false;
+    return true;
+  };
+  while (!all_finished()) {
+    if (progress()) continue;
+    wait([&] { return progress() || all_finished(); },
+         [&] {
+           std::string what;
+           for (size_t i = 0; i < transfers.size(); ++i)
+             if (!finished(i))
+               what += (what.empty() ? "" : ", ") + std::string(transfers[i].send ? "rank " : "a send from rank ") +
+                       std::to_string(transfers[i].peer) + (transfers[i].send ? " to receive a message" : "");
+           return what;
+         });
+  }
+}
+
+void ShmComm::abort(const std::string& reason) noexcept {
+  Control& c = control();
+  uint32_t expected = 0;
+  if (c.aborted.compare_exchange_strong(expected, 2)) {  // 2: being written; readers wait for 1
+    c.aborted_by.store(rank_);
+    const size_t n = std::min(reason.size(), sizeof c.reason - 1);
+    std::memcpy(c.reason, reason.data(), n);
+    c.reason[n] = '\0';
+    c.aborted.store(1);
+  }
+  ring();
+}
+
+}  // namespace h2::plugin

@@ -1,0 +1,104 @@
+// Collectives between the processes of one node over a shared-memory segment: the engine behind
+// cpu-reference's collective library (ABI 1.5, plugin_abi.h section 9), and the one the accelerator
+// emulators can put under their emulated HCCL and CNCL. It works on host pointers and blocks the
+// calling thread (a stream's worker) until the call is done; the plugin resolves device pointers and
+// orders each call on its stream.
+//
+// The segment (POSIX shared memory, named by the unique id and unlinked once every rank has mapped
+// it) holds a control block, each rank's counters, one slot per rank for collectives and one channel
+// per ordered pair of ranks for point-to-point. A collective runs in steps of at most a slot: every
+// rank writes its part into its own slot, says so, waits until every rank has, and reads what it
+// needs from all slots; reductions add the slots in rank order, so every rank computes the same bytes.
+// A rank overwrites its slot only once every rank has finished reading the previous step.
+//
+// Waits sleep on a futex in the segment and end with a PluginError(H2_STATUS_DEVICE_ERROR) naming
+// what was awaited when: the communicator was aborted (by any rank: abort() marks the segment), a
+// rank's process has exited, or nothing arrived for the communicator's timeout.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "h2/plugin_abi.h"
+
+namespace h2::plugin {
+
+// A new id: this host's name (ranks on another host are refused) and 16 random bytes naming the segment.
+H2_CommUniqueId new_shm_comm_id();
+
+class ShmComm {
+ public:
+  static constexpr int kMaxRanks = 256;
+
+  // Joins the communicator `id` names as `rank` of `ranks`. Blocks until all have joined. Throws
+  // PluginError: INVALID_ARGUMENT for a foreign id or ranks that disagree on the count, UNSUPPORTED
+  // for an id made on another host, OUT_OF_MEMORY when the segment does not fit /dev/shm,
+  // DEVICE_ERROR naming the ranks missing after `timeout`.
+  ShmComm(const H2_CommUniqueId& id, int ranks, int rank, std::chrono::milliseconds timeout);
+  ~ShmComm();
+  ShmComm(const ShmComm&) = delete;
+  ShmComm& operator=(const ShmComm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Throws PluginError(UNSUPPORTED) for a dtype or op these collectives do not reduce (MEAN of
+  // integers; BOOL), or INVALID_ARGUMENT for an unknown one.
+  static void check_reduction(uint32_t dtype, uint32_t op);
+
+  // As plugin_abi.h section 9 says, on host pointers; `dtype` an H2_DType, `op` an H2_ReduceOp.
+  // Reductions add in f32 for f16 and bf16 (rounded once), in the dtype otherwise.
+  void allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op);
+  void reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op);
+  void allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype);
+  void broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root);
+
+  // One point-to-point transfer of `bytes`: from `data` to `peer` (send), or from `peer` into `data`.
+  struct Transfer {
+    bool send = true;
+    int peer = 0;
+    const void* from = nullptr;  // send
+    void* into = nullptr;        // receive
+    uint64_t bytes = 0;
+    uint64_t done = 0;
+  };
+  // Runs every transfer to its end, progressing them together (a send to and a receive from one
+  // peer do not wait for each other); transfers to one peer in one direction go in order.
+  void exchange(std::vector<Transfer>& transfers);
+
+  // Marks the communicator aborted for every rank: their waits, and this rank's, fail naming `reason`.
+  // Any thread, any time.
+  void abort(const std::string& reason) noexcept;
+
+ private:
+  struct Control;
+  struct RankState;
+  struct Channel;
+  Control& control() const;
+  RankState& state(int rank) const;
+  Channel& channel(int from, int to) const;
+  char* slot(int rank) const;
+  char* channel_data(int from, int to) const;
+  // Waits until `ready()` holds; `waiting_for()` says what, for the failure's message.
+  void wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) const;
+  void ring() const;
+  // One collective step: every rank puts its part (`put`, into its slot; may do nothing), then reads
+  // (`take`, from every slot) once every rank in `from` has put its part (all when empty).
+  void step(const char* call, const std::function<void(char*)>& put, const std::function<void()>& take,
+            int only_from = -1);
+
+  std::string name_;
+  int size_ = 0, rank_ = 0;
+  std::chrono::milliseconds timeout_;
+  char* base_ = nullptr;
+  size_t bytes_ = 0;
+  size_t slot_bytes_ = 0, channel_bytes_ = 0;
+  size_t ranks_at_ = 0, channels_at_ = 0, slots_at_ = 0, channel_data_at_ = 0;
+  uint32_t steps_ = 0;  // collective steps taken (every rank takes the same)
+};
+
+}  // namespace h2::plugin

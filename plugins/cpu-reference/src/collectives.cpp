@@ -1,0 +1,219 @@
+#include "collectives.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common.hpp"
+#include "dtype_size.hpp"
+#include "handle_registry.hpp"
+#include "plugin_state.hpp"
+#include "shm_collectives.hpp"
+
+namespace h2::cpu_reference {
+namespace {
+
+using h2::plugin::ShmComm;
+
+struct Comm {
+  int device;
+  ShmComm shm;
+};
+
+h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
+  static h2::plugin::HandleRegistry<H2_Comm, Comm> registry("communicator");
+  return registry;
+}
+
+// The calls of this thread between group_start and group_end: collectives run in order, then every
+// communicator's point-to-point transfers progress together.
+struct Group {
+  int depth = 0;
+  H2_Stream* stream = nullptr;
+  std::vector<std::function<void()>> collectives;
+  std::map<std::shared_ptr<Comm>, std::vector<ShmComm::Transfer>> transfers;
+};
+thread_local Group group;
+
+std::shared_ptr<Stream> stream_of(const Comm& comm, H2_Stream* handle) {
+  auto stream = runtime().stream(handle);
+  if (stream->device() != comm.device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device()) +
+                                         ", the communicator to device " + std::to_string(comm.device));
+  return stream;
+}
+
+uint64_t bytes_of(uint64_t count, uint32_t dtype) {
+  const size_t size = h2::plugin::dtype_size(dtype);
+  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
+  return count * size;
+}
+
+// Runs `work` on the stream, or keeps it for group_end inside a group.
+void issue(const Comm& comm, H2_Stream* handle, std::function<void()> work) {
+  auto stream = stream_of(comm, handle);
+  if (group.depth > 0) {
+    if (group.stream != nullptr && group.stream != handle)
+      fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+    group.stream = handle;
+    group.collectives.push_back(std::move(work));
+    return;
+  }
+  stream->enqueue(std::move(work));
+}
+
+void transfer(H2_Comm* handle, ShmComm::Transfer t, H2_Stream* stream_handle) {
+  std::shared_ptr<Comm> comm = comms().get(handle);
+  auto stream = stream_of(*comm, stream_handle);
+  if (t.peer < 0 || t.peer >= comm->shm.size() || t.peer == comm->shm.rank())
+    fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(t.peer) + " of rank " + std::to_string(comm->shm.rank()) +
+                                         " in a communicator of " + std::to_string(comm->shm.size()));
+  if (group.depth > 0) {
+    if (group.stream != nullptr && group.stream != stream_handle)
+      fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+    group.stream = stream_handle;
+    group.transfers[comm].push_back(t);
+    return;
+  }
+  stream->enqueue([comm, t] {
+    std::vector<ShmComm::Transfer> one{t};
+    comm->shm.exchange(one);
+  });
+}
+
+H2_Status get_unique_id(H2_CommUniqueId* id) {
+  return guarded("get_unique_id", [&] {
+    require(id, "id");
+    *id = h2::plugin::new_shm_comm_id();
+  });
+}
+
+H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank, uint32_t timeout_ms,
+                         H2_Comm** comm) {
+  return guarded("comm_init_rank", [&] {
+    require(id, "id");
+    require(comm, "comm");
+    runtime().memory(device);  // a device of this plugin
+    const std::chrono::milliseconds timeout(timeout_ms > 0 ? timeout_ms : 300'000);
+    auto made = std::shared_ptr<Comm>(new Comm{device, ShmComm(*id, nranks, rank, timeout)});
+    *comm = comms().add(std::move(made));
+  });
+}
+
+H2_Status comm_destroy(H2_Comm* comm) {
+  // Work still queued holds the communicator, which goes when the last of it has run.
+  return guarded("comm_destroy", [&] { comms().take(comm); });
+}
+
+H2_Status comm_abort(H2_Comm* comm, const char* reason) {
+  return guarded("comm_abort", [&] { comms().get(comm)->shm.abort(reason != nullptr ? reason : "aborted"); });
+}
+
+H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                    H2_Stream* stream) {
+  return guarded("allreduce", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    ShmComm::check_reduction(dtype, op);
+    const uint64_t bytes = bytes_of(count, dtype);
+    const void* from = resolve_device(send, bytes, "send");
+    void* into = resolve_device(recv, bytes, "recv");
+    issue(*comm, stream, [comm, from, into, count, dtype, op] { comm->shm.allreduce(from, into, count, dtype, op); });
+  });
+}
+
+H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t recv_count, uint32_t dtype,
+                         uint32_t op, H2_Stream* stream) {
+  return guarded("reduce_scatter", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    ShmComm::check_reduction(dtype, op);
+    const uint64_t bytes = bytes_of(recv_count, dtype);
+    const void* from = resolve_device(send, bytes * static_cast<uint64_t>(comm->shm.size()), "send");
+    void* into = resolve_device(recv, bytes, "recv");
+    issue(*comm, stream,
+          [comm, from, into, recv_count, dtype, op] { comm->shm.reduce_scatter(from, into, recv_count, dtype, op); });
+  });
+}
+
+H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send_count, uint32_t dtype,
+                    H2_Stream* stream) {
+  return guarded("allgather", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const uint64_t bytes = bytes_of(send_count, dtype);
+    const void* from = resolve_device(send, bytes, "send");
+    void* into = resolve_device(recv, bytes * static_cast<uint64_t>(comm->shm.size()), "recv");
+    issue(*comm, stream, [comm, from, into, send_count, dtype] { comm->shm.allgather(from, into, send_count, dtype); });
+  });
+}
+
+H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, int32_t root,
+                    H2_Stream* stream) {
+  return guarded("broadcast", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    if (root < 0 || root >= comm->shm.size())
+      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->shm.size()));
+    const uint64_t bytes = bytes_of(count, dtype);
+    const void* from = comm->shm.rank() == root ? resolve_device(send, bytes, "send") : nullptr;
+    void* into = resolve_device(recv, bytes, "recv");
+    issue(*comm, stream,
+          [comm, from, into, count, dtype, root] { comm->shm.broadcast(from, into, count, dtype, root); });
+  });
+}
+
+H2_Status send(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("send", [&] {
+    const uint64_t bytes = bytes_of(count, dtype);
+    transfer(comm, {.send = true, .peer = peer, .from = resolve_device(buffer, bytes, "buffer"), .bytes = bytes},
+             stream);
+  });
+}
+
+H2_Status recv(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("recv", [&] {
+    const uint64_t bytes = bytes_of(count, dtype);
+    transfer(comm, {.send = false, .peer = peer, .into = resolve_device(buffer, bytes, "buffer"), .bytes = bytes},
+             stream);
+  });
+}
+
+H2_Status group_start() {
+  return guarded("group_start", [&] { ++group.depth; });
+}
+
+H2_Status group_end() {
+  return guarded("group_end", [&] {
+    if (group.depth == 0) fail(H2_STATUS_INVALID_ARGUMENT, "group_end without group_start");
+    if (--group.depth > 0) return;
+    Group issued = std::move(group);
+    group = Group{};
+    if (issued.stream == nullptr) return;  // an empty group
+    runtime().stream(issued.stream)->enqueue([issued = std::make_shared<Group>(std::move(issued))] {
+      for (const auto& work : issued->collectives) work();
+      for (auto& [comm, transfers] : issued->transfers) comm->shm.exchange(transfers);
+    });
+  });
+}
+
+}  // namespace
+
+const H2_CollectiveTable kCollectiveTable = {
+    .struct_size = sizeof(H2_CollectiveTable),
+    .library_name = "cpu-reference shared memory",
+    .scope = H2_COMM_SCOPE_NODE,
+    .reserved0 = 0,
+    .get_unique_id = get_unique_id,
+    .comm_init_rank = comm_init_rank,
+    .comm_destroy = comm_destroy,
+    .comm_abort = comm_abort,
+    .allreduce = allreduce,
+    .reduce_scatter = reduce_scatter,
+    .allgather = allgather,
+    .broadcast = broadcast,
+    .send = send,
+    .recv = recv,
+    .group_start = group_start,
+    .group_end = group_end,
+};
+
+}  // namespace h2::cpu_reference
