@@ -4,7 +4,8 @@
 Allreduce (f32 sum, 1 MiB to 64 MiB, 2 and 4 ranks): DiComm (`h2 bench comm`) against Open MPI's
 MPI_Allreduce over shared memory (ob1 + vader, and UCX's sm transport) and Gloo over TCP (chunked ring
 and halving-doubling); DiComm as a job gets it by default, its ranks talking through its node
-transport. Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on the same
+transport, and DiComm on the plugin's own collective library (H2_DICOMM_VENDOR_COLLECTIVES=auto:
+cpu-reference's shared memory). Point-to-point (ping-pong between two ranks): DiComm against `fi_pingpong` on the same
 libfabric provider (shm, and tcp;ofi_rxm on loopback), and DiComm's node transport against
 `fi_pingpong` on shm. The tcp;ofi_rxm table names the kernel's TCP congestion control, and
 --tcp-congestion repeats it under others, each in a network namespace of its own (see there why).
@@ -121,8 +122,10 @@ class Contenders:
         self.failures.append((name, f"exit {code}: {last}"))
         print(f"  {name}: failed (exit {code}): {last}", flush=True)
 
-    def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None):
+    def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None, plugin_library=False):
         env = dict(self.env)
+        if plugin_library:  # the plugin's own collective library (ABI 1.5): cpu-reference's shared memory
+            env["H2_DICOMM_VENDOR_COLLECTIVES"] = "auto"
         if provider:
             env["H2_FABRIC_PROVIDER"] = provider
         if node_transport:
@@ -137,7 +140,8 @@ class Contenders:
                 "--max-bytes", self.sizes[1], "--factor", self.sizes[2], "--iters", str(iters),
                 "--warmup", str(warmup), "--scale-below", str(self.args.scale_below), "--json", out.name]), env)
             rows = [json.loads(line) for line in open(out.name) if line.strip()]
-        name = f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "")
+        name = (f"dicomm {provider or 'auto'}" + (f" node transport {node_transport}" if node_transport else "") +
+                (" plugin library" if plugin_library else ""))
         if code != 0:
             self._note_failure(name, code, err)
         for row in rows:
@@ -299,6 +303,7 @@ def main():
     for ranks in [int(r) for r in args.ranks.split(",") if r]:
         runs = {
             "dicomm": lambda: contenders.dicomm(ranks),
+            "dicomm plugin lib": lambda: contenders.dicomm(ranks, plugin_library=True),
             "mpi vader": lambda: contenders.mpi(ranks, "vader"),
             "mpi ucx sm": lambda: contenders.mpi(ranks, "ucx sm"),
             "gloo ring_chunk": lambda: contenders.gloo(ranks, "ring_chunked"),
@@ -313,9 +318,11 @@ def main():
                 repeats[name].append(measure())
         results = medians_by_contender(repeats, all_rows)
         ratios = print_table(f"allreduce f32 sum, {ranks} ranks: busbw GB/s (median of {args.repeats})",
-                             list(runs), results, ["dicomm"])["dicomm"]
-        if ratios:
-            summary.append(f"allreduce {ranks} ranks: DiComm/best peer {min(ratios):.2f}x .. {max(ratios):.2f}x")
+                             list(runs), results, ["dicomm", "dicomm plugin lib"])
+        for ours in ratios:
+            if ratios[ours]:
+                summary.append(f"allreduce {ranks} ranks: {ours}/best peer {min(ratios[ours]):.2f}x .. "
+                               f"{max(ratios[ours]):.2f}x")
 
     # DiComm on the same provider as fi_pingpong (asking for a provider keeps DiComm's node transport
     # out), and on shm's table also DiComm's own default between ranks of one node, the node transport.

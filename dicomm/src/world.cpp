@@ -14,34 +14,13 @@
 
 #include "h2/log.hpp"
 #include "missing_ranks.hpp"
+#include "world_settings.hpp"
 
 namespace h2::dicomm::detail {
 
 namespace {
 
 using json = nlohmann::json;
-
-uint64_t env_size(const char* name, uint64_t fallback, uint64_t min, uint64_t max) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value < min || value > max)
-    throw CommError(CommErrorKind::usage, -1,
-                    std::string("DiComm: ") + name + "='" + text + "' is not a whole number from " +
-                        std::to_string(min) + " to " + std::to_string(max));
-  return value;
-}
-
-// One of `choices` (the first is the default, also for an empty setting).
-std::string env_choice(const char* name, const std::vector<std::string>& choices) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return choices.front();
-  if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
-  std::string list;
-  for (const auto& choice : choices) list += (list.empty() ? "" : ", ") + choice;
-  throw CommError(CommErrorKind::usage, -1, std::string("DiComm: ") + name + "='" + text + "' is not one of " + list);
-}
 
 // The interface that carries `address` (the one this rank reaches the store through), so socket
 // providers use the same network as the rendezvous: lo for a local job, the test host's veth in a
@@ -233,156 +212,152 @@ uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence)
          (static_cast<uint64_t>(sender & (kMaxWorldSize - 1)) << 32) | sequence;
 }
 
+namespace {
+
+// What the ranks agreed when they met: the provider, and the node transport where ranks share a node.
+struct Meeting {
+  std::string provider;
+  NodeSetup node;
+};
+
+// The first round through the store: every rank says where it runs, which providers it has and
+// what it asks for; the ranks of each node set up the node transport and all agree on a provider.
+Meeting meet_ranks(Store* store, const RankInfo& info, const WorldSettings& settings, const ProviderProbe& probe,
+                   const std::string& node) {
+  Meeting meeting;
+  if (store == nullptr) {
+    meeting.provider = settings.provider.empty() ? choose_provider(probe.providers, true) : settings.provider;
+    if (meeting.provider.empty())
+      throw CommError(CommErrorKind::usage, -1, "DiComm: libfabric offers no usable provider here (see fi_info -l)");
+    return meeting;
+  }
+  const std::string prefix = "dicomm/rank/";
+  store->set(prefix + std::to_string(info.rank), json{{"node", node},
+                                                      {"providers", probe.providers},
+                                                      {"libfabric", probe.libfabric_version},
+                                                      {"requested", settings.provider},
+                                                      {"settings", settings.shared()}}
+                                                     .dump());
+  std::vector<json> ranks, shared;
+  for (int r = 0; r < info.world_size; ++r) {
+    ranks.push_back(json::parse(store->get(prefix + std::to_string(r))));
+    shared.push_back(ranks.back()["settings"]);
+  }
+  check_settings_alike(shared);
+  meeting.node = connect_node_transport(*store, info.rank, ranks);
+  meeting.provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, meeting.node.memory_readable));
+  return meeting;
+}
+
+// The second round: every rank's endpoint address and fabric message size (the same on every rank:
+// where unset it is the agreed provider's default, known only now), inserted into the fabric.
+std::vector<fi_addr_t> exchange_addresses(Store* store, const RankInfo& info, Fabric& fabric,
+                                          const WorldSettings& settings, size_t message_bytes,
+                                          const std::string& provider) {
+  if (store != nullptr)
+    store->set("dicomm/address/" + std::to_string(info.rank),
+               json{{"address", hex(fabric.address())}, {"fabric_message_bytes", message_bytes}}.dump());
+  // Refused only once published, so that a rank that leaves it unset meets the difference at once
+  // instead of waiting for this rank's entry until the timeout.
+  if (settings.message_bytes > 0 && fabric.label_bits() == 0)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(settings.message_bytes) +
+                        " refused: provider '" + provider +
+                        "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
+                        "which DiComm needs to check the parts of a cut message; set it to 0");
+  std::vector<std::vector<uint8_t>> addresses(static_cast<size_t>(info.world_size));
+  if (store == nullptr) {
+    addresses[0] = fabric.address();
+    return fabric.insert(addresses);
+  }
+  for (int r = 0; r < info.world_size; ++r) {
+    const json entry = json::parse(store->get("dicomm/address/" + std::to_string(r)));
+    addresses[static_cast<size_t>(r)] = unhex(entry.at("address").get<std::string>());
+    const size_t theirs = entry.at("fabric_message_bytes").get<size_t>();
+    if (theirs != message_bytes)
+      throw CommError(CommErrorKind::usage, r,
+                      "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES is " + std::to_string(theirs) + " on rank " +
+                          std::to_string(r) + " and " + std::to_string(message_bytes) + " on rank " +
+                          std::to_string(info.rank) + " (where unset, provider '" + provider +
+                          "''s default); set it alike");
+  }
+  return fabric.insert(addresses);
+}
+
+}  // namespace
+
 std::shared_ptr<World> World::create(const CommOptions& options) {
-  std::shared_ptr<World> world(new World());
   const RankInfo info = rank_info_from_environment();
   if (info.world_size > kMaxWorldSize)
     throw CommError(CommErrorKind::usage, -1,
                     "DiComm: a job of " + std::to_string(info.world_size) + " ranks is larger than the " +
                         std::to_string(kMaxWorldSize) + " DiComm supports");
+  const WorldSettings settings = read_world_settings(options);
+  std::shared_ptr<World> world(new World());
   world->rank_ = info.rank;
   world->size_ = info.world_size;
-  const auto timeout = options.timeout.count() > 0
-                           ? options.timeout
-                           : std::chrono::milliseconds(1000 * env_size("H2_DICOMM_TIMEOUT", 300, 1, 86400 * 7));
-  // Pieces are the unit on the wire and of the staging pipeline; every rank must cut alike. 4 MiB,
-  // as NCCL's buffers: on shm, 1 MiB pieces cost a third of the point-to-point bandwidth in
-  // per-message overhead, and allreduce was no faster for the finer pipeline (bench/dicomm).
-  world->piece_bytes_ = env_size("H2_DICOMM_PIECE_BYTES", 4 << 20, 4096, 1ull << 30);
-  world->small_bytes_ = env_size("H2_DICOMM_SMALL_BYTES", 64 << 10, 0, 1ull << 30);
-  // -1: the provider's default (default_message_bytes), known once the ranks agree on a provider.
-  const int64_t message_bytes_set =
-      std::getenv("H2_DICOMM_FABRIC_MESSAGE_BYTES") != nullptr
-          ? static_cast<int64_t>(env_size("H2_DICOMM_FABRIC_MESSAGE_BYTES", 0, 0, 1ull << 30))
-          : -1;
-  if (message_bytes_set > 0 && message_bytes_set < 4096)
-    throw CommError(CommErrorKind::usage, -1,
-                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
-                        " is below 4096 (0 sends every message whole)");
-  world->force_staging_ = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
-  world->allreduce_ = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
-  world->share_device_memory_ = env_choice("H2_DICOMM_SHARED_MEMORY", {"auto", "off"}) == "auto";
-  // Off by default until the plugins' libraries have been measured against DiComm's own algorithms.
-  world->vendor_collectives_ = env_choice("H2_DICOMM_VENDOR_COLLECTIVES", {"off", "auto"}) == "auto";
+  world->piece_bytes_ = settings.piece_bytes;
+  world->small_bytes_ = settings.small_bytes;
+  world->force_staging_ = settings.force_staging;
+  world->allreduce_ = settings.allreduce;
+  world->share_device_memory_ = settings.share_device_memory;
+  world->vendor_collectives_ = settings.vendor_collectives;
   world->node_ = node_identity();
-  const char* provider_env = std::getenv("H2_FABRIC_PROVIDER");
-  const std::string requested = !options.provider.empty() ? options.provider : provider_env ? provider_env : "";
-  // auto: the node transport between ranks of one node, unless a libfabric provider was asked
-  // for (a test of that provider, say); cma: always; off: libfabric carries everything.
-  const std::string node_mode = env_choice("H2_DICOMM_NODE_TRANSPORT", {"auto", "cma", "off"});
-  const bool want_node_transport = node_mode == "cma" || (node_mode == "auto" && requested.empty());
 
+  // Socket providers use the interface this rank reaches the store through (lo for a local job, a
+  // test host's veth, the cluster NIC); they read it when libfabric first initialises them, and a
+  // user's setting wins.
   std::string iface = "lo";
   if (info.world_size > 1) {
-    world->store_ = Store::connect(info, timeout);
+    world->store_ = Store::connect(info, settings.timeout);
     const std::string found = interface_of(world->store_->local_address());
     if (!found.empty()) iface = found;
   }
-  // Socket providers read their interface when libfabric first initialises them; a user's
-  // setting wins.
   for (const char* variable : {"FI_TCP_IFACE", "FI_NET_IFACE", "FI_SOCKETS_IFACE"}) setenv(variable, iface.c_str(), 0);
   const ProviderProbe probe = probe_providers(iface);
 
-  std::string provider = requested;
-  std::vector<json> ranks;
-  NodeSetup node_setup;
-  if (world->store_) {
-    Store& store = *world->store_;
-    const std::string prefix = "dicomm/rank/";
-    store.set(prefix + std::to_string(info.rank), json{{"node", world->node_},
-                                                       {"providers", probe.providers},
-                                                       {"libfabric", probe.libfabric_version},
-                                                       {"requested", requested},
-                                                       {"piece_bytes", world->piece_bytes_},
-                                                       {"small_bytes", world->small_bytes_},
-                                                       {"node_transport", node_mode},
-                                                       {"allreduce", world->allreduce_},
-                                                       {"vendor_collectives", world->vendor_collectives_}}
-                                                      .dump());
-    for (int r = 0; r < info.world_size; ++r) ranks.push_back(json::parse(store.get(prefix + std::to_string(r))));
-    for (int r = 1; r < info.world_size; ++r)
-      for (const char* setting : {"piece_bytes", "small_bytes", "node_transport", "allreduce", "vendor_collectives"})
-        if (ranks[r][setting] != ranks[0][setting])
-          throw CommError(CommErrorKind::usage, r,
-                          "DiComm: rank " + std::to_string(r) +
-                              " has other H2_DICOMM_PIECE_BYTES / H2_DICOMM_SMALL_BYTES / "
-                              "H2_DICOMM_NODE_TRANSPORT / H2_DICOMM_ALLREDUCE / H2_DICOMM_VENDOR_COLLECTIVES than "
-                              "rank 0; set them alike");
-    node_setup = connect_node_transport(store, info.rank, ranks);
-    provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, node_setup.memory_readable));
-  } else if (provider.empty()) {
-    provider = choose_provider(probe.providers, true);
-    if (provider.empty())
-      throw CommError(CommErrorKind::usage, -1, "DiComm: libfabric offers no usable provider here (see fi_info -l)");
-  }
-
-  auto fabric = std::make_unique<Fabric>(provider, is_socket_provider(provider) ? iface : "");
-  const size_t message_bytes = message_bytes_set >= 0     ? static_cast<size_t>(message_bytes_set)
-                               : fabric->label_bits() > 0 ? default_message_bytes(provider)
-                                                          : 0;
-  // With its address, each rank publishes its message size: ranks must cut alike, and the size is
-  // known only now, where unset (the agreed provider's default), so a rank that sets the default
-  // explicitly agrees with one that leaves it unset.
-  if (world->store_)
-    world->store_->set("dicomm/address/" + std::to_string(info.rank),
-                       json{{"address", hex(fabric->address())}, {"fabric_message_bytes", message_bytes}}.dump());
-  // Refused only once published, so that a rank that leaves it unset meets the difference at once
-  // instead of waiting for this rank's entry until the timeout.
-  if (message_bytes_set > 0 && fabric->label_bits() == 0)
-    throw CommError(CommErrorKind::usage, -1,
-                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(message_bytes_set) +
-                        " refused: provider '" + provider +
-                        "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
-                        "which DiComm needs to check the parts of a cut message; set it to 0");
-  std::vector<std::vector<uint8_t>> addresses(info.world_size);
-  if (world->store_) {
-    for (int r = 0; r < info.world_size; ++r) {
-      const json entry = json::parse(world->store_->get("dicomm/address/" + std::to_string(r)));
-      addresses[r] = unhex(entry.at("address").get<std::string>());
-      const size_t theirs = entry.at("fabric_message_bytes").get<size_t>();
-      if (theirs != message_bytes)
-        throw CommError(CommErrorKind::usage, r,
-                        "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES is " + std::to_string(theirs) + " on rank " +
-                            std::to_string(r) + " and " + std::to_string(message_bytes) + " on rank " +
-                            std::to_string(info.rank) + " (where unset, provider '" + provider +
-                            "''s default); set it alike");
-    }
-  } else {
-    addresses[0] = fabric->address();
-  }
-  std::vector<fi_addr_t> peers = fabric->insert(addresses);
+  Meeting meeting = meet_ranks(world->store_.get(), info, settings, probe, world->node_);
+  auto fabric = std::make_unique<Fabric>(meeting.provider, is_socket_provider(meeting.provider) ? iface : "");
+  const size_t message_bytes = settings.message_bytes >= 0 ? static_cast<size_t>(settings.message_bytes)
+                               : fabric->label_bits() > 0  ? default_message_bytes(meeting.provider)
+                                                           : 0;
+  std::vector<fi_addr_t> peers =
+      exchange_addresses(world->store_.get(), info, *fabric, settings, message_bytes, meeting.provider);
   const std::string region_name = fabric->region_name();
-  if (!want_node_transport) node_setup.transport.reset();
-  if (node_setup.transport && world->share_device_memory_) {
+  if (!settings.want_node_transport) meeting.node.transport.reset();
+  if (meeting.node.transport && world->share_device_memory_) {
     World* self = world.get();
-    node_setup.transport->set_shared_memory_opener(
+    meeting.node.transport->set_shared_memory_opener(
         [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
   }
-  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(node_setup.transport), std::move(peers),
-                                            info.rank, timeout, message_bytes);
+  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(meeting.node.transport), std::move(peers),
+                                            info.rank, settings.timeout, message_bytes);
   if (world->store_) {
-    Engine* engine = world->engine_.get();
-    World* self = world.get();
-    world->store_->on_failure([engine, self](const RankFailure& failure) {
-      const std::string message = "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason;
-      engine->fail(CommErrorKind::peer_failed, failure.rank, message);
-      self->abort_vendor_comms(message);
-    });
-    // Pings say whether this rank waits for its peers; a wait that times out asks which rank does not.
-    world->store_->report_wait_state([engine] {
-      const auto [waiting, since] = engine->wait_state();
-      return WaitState{waiting, since};
-    });
-    Store* store = world->store_.get();
-    engine->set_timeout_diagnosis(
-        [store, rank = info.rank, timeout] { return detail::missing_ranks(store->activity(), rank, timeout); });
+    world->watch_failures(settings.timeout);
     world->store_->barrier("dicomm/world");
   }
   Fabric::unlink_region_name(region_name);  // every rank has inserted every address by now
   log(LogLevel::info, "dicomm",
-      info.describe() + ": " + world->engine_->transports() + (is_socket_provider(provider) ? " on " + iface : "") +
-          ", libfabric " + probe.libfabric_version);
+      info.describe() + ": " + world->engine_->transports() +
+          (is_socket_provider(meeting.provider) ? " on " + iface : "") + ", libfabric " + probe.libfabric_version);
   return world;
+}
+
+void World::watch_failures(std::chrono::milliseconds timeout) {
+  Engine* engine = engine_.get();
+  store_->on_failure([engine, this](const RankFailure& failure) {
+    const std::string message = "DiComm: rank " + std::to_string(failure.rank) + " failed: " + failure.reason;
+    engine->fail(CommErrorKind::peer_failed, failure.rank, message);
+    abort_vendor_comms(message);
+  });
+  // Pings say whether this rank waits for its peers; a wait that times out asks which rank does not.
+  store_->report_wait_state([engine] {
+    const auto [waiting, since] = engine->wait_state();
+    return WaitState{waiting, since};
+  });
+  Store* store = store_.get();
+  engine->set_timeout_diagnosis(
+      [store, rank = rank_, timeout] { return detail::missing_ranks(store->activity(), rank, timeout); });
 }
 
 World::~World() {

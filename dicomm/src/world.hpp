@@ -69,6 +69,9 @@ class World {
 
  private:
   World() = default;
+  // Failures the store reports fail the engine and abort the plugin libraries' communicators; a
+  // wait that times out asks the store which rank is missing.
+  void watch_failures(std::chrono::milliseconds timeout);
   int rank_ = 0;
   int size_ = 1;
   size_t piece_bytes_ = 0;

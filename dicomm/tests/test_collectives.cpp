@@ -94,7 +94,9 @@ TEST(Collectives, AllreduceAlgorithmMustBeKnownAndAlike) {
   EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE='tree' is not one of auto, ring, halving_doubling"));
   result = launch_with_rank_exports(2, "check", {{1, "H2_DICOMM_ALLREDUCE=ring"}});
   EXPECT_NE(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("H2_DICOMM_ALLREDUCE than rank 0; set them alike"));
+  EXPECT_THAT(
+      result.output,
+      HasSubstr("rank 1 has another H2_DICOMM_ALLREDUCE than rank 0 (\"ring\", rank 0: \"auto\"); set it alike"));
 }
 
 // A message above the fabric's message size goes as parts (by default 512 KiB on tcp;ofi_rxm, none
