@@ -61,27 +61,33 @@ size_t element_size(uint32_t dtype) {
   return size;
 }
 
-// out[i] = op over the n inputs' element i, added in rank order in `Acc`.
+// out[i] = op over the inputs' element i, combined in rank order in `Acc`: one pass per input over
+// an accumulator, so that the loops vectorize.
 template <typename T, typename Acc, typename Load, typename Store>
 void reduce_into(const std::vector<const char*>& inputs, void* out, uint64_t count, uint32_t op, Load load,
                  Store store) {
-  const auto n = static_cast<Acc>(inputs.size());
-  for (uint64_t i = 0; i < count; ++i) {
-    T element;
-    std::memcpy(&element, inputs[0] + i * sizeof(T), sizeof(T));
-    Acc acc = load(element);
-    for (size_t r = 1; r < inputs.size(); ++r) {
-      std::memcpy(&element, inputs[r] + i * sizeof(T), sizeof(T));
-      const Acc value = load(element);
-      // MAX propagates NaN, as the reduce operator does.
-      if (op == H2_REDUCE_MAX)
-        acc = (value > acc || value != value) && acc == acc ? value : acc;
-      else
-        acc += value;
+  thread_local std::vector<Acc> acc;
+  acc.resize(count);
+  const T* first = reinterpret_cast<const T*>(inputs[0]);
+  for (uint64_t i = 0; i < count; ++i) acc[i] = load(first[i]);
+  for (size_t r = 1; r < inputs.size(); ++r) {
+    const T* in = reinterpret_cast<const T*>(inputs[r]);
+    if (op == H2_REDUCE_MAX) {
+      // NaN propagates, as the reduce operator's MAX does.
+      for (uint64_t i = 0; i < count; ++i) {
+        const Acc value = load(in[i]);
+        acc[i] = (value > acc[i] || value != value) && acc[i] == acc[i] ? value : acc[i];
+      }
+    } else {
+      for (uint64_t i = 0; i < count; ++i) acc[i] += load(in[i]);
     }
-    if (op == H2_REDUCE_MEAN) acc /= n;
-    const T result = store(acc);
-    std::memcpy(static_cast<char*>(out) + i * sizeof(T), &result, sizeof(T));
+  }
+  T* result = static_cast<T*>(out);
+  const Acc n = static_cast<Acc>(inputs.size());
+  if (op == H2_REDUCE_MEAN) {
+    for (uint64_t i = 0; i < count; ++i) result[i] = store(acc[i] / n);
+  } else {
+    for (uint64_t i = 0; i < count; ++i) result[i] = store(acc[i]);
   }
 }
 
@@ -174,7 +180,8 @@ ShmComm::ShmComm(const H2_CommUniqueId& id, int ranks, int rank, std::chrono::mi
   ranks_at_ = round_up(sizeof(Control), kPage);
   channels_at_ = round_up(ranks_at_ + n * sizeof(RankState), kPage);
   slots_at_ = round_up(channels_at_ + n * n * sizeof(Channel), kPage);
-  channel_data_at_ = slots_at_ + n * slot_bytes_;
+  result_at_ = slots_at_ + n * slot_bytes_;
+  channel_data_at_ = result_at_ + slot_bytes_;
   bytes_ = channel_data_at_ + n * n * channel_bytes_;
 
   const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT, 0600);
@@ -330,15 +337,22 @@ void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t d
   check_reduction(dtype, op);
   const size_t e = element_size(dtype);
   const uint64_t chunk = slot_bytes_ / e;
+  char* result = base_ + result_at_;
   std::vector<const char*> inputs(static_cast<size_t>(size_));
   for (uint64_t begin = 0; begin < count; begin += chunk) {
     const uint64_t n = std::min(chunk, count - begin);
+    // Each rank reduces its share of the chunk from every slot into the result region (a
+    // reduce-scatter, so no element is added twice), then every rank copies the whole result out.
+    const uint64_t share_begin = n * static_cast<uint64_t>(rank_) / static_cast<uint64_t>(size_);
+    const uint64_t share_end = n * static_cast<uint64_t>(rank_ + 1) / static_cast<uint64_t>(size_);
     step(
         "allreduce", [&](char* mine) { std::memcpy(mine, static_cast<const char*>(send) + begin * e, n * e); },
         [&] {
-          for (int r = 0; r < size_; ++r) inputs[static_cast<size_t>(r)] = slot(r);
-          reduce(inputs, static_cast<char*>(recv) + begin * e, n, dtype, op);
+          for (int r = 0; r < size_; ++r) inputs[static_cast<size_t>(r)] = slot(r) + share_begin * e;
+          reduce(inputs, result + share_begin * e, share_end - share_begin, dtype, op);
         });
+    step(
+        "allreduce", [](char*) {}, [&] { std::memcpy(static_cast<char*>(recv) + begin * e, result, n * e); });
   }
 }
 

@@ -5,11 +5,13 @@
 // orders each call on its stream.
 //
 // The segment (POSIX shared memory, named by the unique id and unlinked once every rank has mapped
-// it) holds a control block, each rank's counters, one slot per rank for collectives and one channel
-// per ordered pair of ranks for point-to-point. A collective runs in steps of at most a slot: every
-// rank writes its part into its own slot, says so, waits until every rank has, and reads what it
-// needs from all slots; reductions add the slots in rank order, so every rank computes the same bytes.
-// A rank overwrites its slot only once every rank has finished reading the previous step.
+// it) holds a control block, each rank's counters, one slot per rank and a result region for
+// collectives, and one channel per ordered pair of ranks for point-to-point. A collective runs in
+// steps of at most a slot: every rank writes its part into its own slot, says so, waits until every
+// rank has, and reads what it needs from all slots. An allreduce's step is two: each rank reduces its
+// share of the chunk over all slots (in rank order, so every element is computed once, the same for
+// all) into the result region, then all copy the result out. A rank overwrites its slot only once
+// every rank has finished reading the previous step.
 //
 // Waits sleep on a futex in the segment and end with a PluginError(H2_STATUS_DEVICE_ERROR) naming
 // what was awaited when: the communicator was aborted (by any rank: abort() marks the segment), a
@@ -97,7 +99,7 @@ class ShmComm {
   char* base_ = nullptr;
   size_t bytes_ = 0;
   size_t slot_bytes_ = 0, channel_bytes_ = 0;
-  size_t ranks_at_ = 0, channels_at_ = 0, slots_at_ = 0, channel_data_at_ = 0;
+  size_t ranks_at_ = 0, channels_at_ = 0, slots_at_ = 0, result_at_ = 0, channel_data_at_ = 0;
   uint32_t steps_ = 0;  // collective steps taken (every rank takes the same)
 };
 
