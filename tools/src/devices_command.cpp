@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "format.hpp"
 #include "h2/dicomm/nics.hpp"
 #include "h2/h2.hpp"
+#include "h2/plugin_comm.hpp"
 #include "h2/version.hpp"
 #include "plugin_option_args.hpp"
 #include "table.hpp"
@@ -65,6 +67,13 @@ json device_json(const Device& device) {
   return j;
 }
 
+// The collective library (ABI 1.5) a loaded plugin offers on its devices, or nullopt.
+std::optional<CollectiveLibrary> collective_library(const PluginInfo& info, const Runtime& runtime) {
+  if (!info.loaded()) return std::nullopt;
+  const std::vector<Device> devices = runtime.devices(info.name);
+  return devices.empty() ? std::nullopt : PluginComm::library(devices.front());
+}
+
 json plugin_json(const PluginInfo& info, const Runtime& runtime) {
   json j = {
       {"name", info.name},
@@ -75,6 +84,10 @@ json plugin_json(const PluginInfo& info, const Runtime& runtime) {
       {"version", info.version},
       {"abi", info.abi_major == 0 ? json(nullptr) : json{{"major", info.abi_major}, {"minor", info.abi_minor}}},
   };
+  const std::optional<CollectiveLibrary> library = collective_library(info, runtime);
+  j["collective_library"] =
+      library ? json{{"name", library->name}, {"scope", library->scope == CommScope::node ? "node" : "network"}}
+              : json(nullptr);
   json devices = json::array();
   if (info.loaded())
     for (const Device& device : runtime.devices(info.name)) devices.push_back(device_json(device));
@@ -92,11 +105,15 @@ void print_human(const Runtime& runtime, const std::vector<std::filesystem::path
   std::cout << "H2 " << H2_VERSION << ", plugin ABI " << H2_ABI_MAJOR << "." << H2_ABI_MINOR << "\n";
   std::cout << "Plugin search path: " << join(dirs, ":") << "\n\n";
 
-  Table plugins({"PLUGIN", "ABI", "VERSION", "STATUS", "DEVICES", "FILE"});
-  for (const PluginInfo& info : runtime.plugins())
+  Table plugins({"PLUGIN", "ABI", "VERSION", "STATUS", "DEVICES", "COLLECTIVES", "FILE"});
+  for (const PluginInfo& info : runtime.plugins()) {
+    const std::optional<CollectiveLibrary> library = collective_library(info, runtime);
     plugins.add_row({info.name, abi_text(info), info.version.empty() ? "-" : info.version,
                      std::string(plugin_state_name(info.state)),
-                     info.loaded() ? std::to_string(info.device_count) : "-", info.path.empty() ? "-" : info.path});
+                     info.loaded() ? std::to_string(info.device_count) : "-",
+                     library ? library->name + (library->scope == CommScope::node ? " (one node)" : "") : "-",
+                     info.path.empty() ? "-" : info.path});
+  }
   std::cout << "Plugins\n";
   if (plugins.empty()) {
     std::cout << "  none found; build H2 or set H2_PLUGIN_PATH to the directory of libh2-plugin-*.so files\n";

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include <string>
@@ -41,7 +42,12 @@ std::string fake(const std::string& name) {
 TEST(H2Devices, ListsTheConfiguredCpuReferenceDevicesAndCapacities) {
   Result r = h2("devices", "H2_CPU_REFERENCE_MEMORY=1GiB,512MiB,256MiB");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("cpu-reference  1.4"));
+  // The plugin speaks the core's ABI, which the first line names.
+  std::smatch abi;
+  ASSERT_TRUE(std::regex_search(r.output, abi, std::regex("plugin ABI ([0-9]+\\.[0-9]+)"))) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference  " + abi[1].str()));
+  // Its collective library (ABI 1.5), and that it joins the processes of one node.
+  EXPECT_THAT(r.output, HasSubstr("cpu-reference shared memory (one node)"));
   EXPECT_THAT(r.output, HasSubstr("loaded"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:0"));
   EXPECT_THAT(r.output, HasSubstr("cpu-reference:2"));
@@ -62,6 +68,8 @@ TEST(H2Devices, JsonHasEveryDeviceWithItsProperties) {
   ASSERT_NE(found, j["plugins"].end()) << r.output;
   const auto& plugin = *found;
   EXPECT_EQ(plugin["state"], "loaded");
+  EXPECT_EQ(plugin["collective_library"]["name"], "cpu-reference shared memory");
+  EXPECT_EQ(plugin["collective_library"]["scope"], "node");
   ASSERT_EQ(plugin["devices"].size(), 2u);
   for (const auto& device : plugin["devices"]) {
     EXPECT_EQ(device["total_memory_bytes"], 64u << 20);
@@ -119,8 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         BrokenCase{"/etc/hostname", "not a shared library: /etc/hostname has no ELF header"},
         BrokenCase{"no-entry", "entry point missing: the library does not export h2_plugin_get_api"},
         BrokenCase{"undefined-symbol", "load failed: the dynamic loader refused it"},
-        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.4)"},
-        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.4)"},
+        BrokenCase{"abi-major", "ABI mismatch (plugin 2.3, core 1.5)"},
+        BrokenCase{"abi-minor-newer", "ABI mismatch (plugin 1.7, core 1.5)"},
         BrokenCase{"small-table", "invalid API table: API table struct_size 64 is smaller"},
         BrokenCase{"null-slot", "invalid API table: required slot 'memset_async' is NULL"},
         BrokenCase{"init-fails", "init failed (device error): simulated driver failure"},
