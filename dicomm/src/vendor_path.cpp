@@ -1,10 +1,12 @@
 #include "vendor_path.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "h2/log.hpp"
+#include "hex.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -13,20 +15,6 @@ using namespace std::chrono_literals;
 namespace {
 
 using json = nlohmann::json;
-
-std::string hex(const uint8_t* bytes, size_t size) {
-  static const char* digits = "0123456789abcdef";
-  std::string text;
-  for (size_t i = 0; i < size; ++i) (text += digits[bytes[i] >> 4]) += digits[bytes[i] & 15];
-  return text;
-}
-
-H2_CommUniqueId unhex(const std::string& text) {
-  H2_CommUniqueId id{};
-  for (size_t i = 0; i < sizeof id.bytes && 2 * i + 1 < text.size(); ++i)
-    id.bytes[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
-  return id;
-}
 
 // What each member can say of its device; the reason none is used, or "" when the library serves all.
 std::string why_not(const std::vector<json>& members) {
@@ -82,9 +70,14 @@ PluginComm* vendor_comm(CommState& s, const Device& device) {
   H2_CommUniqueId id{};
   if (s.rank == 0) {
     id = PluginComm::unique_id(device);
-    store.set(prefix + "id", hex(id.bytes, sizeof id.bytes));
+    store.set(prefix + "id", hex(id.bytes));
   } else {
-    id = unhex(store.get(prefix + "id"));
+    const std::vector<uint8_t> bytes = unhex(store.get(prefix + "id"));
+    if (bytes.size() != sizeof id.bytes)
+      throw CommError(CommErrorKind::usage, 0,
+                      "DiComm: the store holds no plugin library id for communicator '" + s.name + "' (" +
+                          std::to_string(bytes.size()) + " bytes)");
+    std::copy(bytes.begin(), bytes.end(), id.bytes);
   }
   s.vendor->comm =
       std::make_shared<PluginComm>(device, id, static_cast<int>(s.members.size()), s.rank, world.engine().timeout());

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "h2/log.hpp"
+#include "hex.hpp"
 #include "missing_ranks.hpp"
 #include "world_settings.hpp"
 
@@ -49,23 +50,6 @@ std::string node_identity() {
   std::error_code error;
   const auto netns = std::filesystem::read_symlink("/proc/self/ns/net", error);
   return std::string(host) + "/" + (error ? "" : netns.string());
-}
-
-std::string hex(const std::vector<uint8_t>& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string text;
-  for (uint8_t b : bytes) {
-    text += digits[b >> 4];
-    text += digits[b & 15];
-  }
-  return text;
-}
-
-std::vector<uint8_t> unhex(const std::string& text) {
-  std::vector<uint8_t> bytes(text.size() / 2);
-  for (size_t i = 0; i < bytes.size(); ++i)
-    bytes[i] = static_cast<uint8_t>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
-  return bytes;
 }
 
 std::string join(const std::vector<std::string>& items) {
