@@ -122,7 +122,8 @@ class Contenders:
         self.failures.append((name, f"exit {code}: {last}"))
         print(f"  {name}: failed (exit {code}): {last}", flush=True)
 
-    def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None, plugin_library=False):
+    def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None, plugin_library=False,
+               devices=None):
         env = dict(self.env)
         if plugin_library:  # the plugin's own collective library (ABI 1.5): cpu-reference's shared memory
             env["H2_DICOMM_VENDOR_COLLECTIVES"] = "auto"
@@ -135,7 +136,8 @@ class Contenders:
                          else (self.args.iters, self.args.warmup))
         with tempfile.NamedTemporaryFile(suffix=".json") as out:
             code, _, err = run(self._in_netns(provider, [
-                self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind, "--",
+                self.args.h2, "launch", "-n", str(ranks), "--no-prefix", "--bind", self.args.bind,
+                *(["--devices", devices] if devices else []), "--",
                 self.args.h2, "bench", "comm", "--op", op, "--min-bytes", self.sizes[0],
                 "--max-bytes", self.sizes[1], "--factor", self.sizes[2], "--iters", str(iters),
                 "--warmup", str(warmup), "--scale-below", str(self.args.scale_below), "--json", out.name]), env)
@@ -290,6 +292,10 @@ def main():
                         help="comma-separated TCP congestion controls (e.g. cubic) to repeat the tcp;ofi_rxm "
                              "ping-pong under, each in a network namespace of its own (needs root and iproute2; "
                              "skipped with a message otherwise); the system's own always runs")
+    parser.add_argument("--second-plugin", default="",
+                        help="a second plugin with a collective library (the path of cpu-reference's renamed test "
+                             "build): 4 ranks, two on each plugin, allreduce hierarchically (each plugin's library "
+                             "inside, DiComm between) against DiComm's flat algorithms")
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()
     for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
@@ -323,6 +329,23 @@ def main():
             if ratios[ours]:
                 summary.append(f"allreduce {ranks} ranks: {ours}/best peer {min(ratios[ours]):.2f}x .. "
                                f"{max(ratios[ours]):.2f}x")
+
+    # Two plugins, two ranks each: hierarchical (H2_DICOMM_VENDOR_COLLECTIVES=auto) against flat.
+    if args.second_plugin:
+        devices = f"cpu-reference:0,cpu-reference:0,{args.second_plugin}:0,{args.second_plugin}:0"
+        runs = {"dicomm flat": lambda: contenders.dicomm(4, devices=devices),
+                "dicomm hierarchical": lambda: contenders.dicomm(4, devices=devices, plugin_library=True)}
+        repeats = {name: [] for name in runs}
+        for repeat in range(args.repeats):
+            for name, measure in runs.items():
+                print(f"[{time.monotonic() - start:6.0f} s] allreduce, 2 + 2 ranks on two plugins, {name}, run "
+                      f"{repeat + 1}/{args.repeats}", flush=True)
+                repeats[name].append(measure())
+        results = medians_by_contender(repeats, all_rows)
+        ratios = print_table(f"allreduce f32 sum, 2 + 2 ranks on two plugins: busbw GB/s (median of {args.repeats})",
+                             list(runs), results, ["dicomm hierarchical"])["dicomm hierarchical"]
+        if ratios:
+            summary.append(f"allreduce on two plugins: hierarchical/flat {min(ratios):.2f}x .. {max(ratios):.2f}x")
 
     # DiComm on the same provider as fi_pingpong (asking for a provider keeps DiComm's node transport
     # out), and on shm's table also DiComm's own default between ranks of one node, the node transport.

@@ -314,10 +314,38 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     ++s.sequence;
     return;  // sum, avg and max of one contribution are the contribution
   }
-  if (PluginComm* vendor = vendor_comm(s, tensor.device())) {
+  if (VendorPath* path = library_path(s, tensor.device())) {
     ++s.sequence;
-    run_on_library(s, *vendor, stream, "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe(),
-                   [&] { vendor->allreduce(stream, flat(tensor), flat(tensor), reduce_of(op)); });
+    const std::string what = "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe();
+    const Tensor data = flat(tensor);
+    if (path->comm) {
+      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allreduce(stream, data, data, reduce_of(op)); });
+      return;
+    }
+    // Hierarchical: sums (or maxima) inside each group on its library and between groups on DiComm's
+    // own algorithms; an average is the sum scaled once at the end, alike on every rank.
+    const H2_ReduceOp inside = op == ReduceOp::max ? H2_REDUCE_MAX : H2_REDUCE_SUM;
+    const ReduceOp between = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
+    const int64_t n = data.numel(), m = path->group_size;
+    if (path->equal_groups && n % m == 0) {
+      const Tensor shard = data.slice(0, path->group_rank * (n / m), (path->group_rank + 1) * (n / m));
+      if (path->inner)
+        run_on_library(s, *path->inner, stream, what + ", reduce-scatter in the group",
+                       [&] { path->inner->reduce_scatter(stream, data, shard, inside); });
+      Communicator(path->across).allreduce(stream, shard, between, accumulation);
+      if (path->inner)
+        run_on_library(s, *path->inner, stream, what + ", allgather in the group",
+                       [&] { path->inner->allgather(stream, shard, data); });
+    } else {
+      if (path->inner)
+        run_on_library(s, *path->inner, stream, what + ", in the group",
+                       [&] { path->inner->allreduce(stream, data, data, inside); });
+      if (path->across) Communicator(path->across).allreduce(stream, data, between, accumulation);
+      if (path->inner)
+        run_on_library(s, *path->inner, stream, what + ", broadcast in the group",
+                       [&] { path->inner->broadcast(stream, data, data, 0); });
+    }
+    if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::mul, data, 1.0 / size(), data);
     return;
   }
   Collective c(s, stream, tensor.device(),

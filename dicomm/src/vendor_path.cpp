@@ -16,27 +16,73 @@ namespace {
 
 using json = nlohmann::json;
 
-// What each member can say of its device; the reason none is used, or "" when the library serves all.
-std::string why_not(const std::vector<json>& members) {
-  const json& first = members[0];
-  for (size_t r = 0; r < members.size(); ++r) {
-    const json& m = members[r];
-    if (m["library"].get<std::string>().empty())
-      return "rank " + std::to_string(r) + "'s plugin " + m["plugin"].get<std::string>() + " has no collective library";
-    if (m["plugin"] != first["plugin"] || m["library"] != first["library"])
-      return "rank " + std::to_string(r) + " runs " + m["library"].get<std::string>() + " of " +
-             m["plugin"].get<std::string>() + ", rank 0 " + first["library"].get<std::string>() + " of " +
-             first["plugin"].get<std::string>();
-    if (m["scope"] == "node" && m["node"] != first["node"])
-      return first["library"].get<std::string>() + " joins the ranks of one node only, and rank " + std::to_string(r) +
-             " is on another node than rank 0";
-  }
+// Why some member's device has no library, or "".
+std::string missing_library(const std::vector<json>& members) {
+  for (size_t r = 0; r < members.size(); ++r)
+    if (members[r]["library"].get<std::string>().empty())
+      return "rank " + std::to_string(r) + "'s plugin " + members[r]["plugin"].get<std::string>() +
+             " has no collective library";
   return "";
+}
+
+// The group a member's library can join it with: one plugin's library, on one node where the library
+// reaches no further.
+std::string group_key(const json& member) {
+  return member["plugin"].get<std::string>() + "|" + member["library"].get<std::string>() + "|" +
+         (member["scope"] == "node" ? member["node"].get<std::string>() : "");
+}
+
+// Member `s.rank`'s part of a library communicator over `ranks` (communicator ranks, the first makes
+// the id), named `key` in the store.
+std::shared_ptr<PluginComm> join_library(CommState& s, const Device& device, const std::vector<int>& ranks,
+                                         const std::string& key) {
+  World& world = *s.world;
+  Store& store = *world.store();
+  const auto me = std::find(ranks.begin(), ranks.end(), s.rank) - ranks.begin();
+  H2_CommUniqueId id{};
+  if (me == 0) {
+    id = PluginComm::unique_id(device);
+    store.set(key, hex(id.bytes));
+  } else {
+    const std::vector<uint8_t> bytes = unhex(store.get(key));
+    if (bytes.size() != sizeof id.bytes)
+      throw CommError(CommErrorKind::usage, ranks[0],
+                      "DiComm: the store holds no plugin library id for communicator '" + s.name + "' (" +
+                          std::to_string(bytes.size()) + " bytes)");
+    std::copy(bytes.begin(), bytes.end(), id.bytes);
+  }
+  auto comm = std::make_shared<PluginComm>(device, id, static_cast<int>(ranks.size()), static_cast<int>(me),
+                                           world.engine().timeout());
+  world.remember_vendor_comm(comm);
+  return comm;
+}
+
+// A DiComm communicator over communicator ranks `ranks` (this rank among them), its collectives
+// DiComm's own: the step between groups of a hierarchical collective.
+std::shared_ptr<CommState> between_groups(CommState& s, const Device& device, const std::vector<int>& ranks,
+                                          const std::string& key, const std::string& name) {
+  World& world = *s.world;
+  auto across = std::make_shared<CommState>();
+  across->world = s.world;
+  across->name = s.name + "/" + name;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    across->members.push_back(s.members[static_cast<size_t>(ranks[i])]);
+    if (ranks[i] == s.rank) across->rank = static_cast<int>(i);
+  }
+  if (across->rank == 0) {
+    across->id = world.new_comm_id();
+    world.store()->set(key, std::to_string(across->id));
+  } else {
+    across->id = static_cast<uint32_t>(std::stoul(world.store()->get(key)));
+  }
+  across->vendor = std::make_shared<VendorPath>(device);
+  across->vendor->why_not = "the step between the groups of a hierarchical collective";
+  return across;
 }
 
 }  // namespace
 
-PluginComm* vendor_comm(CommState& s, const Device& device) {
+VendorPath* library_path(CommState& s, const Device& device) {
   World& world = *s.world;
   if (!world.vendor_collectives() || s.members.size() < 2) return nullptr;
   // Work already on the library's streams fails through its abort; what comes after a failure of
@@ -48,9 +94,10 @@ PluginComm* vendor_comm(CommState& s, const Device& device) {
                       "DiComm: communicator '" + s.name + "' runs its collectives on " + s.vendor->device.label() +
                           " on this rank; a collective on " + device.label() +
                           " would not meet the other ranks' (use one device per rank and communicator)");
-    return s.vendor->comm.get();
+    return s.vendor->why_not.empty() ? s.vendor.get() : nullptr;
   }
-  s.vendor = std::make_shared<VendorPath>(VendorPath{device, nullptr, ""});
+  s.vendor = std::make_shared<VendorPath>(device);
+  VendorPath& path = *s.vendor;
   const std::optional<CollectiveLibrary> library = PluginComm::library(device);
   Store& store = *world.store();
   const std::string prefix = "dicomm/vendor/" + std::to_string(s.id) + "/";
@@ -62,28 +109,55 @@ PluginComm* vendor_comm(CommState& s, const Device& device) {
                 .dump());
   std::vector<json> members;
   for (size_t r = 0; r < s.members.size(); ++r) members.push_back(json::parse(store.get(prefix + std::to_string(r))));
-  s.vendor->why_not = why_not(members);
-  if (!s.vendor->why_not.empty()) {
-    log(LogLevel::info, "dicomm", "communicator '" + s.name + "': DiComm's own collectives: " + s.vendor->why_not);
+  path.why_not = missing_library(members);
+  if (!path.why_not.empty()) {
+    log(LogLevel::info, "dicomm", "communicator '" + s.name + "': DiComm's own collectives: " + path.why_not);
     return nullptr;
   }
-  H2_CommUniqueId id{};
-  if (s.rank == 0) {
-    id = PluginComm::unique_id(device);
-    store.set(prefix + "id", hex(id.bytes));
-  } else {
-    const std::vector<uint8_t> bytes = unhex(store.get(prefix + "id"));
-    if (bytes.size() != sizeof id.bytes)
-      throw CommError(CommErrorKind::usage, 0,
-                      "DiComm: the store holds no plugin library id for communicator '" + s.name + "' (" +
-                          std::to_string(bytes.size()) + " bytes)");
-    std::copy(bytes.begin(), bytes.end(), id.bytes);
+  // Groups in order of their first member, each member's place in its group.
+  std::vector<std::string> keys;
+  std::vector<std::vector<int>> groups;
+  for (size_t r = 0; r < members.size(); ++r) {
+    const std::string key = group_key(members[r]);
+    const auto found = std::find(keys.begin(), keys.end(), key) - keys.begin();
+    if (found == static_cast<long>(keys.size())) {
+      keys.push_back(key);
+      groups.emplace_back();
+    }
+    groups[static_cast<size_t>(found)].push_back(static_cast<int>(r));
   }
-  s.vendor->comm =
-      std::make_shared<PluginComm>(device, id, static_cast<int>(s.members.size()), s.rank, world.engine().timeout());
-  world.remember_vendor_comm(s.vendor->comm);
-  log(LogLevel::info, "dicomm", "communicator '" + s.name + "': collectives on " + library->name);
-  return s.vendor->comm.get();
+  if (groups.size() == 1) {
+    path.comm = join_library(s, device, groups[0], prefix + "id");
+    log(LogLevel::info, "dicomm", "communicator '" + s.name + "': collectives on " + library->name);
+    return &path;
+  }
+  // Several groups: the library inside each, DiComm between them. With groups of one size, rank i of
+  // every group meets rank i of the others (each sums a shard); else the groups' first ranks meet.
+  size_t mine = 0;
+  while (std::find(groups[mine].begin(), groups[mine].end(), s.rank) == groups[mine].end()) ++mine;
+  const std::vector<int>& group = groups[mine];
+  path.group_size = static_cast<int>(group.size());
+  path.group_rank = static_cast<int>(std::find(group.begin(), group.end(), s.rank) - group.begin());
+  path.equal_groups =
+      std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.size() == group.size(); });
+  if (group.size() > 1) path.inner = join_library(s, device, group, prefix + "group/" + std::to_string(mine));
+  if (path.equal_groups || path.group_rank == 0) {
+    const size_t index = path.equal_groups ? static_cast<size_t>(path.group_rank) : 0;
+    std::vector<int> across;
+    for (const auto& g : groups) across.push_back(g[index]);
+    path.across = between_groups(s, device, across, prefix + "across/" + std::to_string(index),
+                                 "across(" + std::to_string(index) + ")");
+  }
+  log(LogLevel::info, "dicomm",
+      "communicator '" + s.name + "': allreduce hierarchical over " + std::to_string(groups.size()) +
+          " groups (the plugins' libraries inside, DiComm between" +
+          (path.equal_groups ? ", shard by shard)" : ", first ranks)"));
+  return &path;
+}
+
+PluginComm* vendor_comm(CommState& s, const Device& device) {
+  VendorPath* path = library_path(s, device);
+  return path != nullptr ? path->comm.get() : nullptr;
 }
 
 void run_on_library(CommState& s, PluginComm& comm, Stream& stream, const std::string& what,

@@ -4,9 +4,13 @@
 // says whether DiComm may (auto) or may not (off, the default for now) use it.
 //
 // The members decide together, once per communicator, at its first collective: each says which
-// plugin, library and node its device is, through the store; if they all can, the first makes the
-// library's unique id, the store carries it, and each joins. Every later collective of the
-// communicator must then use the same device on each rank (DiComm refuses another).
+// plugin, library and node its device is, through the store. Members on one library join it (the
+// first makes the library's unique id, the store carries it). Members on several (two plugins, or
+// nodes of a one-node library) form a group per library, each joins its group's, and an allreduce
+// runs hierarchically: reduce-scatter inside each group, allreduce between groups on DiComm's own
+// algorithms, allgather inside (groups of one size), else allreduce inside, between the groups'
+// first ranks, broadcast inside. Every later collective of the communicator must then use the same
+// device on each rank (DiComm refuses another).
 #pragma once
 
 #include <functional>
@@ -19,13 +23,25 @@
 namespace h2::dicomm::detail {
 
 struct VendorPath {
-  Device device;                     // this rank's device the communicator was decided for
-  std::shared_ptr<PluginComm> comm;  // null: the library does not serve this communicator
-  std::string why_not;               // then, in words
+  explicit VendorPath(Device on) : device(std::move(on)) {}
+  Device device;        // this rank's device the communicator was decided for
+  std::string why_not;  // when no library serves the communicator, in words
+  // Every member on one library: the communicator's collectives run on it.
+  std::shared_ptr<PluginComm> comm;
+  // Members in several groups (plugins, or nodes of a one-node library): an allreduce runs as the
+  // library's steps inside this rank's group (`inner`, null for a group of one) and DiComm's between
+  // groups (`across`: with groups of one size the members of this rank's place in every group, else
+  // the groups' first members; null for a rank that is not among them).
+  std::shared_ptr<PluginComm> inner;
+  std::shared_ptr<CommState> across;
+  int group_size = 1, group_rank = 0;
+  bool equal_groups = false;
 };
 
-// The library that runs communicator `s`'s collectives on `device`, or nullptr where DiComm's own
-// algorithms must. Collective over the communicator's members the first time.
+// How communicator `s`'s collectives on `device` run where a plugin library serves them, or nullptr
+// where DiComm's own algorithms must. Collective over the communicator's members the first time.
+VendorPath* library_path(CommState& s, const Device& device);
+// The library that runs every collective of the communicator (its `comm`), or nullptr.
 PluginComm* vendor_comm(CommState& s, const Device& device);
 
 // Issues `call` (one of `comm`'s data calls on `stream`) and waits until it has run, as DiComm's own

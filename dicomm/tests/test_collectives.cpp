@@ -165,6 +165,24 @@ TEST(Collectives, RanksOnTwoPlugins) {
   EXPECT_THAT(result.output, HasSubstr("rank 1: device cpu-reference-defective:0"));
 }
 
+// Ranks on two plugins, each with its collective library, told to use them: an allreduce runs as the
+// libraries' steps inside each plugin's group and DiComm's between the groups. With groups of one size
+// rank i of each group sums shard i; with groups of two sizes the groups' first ranks meet. Every check
+// still holds, and the other collectives run on DiComm's own algorithms.
+TEST(Collectives, RanksOnTwoPluginsAllreduceHierarchically) {
+  const std::string second = env_or_fail("H2_TEST_SECOND_PLUGIN");
+  const std::string env = "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info";
+  CliResult result =
+      launch(4, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0," + second + ":0");
+  expect_all_passed(result, 4);
+  EXPECT_THAT(result.output, HasSubstr("communicator 'world': allreduce hierarchical over 2 groups (the plugins' "
+                                       "libraries inside, DiComm between, shard by shard)"));
+  result = launch(3, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0");
+  expect_all_passed(result, 3);
+  EXPECT_THAT(result.output, HasSubstr("communicator 'world': allreduce hierarchical over 2 groups (the plugins' "
+                                       "libraries inside, DiComm between, first ranks)"));
+}
+
 TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const CliResult result = launch(3, "kill", "H2_DICOMM_TIMEOUT=60", "--grace 30");
