@@ -250,6 +250,26 @@ TEST(PluginComm, AnAbortReachesEveryRank) {
   expect_all_passed(codes);
 }
 
+// Work issued after an abort fails too, also where nothing would have to wait (one rank).
+TEST(PluginComm, WorkIssuedAfterAnAbortFails) {
+  const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, 1, 0, 10s);
+    Stream stream = device.create_stream();
+    Tensor x = filled(stream, device, DType::f32, 10, [](int64_t) { return 1.0; });
+    comm.abort("given up before the allreduce");
+    comm.allreduce(stream, x, x, H2_REDUCE_SUM);
+    try {
+      stream.synchronize();
+    } catch (const Error& e) {
+      RANK_EXPECT(std::string(e.what()).find("aborted by rank 0: given up before the allreduce") != std::string::npos);
+      return 0;
+    }
+    RANK_EXPECT(!"an allreduce issued after the abort succeeded");
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
 // Joining a communicator whose other ranks never come ends at the timeout, naming them.
 TEST(PluginComm, JoiningTimesOutNamingTheRanksMissing) {
   const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId& id) {

@@ -322,30 +322,38 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
       run_on_library(s, *path->comm, stream, what, [&] { path->comm->allreduce(stream, data, data, reduce_of(op)); });
       return;
     }
-    // Hierarchical: sums (or maxima) inside each group on its library and between groups on DiComm's
-    // own algorithms; an average is the sum scaled once at the end, alike on every rank.
-    const H2_ReduceOp inside = op == ReduceOp::max ? H2_REDUCE_MAX : H2_REDUCE_SUM;
-    const ReduceOp between = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
+    // Hierarchical: the groups' libraries inside, DiComm's own algorithms between the groups.
     const int64_t n = data.numel(), m = path->group_size;
     if (path->equal_groups && n % m == 0) {
+      // An average is the mean inside (over m) of the means between (over the groups): each rounds
+      // once, and no partial sum of f16 grows past its range.
+      const H2_ReduceOp inside = reduce_of(op);
       const Tensor shard = data.slice(0, path->group_rank * (n / m), (path->group_rank + 1) * (n / m));
       if (path->inner)
         run_on_library(s, *path->inner, stream, what + ", reduce-scatter in the group",
                        [&] { path->inner->reduce_scatter(stream, data, shard, inside); });
-      Communicator(path->across).allreduce(stream, shard, between, accumulation);
+      Communicator(path->across).allreduce(stream, shard, op, accumulation);
       if (path->inner)
         run_on_library(s, *path->inner, stream, what + ", allgather in the group",
                        [&] { path->inner->allgather(stream, shard, data); });
-    } else {
-      if (path->inner)
-        run_on_library(s, *path->inner, stream, what + ", in the group",
-                       [&] { path->inner->allreduce(stream, data, data, inside); });
-      if (path->across) Communicator(path->across).allreduce(stream, data, between, accumulation);
-      if (path->inner)
-        run_on_library(s, *path->inner, stream, what + ", broadcast in the group",
-                       [&] { path->inner->broadcast(stream, data, data, 0); });
+      return;
     }
+    // Groups of several sizes (or a tensor the group cannot cut evenly): sum inside, between the
+    // groups' first ranks, broadcast inside. An average scales each contribution first, so that
+    // no partial sum grows past the dtype's range.
     if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::mul, data, 1.0 / size(), data);
+    const H2_ReduceOp inside = op == ReduceOp::max ? H2_REDUCE_MAX : H2_REDUCE_SUM;
+    const ReduceOp between = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
+    if (path->inner)
+      run_on_library(s, *path->inner, stream, what + ", in the group",
+                     [&] { path->inner->allreduce(stream, data, data, inside); });
+    // With groups of one size `across` holds this rank's place in every group: only the first
+    // ranks' (place 0) take part.
+    if (path->across && path->group_rank == 0)
+      Communicator(path->across).allreduce(stream, data, between, accumulation);
+    if (path->inner)
+      run_on_library(s, *path->inner, stream, what + ", broadcast in the group",
+                     [&] { path->inner->broadcast(stream, data, data, 0); });
     return;
   }
   Collective c(s, stream, tensor.device(),

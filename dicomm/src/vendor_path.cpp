@@ -82,6 +82,9 @@ std::shared_ptr<CommState> between_groups(CommState& s, const Device& device, co
 
 }  // namespace
 
+// Fills `path` for communicator `s` on `device`, joining the libraries it uses. Collective.
+void decide(CommState& s, const Device& device, VendorPath& path);
+
 VendorPath* library_path(CommState& s, const Device& device) {
   World& world = *s.world;
   if (!world.vendor_collectives() || s.members.size() < 2) return nullptr;
@@ -89,15 +92,35 @@ VendorPath* library_path(CommState& s, const Device& device) {
   // the job is refused here, as DiComm's own collectives refuse it.
   world.engine().throw_if_failed();
   if (s.vendor) {
+    if (!s.vendor->failure.empty())
+      throw CommError(
+          CommErrorKind::transport, -1,
+          "DiComm: communicator '" + s.name + "' could not join its plugin's collective library: " + s.vendor->failure);
+    if (!s.vendor->why_not.empty()) return nullptr;  // DiComm's own collectives, on any device
     if (!(s.vendor->device == device))
       throw CommError(CommErrorKind::usage, -1,
                       "DiComm: communicator '" + s.name + "' runs its collectives on " + s.vendor->device.label() +
                           " on this rank; a collective on " + device.label() +
                           " would not meet the other ranks' (use one device per rank and communicator)");
-    return s.vendor->why_not.empty() ? s.vendor.get() : nullptr;
+    return s.vendor.get();
   }
-  s.vendor = std::make_shared<VendorPath>(device);
-  VendorPath& path = *s.vendor;
+  // Decided in full or not at all: a decision that failed half-way (a store timeout, a library that
+  // could not join) leaves every later collective of the communicator refused, never a path that
+  // skips steps.
+  auto decided = std::make_shared<VendorPath>(device);
+  try {
+    decide(s, device, *decided);
+  } catch (const std::exception& e) {
+    decided->failure = e.what();
+    s.vendor = decided;
+    throw;
+  }
+  s.vendor = decided;
+  return s.vendor->why_not.empty() ? s.vendor.get() : nullptr;
+}
+
+void decide(CommState& s, const Device& device, VendorPath& path) {
+  World& world = *s.world;
   const std::optional<CollectiveLibrary> library = PluginComm::library(device);
   Store& store = *world.store();
   const std::string prefix = "dicomm/vendor/" + std::to_string(s.id) + "/";
@@ -112,7 +135,7 @@ VendorPath* library_path(CommState& s, const Device& device) {
   path.why_not = missing_library(members);
   if (!path.why_not.empty()) {
     log(LogLevel::info, "dicomm", "communicator '" + s.name + "': DiComm's own collectives: " + path.why_not);
-    return nullptr;
+    return;
   }
   // Groups in order of their first member, each member's place in its group.
   std::vector<std::string> keys;
@@ -129,7 +152,7 @@ VendorPath* library_path(CommState& s, const Device& device) {
   if (groups.size() == 1) {
     path.comm = join_library(s, device, groups[0], prefix + "id");
     log(LogLevel::info, "dicomm", "communicator '" + s.name + "': collectives on " + library->name);
-    return &path;
+    return;
   }
   // Several groups: the library inside each, DiComm between them. With groups of one size, rank i of
   // every group meets rank i of the others (each sums a shard); else the groups' first ranks meet.
@@ -152,7 +175,6 @@ VendorPath* library_path(CommState& s, const Device& device) {
       "communicator '" + s.name + "': allreduce hierarchical over " + std::to_string(groups.size()) +
           " groups (the plugins' libraries inside, DiComm between" +
           (path.equal_groups ? ", shard by shard)" : ", first ranks)"));
-  return &path;
 }
 
 PluginComm* vendor_comm(CommState& s, const Device& device) {

@@ -26,6 +26,7 @@ struct VendorPath {
   explicit VendorPath(Device on) : device(std::move(on)) {}
   Device device;        // this rank's device the communicator was decided for
   std::string why_not;  // when no library serves the communicator, in words
+  std::string failure;  // when joining the library failed: every later collective is refused
   // Every member on one library: the communicator's collectives run on it.
   std::shared_ptr<PluginComm> comm;
   // Members in several groups (plugins, or nodes of a one-node library): an allreduce runs as the

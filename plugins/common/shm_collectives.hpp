@@ -13,9 +13,10 @@
 // all) into the result region, then all copy the result out. A rank overwrites its slot only once
 // every rank has finished reading the previous step.
 //
-// Waits sleep on a futex in the segment and end with a PluginError(H2_STATUS_DEVICE_ERROR) naming
-// what was awaited when: the communicator was aborted (by any rank: abort() marks the segment), a
-// rank's process has exited, or nothing arrived for the communicator's timeout.
+// A communicator's calls run one at a time, in the order issued (the plugin issues them on one
+// stream, or the caller orders its streams). Waits sleep on a futex in the segment and end with a
+// PluginError(H2_STATUS_DEVICE_ERROR) naming what was awaited when: the communicator was aborted (by any rank: abort()
+// marks the segment), a rank's process has exited, or nothing arrived for the communicator's timeout.
 #pragma once
 
 #include <atomic>
@@ -88,6 +89,8 @@ class ShmComm {
   // Waits until `ready()` holds; `waiting_for()` says what, for the failure's message.
   void wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) const;
   void ring() const;
+  // Throws PluginError(DEVICE_ERROR) naming who aborted and why, once the communicator is aborted.
+  void check_aborted() const;
   // One collective step: every rank puts its part (`put`, into its slot; may do nothing), then reads
   // (`take`, from every slot) once every rank in `from` has put its part (all when empty).
   void step(const char* call, const std::function<void(char*)>& put, const std::function<void()>& take,

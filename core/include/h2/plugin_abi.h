@@ -740,6 +740,8 @@ typedef struct H2_OpTable {
  * - It enqueues on `stream`, a stream of the communicator's device, and is non-blocking, as the
  *   operators are (the one exception: a stream created with H2_STREAM_HOST_INLINE). The work sees what
  *   was enqueued on `stream` before the call; what is enqueued after it sees the result.
+ * - A communicator's calls run one at a time, in the order they are issued: issue them on one stream,
+ *   or order the streams they go to with events (as with NCCL).
  * - Every rank of the communicator issues the same collectives in the same order, with the same
  *   count, dtype, op and root. A rank's sends to one peer match that peer's receives from it in the
  *   order issued, with the same count and dtype.

@@ -27,8 +27,9 @@ h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
   return registry;
 }
 
-// The calls of this thread between group_start and group_end: collectives run in order, then every
-// communicator's point-to-point transfers progress together.
+// The calls of this thread between group_start and group_end: collectives run in order, then each
+// communicator's point-to-point transfers progress together, one communicator after another (a
+// group whose transfers on two communicators must interleave would wait; nothing in H2 issues one).
 struct Group {
   int depth = 0;
   H2_Stream* stream = nullptr;
