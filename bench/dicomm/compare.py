@@ -306,6 +306,17 @@ def main():
     all_rows, summary = [], []
     start = time.monotonic()
 
+    def interleaved(runs, what):
+        """{contender: [rows of each repeat]}: the repeats interleaved, so that a noisy stretch of time
+        hits every contender alike."""
+        repeats = {name: [] for name in runs}
+        for repeat in range(args.repeats):
+            for name, measure in runs.items():
+                print(f"[{time.monotonic() - start:6.0f} s] {what}, {name}, run {repeat + 1}/{args.repeats}",
+                      flush=True)
+                repeats[name].append(measure())
+        return repeats
+
     for ranks in [int(r) for r in args.ranks.split(",") if r]:
         runs = {
             "dicomm": lambda: contenders.dicomm(ranks),
@@ -315,14 +326,7 @@ def main():
             "gloo ring_chunk": lambda: contenders.gloo(ranks, "ring_chunked"),
             "gloo halv_doubl": lambda: contenders.gloo(ranks, "halving_doubling"),
         }
-        repeats = {name: [] for name in runs}
-        for repeat in range(args.repeats):
-            # Interleaved, so that a noisy stretch of time hits every contender alike.
-            for name, measure in runs.items():
-                print(f"[{time.monotonic() - start:6.0f} s] allreduce, {ranks} ranks, {name}, run {repeat + 1}/"
-                      f"{args.repeats}", flush=True)
-                repeats[name].append(measure())
-        results = medians_by_contender(repeats, all_rows)
+        results = medians_by_contender(interleaved(runs, f"allreduce, {ranks} ranks"), all_rows)
         ratios = print_table(f"allreduce f32 sum, {ranks} ranks: busbw GB/s (median of {args.repeats})",
                              list(runs), results, ["dicomm", "dicomm plugin lib"])
         for ours in ratios:
@@ -335,13 +339,7 @@ def main():
         devices = f"cpu-reference:0,cpu-reference:0,{args.second_plugin}:0,{args.second_plugin}:0"
         runs = {"dicomm flat": lambda: contenders.dicomm(4, devices=devices),
                 "dicomm hierarchical": lambda: contenders.dicomm(4, devices=devices, plugin_library=True)}
-        repeats = {name: [] for name in runs}
-        for repeat in range(args.repeats):
-            for name, measure in runs.items():
-                print(f"[{time.monotonic() - start:6.0f} s] allreduce, 2 + 2 ranks on two plugins, {name}, run "
-                      f"{repeat + 1}/{args.repeats}", flush=True)
-                repeats[name].append(measure())
-        results = medians_by_contender(repeats, all_rows)
+        results = medians_by_contender(interleaved(runs, "allreduce, 2 + 2 ranks on two plugins"), all_rows)
         ratios = print_table(f"allreduce f32 sum, 2 + 2 ranks on two plugins: busbw GB/s (median of {args.repeats})",
                              list(runs), results, ["dicomm hierarchical"])["dicomm hierarchical"]
         if ratios:
