@@ -201,6 +201,35 @@ TEST(PluginComm, GroupedSendAndReceiveRunTogether) {
   expect_all_passed(codes);
 }
 
+// Several messages to one peer arrive in the order sent, an empty one among them, each whole.
+TEST(PluginComm, MessagesToOnePeerArriveInOrderEmptyOnesToo) {
+  const std::vector<int> codes = run_ranks(2, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+    PluginComm comm(device, id, ranks, rank, 30s);
+    Stream stream = device.create_stream();
+    const std::vector<int64_t> sizes = {1000, 0, kCount, 7};
+    std::vector<Tensor> messages;
+    for (size_t k = 0; k < sizes.size(); ++k)
+      messages.push_back(rank == 0
+                             ? filled(stream, device, DType::f32, sizes[k], [&](int64_t i) { return k * 1e6 + i; })
+                             : Tensor::empty(device, {sizes[k]}, DType::f32));
+    comm.group_start();
+    for (const Tensor& message : messages) {
+      if (rank == 0) comm.send(stream, message, 1);
+      if (rank == 1) comm.recv(stream, message, 0);
+    }
+    comm.group_end();
+    if (rank == 1)
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        const std::vector<double> got = messages[k].to_host(stream);
+        RANK_EXPECT(static_cast<int64_t>(got.size()) == sizes[k]);
+        for (int64_t i = 0; i < sizes[k]; ++i) RANK_EXPECT(got[static_cast<size_t>(i)] == k * 1e6 + i);
+      }
+    stream.synchronize();
+    return 0;
+  });
+  expect_all_passed(codes);
+}
+
 // A rank that exits without taking part: the others' allreduce fails on their stream naming it,
 // well before the communicator's timeout.
 TEST(PluginComm, ARankThatExitsFailsTheOthersNamingIt) {
