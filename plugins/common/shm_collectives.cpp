@@ -55,12 +55,6 @@ bool reached(uint32_t a, uint32_t b) {
   return static_cast<int32_t>(a - b) >= 0;
 }
 
-size_t element_size(uint32_t dtype) {
-  const size_t size = dtype_size(dtype);
-  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
-  return size;
-}
-
 // out[i] = op over the inputs' element i, combined in rank order in `Acc`: one pass per input over
 // an accumulator, so that the loops vectorize.
 template <typename T, typename Acc, typename Load, typename Store>
@@ -330,6 +324,18 @@ void ShmComm::step(const char* call, const std::function<void(char*)>& put, cons
   ring();
 }
 
+size_t ShmComm::element_size(uint32_t dtype) {
+  const size_t size = dtype_size(dtype);
+  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
+  return size;
+}
+
+void ShmComm::check_peer(int peer) const {
+  if (peer < 0 || peer >= size_ || peer == rank_)
+    fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " of rank " + std::to_string(rank_) +
+                                         " in a communicator of " + std::to_string(size_));
+}
+
 void ShmComm::check_reduction(uint32_t dtype, uint32_t op) {
   element_size(dtype);
   if (op != H2_REDUCE_SUM && op != H2_REDUCE_MEAN && op != H2_REDUCE_MAX)
@@ -420,10 +426,7 @@ void ShmComm::broadcast(const void* send, void* recv, uint64_t count, uint32_t d
 
 void ShmComm::exchange(std::vector<Transfer>& transfers) {
   check_aborted();
-  for (const Transfer& t : transfers)
-    if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
-      fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(t.peer) + " of rank " + std::to_string(rank_) +
-                                           " in a communicator of " + std::to_string(size_));
+  for (const Transfer& t : transfers) check_peer(t.peer);
   // A message is a whole number of chunks, the last one short (or empty for an empty message).
   const auto chunks = [&](const Transfer& t) {
     return t.bytes == 0 ? 1 : (t.bytes + channel_bytes_ - 1) / channel_bytes_;

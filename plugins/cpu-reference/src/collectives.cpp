@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "common.hpp"
-#include "dtype_size.hpp"
 #include "handle_registry.hpp"
 #include "plugin_state.hpp"
 #include "shm_collectives.hpp"
@@ -47,18 +46,22 @@ std::shared_ptr<Stream> stream_of(const Comm& comm, H2_Stream* handle) {
 }
 
 uint64_t bytes_of(uint64_t count, uint32_t dtype) {
-  const size_t size = h2::plugin::dtype_size(dtype);
-  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
-  return count * size;
+  return count * ShmComm::element_size(dtype);
+}
+
+// Whether this thread is inside a group, which then takes the call (on the group's one stream).
+bool joins_group(H2_Stream* handle) {
+  if (group.depth == 0) return false;
+  if (group.stream != nullptr && group.stream != handle)
+    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+  group.stream = handle;
+  return true;
 }
 
 // Runs `work` on the stream, or keeps it for group_end inside a group.
 void issue(const Comm& comm, H2_Stream* handle, std::function<void()> work) {
   auto stream = stream_of(comm, handle);
-  if (group.depth > 0) {
-    if (group.stream != nullptr && group.stream != handle)
-      fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-    group.stream = handle;
+  if (joins_group(handle)) {
     group.collectives.push_back(std::move(work));
     return;
   }
@@ -68,13 +71,8 @@ void issue(const Comm& comm, H2_Stream* handle, std::function<void()> work) {
 void transfer(H2_Comm* handle, ShmComm::Transfer t, H2_Stream* stream_handle) {
   std::shared_ptr<Comm> comm = comms().get(handle);
   auto stream = stream_of(*comm, stream_handle);
-  if (t.peer < 0 || t.peer >= comm->shm.size() || t.peer == comm->shm.rank())
-    fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(t.peer) + " of rank " + std::to_string(comm->shm.rank()) +
-                                         " in a communicator of " + std::to_string(comm->shm.size()));
-  if (group.depth > 0) {
-    if (group.stream != nullptr && group.stream != stream_handle)
-      fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-    group.stream = stream_handle;
+  comm->shm.check_peer(t.peer);  // refused at the call, not later on the stream
+  if (joins_group(stream_handle)) {
     group.transfers[comm].push_back(t);
     return;
   }
