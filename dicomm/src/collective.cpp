@@ -154,26 +154,34 @@ void halving_doubling_allreduce(Collective& c, const Region& work, const Region&
     for (int s = first_segment; s < first_segment + segments; ++s)
       for (const auto& piece : layout.segments[static_cast<size_t>(s)]) body(piece);
   };
-  // Reduce-scatter by recursive halving: each exchange keeps the half of the segments that holds
-  // this rank's own and hands the other half to the partner, so segment r ends fully reduced here.
+  // Reduce-scatter by recursive halving, nearest partner first: each exchange keeps the half of
+  // the segments this rank goes on with and hands the other half to the partner. The first
+  // exchange, with the neighbour (r ^ 1), moves half the tensor, the last, with the farthest rank
+  // (r ^ n/2), an n-th. Ranks are numbered node by node and island by island, so the large steps
+  // stay on the fast links: on two islands of two ranks, the link between them carries a quarter of
+  // the tensor each way, against half when the farthest partner comes first. This rank ends with
+  // one fully reduced segment, the bit-reversed r.
   ScratchSlots slots = reduction_slots(c, work, layout);
-  int first = 0;  // this rank's segments: [first, first + width)
-  for (int width = n / 2; width >= 1; width /= 2) {
+  int first = 0, count = n;  // this rank's segments: [first, first + count)
+  for (int width = 1; width < n; width *= 2) {
+    count /= 2;
     const int partner = r ^ width;
-    const int kept = (r & width) != 0 ? first + width : first, given = (r & width) != 0 ? first : first + width;
-    for_pieces(given, width, [&](const Layout::Piece& piece) { c.send(partner, work, piece); });
-    for_pieces(kept, width, [&](const Layout::Piece& piece) {
-      receive_and_reduce(c, partner, work, piece, slots, op, width == 1, finish);
+    const int kept = (r & width) != 0 ? first + count : first, given = (r & width) != 0 ? first : first + count;
+    for_pieces(given, count, [&](const Layout::Piece& piece) { c.send(partner, work, piece); });
+    for_pieces(kept, count, [&](const Layout::Piece& piece) {
+      receive_and_reduce(c, partner, work, piece, slots, op, count == 1, finish);
     });
     first = kept;
   }
-  // Allgather by recursive doubling: each exchange trades what this rank holds for the partner's
-  // equally large block, doubling it, in the reverse order of the halving.
-  for (int width = 1; width < n; width *= 2) {
-    const int partner = r ^ width, theirs = first ^ width;
-    for_pieces(first, width, [&](const Layout::Piece& piece) { c.send(partner, result, piece); });
-    for_pieces(theirs, width, [&](const Layout::Piece& piece) { c.add(c.recv(partner, result, piece)); });
+  // Allgather by recursive doubling, in the reverse order: the farthest partner first, while the
+  // blocks are small; each exchange trades this rank's block for the partner's, its sibling in the
+  // halving, doubling it.
+  for (int width = n / 2; width >= 1; width /= 2) {
+    const int partner = r ^ width, theirs = (r & width) != 0 ? first - count : first + count;
+    for_pieces(first, count, [&](const Layout::Piece& piece) { c.send(partner, result, piece); });
+    for_pieces(theirs, count, [&](const Layout::Piece& piece) { c.add(c.recv(partner, result, piece)); });
     first = std::min(first, theirs);
+    count *= 2;
   }
 }
 

@@ -115,7 +115,8 @@ void ring_reduce_scatter(Collective& c, const Region& work, const Layout& layout
 // recursive halving of `work` (cut by `layout` into size() segments) and an allgather by recursive
 // doubling into `result` (`work` itself, or a buffer that `finish` fills from it). log2(n) exchanges
 // each way against the ring's n-1, each between two ranks that both wait for it, with the ring's
-// volume on the wire.
+// volume on the wire. The nearest partner (rank ^ 1) takes the largest exchange, the farthest the
+// smallest: on ranks numbered node by node, the slow links carry the least.
 void halving_doubling_allreduce(Collective& c, const Region& work, const Region& result, const Layout& layout,
                                 ops::BinaryOp op, const FinishPiece& finish);
 // Appends a ring allgather: every segment of `data` is filled from its owner; segment rank() is this

@@ -22,26 +22,44 @@ void Backoff::pause() {
   std::this_thread::sleep_for(std::chrono::microseconds(10 << doublings));  // 10 .. 640 µs
 }
 
-Engine::Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers,
-               int rank, std::chrono::milliseconds timeout, size_t message_bytes)
-    : fabric_(std::move(fabric)),
-      node_(std::move(node)),
-      peers_(std::move(peers)),
-      rank_(rank),
-      timeout_(timeout),
-      message_bytes_(message_bytes),
-      label_bits_(fabric_->label_bits()) {
-  if (message_bytes_ > 0 && label_bits_ == 0) throw std::logic_error("DiComm: cut messages need labelled parts");
-  for (int r = 0; r < world_size(); ++r) fabric_peers_ = fabric_peers_ || (r != rank_ && !via_node(r));
+Engine::Engine(std::vector<Wire> wires, std::vector<Route> routes, std::unique_ptr<NodeTransport> node, int rank,
+               std::chrono::milliseconds timeout)
+    : wires_(std::move(wires)), routes_(std::move(routes)), node_(std::move(node)), rank_(rank), timeout_(timeout) {
+  if (wires_.empty() || routes_.size() <= static_cast<size_t>(rank_))
+    throw std::logic_error("DiComm: an Engine needs a wire and a route to every rank");
+  for (Wire& wire : wires_) {
+    if (wire.message_bytes > 0 && wire.label_bits == 0)
+      throw std::logic_error("DiComm: cut messages need labelled parts");
+    if (providers_.find(wire.fabric->provider()) == std::string::npos)
+      providers_ += (providers_.empty() ? "" : ", ") + wire.fabric->provider();
+  }
+  for (int r = 0; r < world_size(); ++r)
+    if (r != rank_ && !via_node(r)) wires_.at(routes_[static_cast<size_t>(r)].wire).has_peers = true;
   background_ = std::thread([this] { background_loop(); });
 }
 
 std::string Engine::transports() const {
-  std::string peers;
-  for (int peer : node_peers()) peers += (peers.empty() ? "" : ",") + std::to_string(peer);
-  if (peers.empty()) return provider();
+  auto list = [](const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
+    return text;
+  };
+  std::vector<std::vector<int>> by_wire(wires_.size());
+  for (int r = 0; r < world_size(); ++r)
+    if (r != rank_ && !via_node(r)) by_wire[routes_[static_cast<size_t>(r)].wire].push_back(r);
+  std::string text;
+  const size_t used =
+      static_cast<size_t>(std::count_if(by_wire.begin(), by_wire.end(), [](auto& r) { return !r.empty(); }));
+  for (size_t w = 0; w < wires_.size(); ++w) {
+    if (used > 0 && by_wire[w].empty()) continue;  // a wire only for this rank's messages to itself
+    text += (text.empty() ? "" : "; ") + wires_[w].fabric->network().describe();
+    if (used > 1) text += " to ranks " + list(by_wire[w]);
+    if (used == 0) break;
+  }
+  const std::vector<int> node = node_peers();
+  if (node.empty()) return text;
   const char* how = node_->maps_shared_memory() ? " (mapped device memory, else cma)" : " (cma)";
-  return provider() + "; node transport" + how + " to ranks " + peers;
+  return text + "; node transport" + how + " to ranks " + list(node);
 }
 
 std::vector<int> Engine::node_peers() const {
@@ -60,7 +78,7 @@ Engine::~Engine() {
   background_.join();
   // Closing the endpoint drops posted operations; only then may their memory go.
   std::lock_guard lock(mutex_);
-  fabric_.reset();
+  wires_.clear();
   node_.reset();
   tasks_.clear();
   inflight_.clear();
@@ -99,12 +117,13 @@ OpPtr Engine::submit(OpPtr op) {
   {
     std::lock_guard lock(mutex_);
     if (!via_node(op->peer)) {
-      if (fabric_->needs_registration() && op->bytes > 0) {
+      op->wire = &wires_.at(routes_[static_cast<size_t>(op->peer)].wire);
+      if (op->wire->fabric->needs_registration() && op->bytes > 0) {
         void* handle = nullptr;
-        fabric_->register_memory(op->data, op->bytes, &handle);
+        op->wire->fabric->register_memory(op->data, op->bytes, &handle);
         op->mr = handle;
       }
-      op->cut(message_bytes_);
+      op->cut(op->wire->message_bytes);
       if (op->parts > 1) op->more_contexts = std::make_unique<fi_context2[]>(op->parts - 1);
     }
     // Queue behind anything not yet posted: posting out of order would break per-tag ordering.
@@ -122,10 +141,12 @@ ssize_t Engine::post_part_locked(Op& op, size_t part) {
                : node_->post_recv(op.peer, op.data, op.bytes, op.tag, &op.context);
   void* data = static_cast<char*>(op.data) + part * op.part_bytes;
   void* desc = op.mr != nullptr ? fi_mr_desc(static_cast<fid_mr*>(op.mr)) : nullptr;
-  if (!op.is_send) return fabric_->post_recv(data, op.part_size(part), desc, op.tag, op.context_of(part));
-  const std::optional<uint64_t> label =
-      label_bits_ > 0 ? std::optional(op.label(part).encode(label_bits_)) : std::nullopt;
-  return fabric_->post_send(data, op.part_size(part), desc, peers_[op.peer], op.tag, label, op.context_of(part));
+  Fabric& fabric = *op.wire->fabric;
+  if (!op.is_send) return fabric.post_recv(data, op.part_size(part), desc, op.tag, op.context_of(part));
+  const unsigned bits = op.wire->label_bits;
+  const std::optional<uint64_t> label = bits > 0 ? std::optional(op.label(part).encode(bits)) : std::nullopt;
+  return fabric.post_send(data, op.part_size(part), desc, routes_[static_cast<size_t>(op.peer)].address, op.tag, label,
+                          op.context_of(part));
 }
 
 bool Engine::post_queued_locked() {
@@ -140,7 +161,7 @@ bool Engine::post_queued_locked() {
       inflight_.emplace(op.context_of(op.posted_parts), queued_.front());
       ++op.posted_parts;
       ++op.open_parts;
-      if (!via_node(op.peer)) ++fabric_inflight_;
+      if (op.wire != nullptr) ++op.wire->inflight;
       moved = true;
     }
     if (rc == -FI_EAGAIN) break;  // the provider needs progress first (rxm connects on demand)
@@ -160,7 +181,7 @@ bool Engine::post_queued_locked() {
 void Engine::settle_locked(Op& op) {
   if (op.finished() || op.open_parts > 0 || (!op.failing && op.posted_parts < op.parts)) return;
   if (op.mr != nullptr) {
-    fabric_->deregister(op.mr);
+    op.wire->fabric->deregister(op.mr);
     op.mr = nullptr;
   }
   op.state.store(op.failing ? OpState::failed : OpState::done, std::memory_order_release);
@@ -172,9 +193,9 @@ void Engine::fail_op_locked(Op& op, std::string error) {
   op.failing = true;
   // Open parts of a receive would take parts of the next message with the tag. A part the provider
   // has begun to fill completes instead, and the operation waits for it (settle_locked).
-  if (!op.is_send && !via_node(op.peer))
+  if (!op.is_send && op.wire != nullptr)
     for (size_t part = 0; part < op.posted_parts; ++part)
-      if (inflight_.contains(op.context_of(part))) fabric_->cancel(op.context_of(part));
+      if (inflight_.contains(op.context_of(part))) op.wire->fabric->cancel(op.context_of(part));
 }
 
 std::string receive_mismatch(const Op& op, size_t part, const Completion& completion, unsigned label_bits) {
@@ -209,7 +230,7 @@ void Engine::complete_locked(const Completion& completion) {
   if (it == inflight_.end()) return;  // not ours (cannot happen with FI_CONTEXT2 contexts)
   OpPtr op = std::move(it->second);
   inflight_.erase(it);
-  if (!via_node(op->peer)) --fabric_inflight_;
+  if (op->wire != nullptr) --op->wire->inflight;
   --op->open_parts;
   // After a first error the rest of the parts only need to close (a cancelled one, or one the
   // provider filled meanwhile).
@@ -219,7 +240,8 @@ void Engine::complete_locked(const Completion& completion) {
       error = std::string(op->is_send ? "send to" : "receive from") + " rank " + std::to_string(op->peer) + " (" +
               std::to_string(op->bytes) + " bytes) failed: " + completion.message;
     else if (!op->is_send)
-      error = receive_mismatch(*op, op->part_of(completion.context), completion, label_bits_);
+      error = receive_mismatch(*op, op->part_of(completion.context), completion,
+                               op->wire != nullptr ? op->wire->label_bits : 0);
     if (!error.empty()) fail_op_locked(*op, std::move(error));
   }
   settle_locked(*op);
@@ -228,12 +250,13 @@ void Engine::complete_locked(const Completion& completion) {
 bool Engine::progress() {
   std::unique_lock lock(mutex_, std::try_to_lock);  // another thread progressing is as good
   if (!lock.owns_lock()) return false;              // another thread is progressing right now
-  if (!fabric_) return false;
+  if (wires_.empty()) return false;                 // closed
   bool moved = post_queued_locked();
   completions_.clear();
-  // Only while the fabric carries something. When every peer is on the node transport, libfabric's
+  // Only the wires that carry something. When every peer is on the node transport, libfabric's
   // poll took 2% of the CPU time of a 4-rank allreduce (perf), once every time round a waiter's loop.
-  if ((fabric_peers_ || fabric_inflight_ > 0) && fabric_->poll(completions_) > 0) moved = true;
+  for (Wire& wire : wires_)
+    if ((wire.has_peers || wire.inflight > 0) && wire.fabric->poll(completions_) > 0) moved = true;
   if (node_ && node_->poll(completions_) > 0) moved = true;
   for (const Completion& c : completions_) complete_locked(c);
   if (advance_tasks_locked()) moved = true;
@@ -272,7 +295,7 @@ void Engine::add_task(std::shared_ptr<Task> task) {
   // progress() has polled the fabric (a system call or more on socket providers, between one
   // message's arrival and the next send; issue 7). Every task advances, in order, so a message does
   // not overtake an earlier task's that became ready meanwhile.
-  if (fabric_ && advance_tasks_locked()) post_queued_locked();
+  if (!wires_.empty() && advance_tasks_locked()) post_queued_locked();
 }
 
 void Engine::wait_task(const Task& task) {

@@ -59,6 +59,8 @@ struct PartLabel {
   static PartLabel decode(uint64_t data) { return {data >> 8, data & 15, (data >> 4 & 15) + 1}; }
 };
 
+struct Wire;
+
 struct Op {
   fi_context2 context{};  // part 0's; completions carry its address; must stay the first member
   bool is_send = false;
@@ -82,6 +84,7 @@ struct Op {
   size_t parts = 1;
   size_t part_bytes = 0;
   std::unique_ptr<fi_context2[]> more_contexts;  // parts 1 ..; part 0 posts with `context`
+  Wire* wire = nullptr;                          // the fabric it goes on; null on the node transport
   size_t posted_parts = 0;
   size_t open_parts = 0;  // posted, not yet completed
 
@@ -113,23 +116,42 @@ using OpPtr = std::shared_ptr<Op>;
 // is the part's, carrying a PartLabel of `label_bits` (0: none) where the sender sent one.
 std::string receive_mismatch(const Op& op, size_t part, const Completion& completion, unsigned label_bits);
 
+// One libfabric endpoint the Engine sends on: a network of routes.hpp, and how messages on it are cut.
+struct Wire {
+  std::unique_ptr<Fabric> fabric;
+  // The size fabric messages are cut into (0: never cut; larger parts where that would make more
+  // than PartLabel::kMaxParts); the same at both ends of every link on it.
+  size_t message_bytes = 0;
+  unsigned label_bits = 0;  // the bits of a PartLabel its messages carry (Fabric::label_bits); 0: none
+  bool has_peers = false;   // some other rank is reached through it
+  size_t inflight = 0;      // operations posted to it
+};
+
+// Where messages to one rank go: a wire (an index into the Engine's wires) and the rank's address on it.
+struct Route {
+  size_t wire = 0;
+  fi_addr_t address = FI_ADDR_NOTAVAIL;
+};
+
 class Engine {
  public:
-  // `node` (may be null) carries the messages to the ranks it is enabled for, `fabric` the rest.
-  // `message_bytes`: the size fabric messages are cut into (0: never cut; larger parts where that
-  // would make more than PartLabel::kMaxParts); the same on every rank.
-  Engine(std::unique_ptr<Fabric> fabric, std::unique_ptr<NodeTransport> node, std::vector<fi_addr_t> peers, int rank,
-         std::chrono::milliseconds timeout, size_t message_bytes);
+  // `node` (may be null) carries the messages to the ranks it is enabled for, `wires` the rest:
+  // `routes` (one per rank, this one's own included: a rank's messages to itself go on a wire)
+  // says which wire and address.
+  Engine(std::vector<Wire> wires, std::vector<Route> routes, std::unique_ptr<NodeTransport> node, int rank,
+         std::chrono::milliseconds timeout);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   int rank() const { return rank_; }
-  int world_size() const { return static_cast<int>(peers_.size()); }
-  const std::string& provider() const { return fabric_->provider(); }
+  int world_size() const { return static_cast<int>(routes_.size()); }
+  // The libfabric providers in use, "tcp;ofi_rxm" or "verbs;ofi_rxm, tcp;ofi_rxm".
+  const std::string& provider() const { return providers_; }
   // The world ranks reached through the node transport.
   std::vector<int> node_peers() const;
-  // "tcp;ofi_rxm; node transport (cma) to ranks 1,3".
+  // "tcp;ofi_rxm on eth0; node transport (cma) to ranks 1,3", or with several networks
+  // "verbs;ofi_rxm on mlx5_0 to ranks 1; tcp;ofi_rxm on eth0 to ranks 2,3".
   std::string transports() const;
   std::chrono::milliseconds timeout() const { return timeout_; }
 
@@ -196,21 +218,18 @@ class Engine {
   void complete_locked(const Completion& completion);
   void background_loop();
 
-  std::unique_ptr<Fabric> fabric_;
+  std::vector<Wire> wires_;  // emptied when the Engine closes
+  std::vector<Route> routes_;
   std::unique_ptr<NodeTransport> node_;
-  std::vector<fi_addr_t> peers_;
   int rank_;
   std::chrono::milliseconds timeout_;
-  size_t message_bytes_;
-  unsigned label_bits_;  // the bits of a PartLabel fabric messages carry; 0: none
+  std::string providers_;
 
-  // Guards fabric_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
+  // Guards wires_, node_, queued_, inflight_ and tasks_. Recursive: tasks advanced under it submit operations.
   std::recursive_mutex mutex_;
   std::deque<OpPtr> queued_;
   std::vector<std::shared_ptr<Task>> tasks_;
   std::unordered_map<void*, OpPtr> inflight_;
-  bool fabric_peers_ = false;   // some other rank is reached through the fabric
-  size_t fabric_inflight_ = 0;  // operations posted to the fabric (a rank's messages to itself go there)
   std::vector<Completion> completions_;
   std::atomic<int> pending_{0};  // queued + in flight operations + running tasks
   std::atomic<int> waiters_{0};

@@ -22,14 +22,15 @@ namespace {
 // The libfabric API this code is written against; 1.14 is the oldest Debian/Ubuntu ship today.
 constexpr uint32_t kApiVersion = FI_VERSION(1, 14);
 
-[[noreturn]] void fail(const std::string& provider, const char* call, ssize_t code) {
+[[noreturn]] void fail(const Network& network, const char* call, ssize_t code) {
   throw Error(H2_STATUS_INTERNAL,
-              "DiComm: " + std::string(call) + " on provider '" + provider + "' failed: " + Fabric::error_text(code));
+              "DiComm: " + std::string(call) + " on " + network.describe() + " failed: " + Fabric::error_text(code));
 }
 
 // Hints for what DiComm needs: reliable datagrams, tagged messages delivered in send order between
 // two ranks (collectives rely on it for the pieces of one step), manual progress is fine.
-fi_info* make_hints(const std::string& provider, const std::string& iface) {
+// `network` narrows them to its provider, where given.
+fi_info* make_hints(const Network& network) {
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) throw Error(H2_STATUS_OUT_OF_MEMORY, "DiComm: fi_allocinfo failed");
   hints->caps = FI_TAGGED | FI_MSG;
@@ -40,11 +41,9 @@ fi_info* make_hints(const std::string& provider, const std::string& iface) {
   // Registration modes DiComm copes with (verbs and efa need FI_MR_LOCAL; tcp and shm need none).
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;
-  if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider.c_str());
-  // Socket providers list every interface; eth0 comes before lo, so without this the data of a
-  // loopback job would leave through the VM's external address.
-  if (!iface.empty() && (provider.empty() || is_socket_provider(provider)))
-    hints->domain_attr->name = strdup(iface.c_str());
+  // Not the fabric and domain names: ofi_rxm over tcp (1.17) ignores them and lists every
+  // interface, the first one first. Fabric() picks the network's entry from the list itself.
+  if (!network.provider.empty()) hints->fabric_attr->prov_name = strdup(network.provider.c_str());
   return hints;
 }
 
@@ -54,31 +53,26 @@ std::string Fabric::error_text(ssize_t code) {
   return std::string(fi_strerror(static_cast<int>(code < 0 ? -code : code))) + " (" + std::to_string(code) + ")";
 }
 
-bool is_socket_provider(const std::string& provider) {
-  for (const char* core : {"tcp", "sockets", "udp", "net"})
-    if (provider == core || provider.rfind(std::string(core) + ";", 0) == 0) return true;
-  return false;
-}
-
 size_t default_message_bytes(const std::string& provider) {
   return provider.find("ofi_rxm") != std::string::npos ? size_t{512} << 10 : 0;
 }
 
-ProviderProbe probe_providers(const std::string& iface) {
+ProviderProbe probe_providers() {
   ProviderProbe probe;
   const uint32_t version = fi_version();
   probe.libfabric_version = std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
-  fi_info* hints = make_hints("", "");
+  fi_info* hints = make_hints(Network{});
   fi_info* list = nullptr;
   if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list) == 0) {
     for (fi_info* i = list; i != nullptr; i = i->next) {
-      const std::string name = i->fabric_attr->prov_name;
-      // A socket provider counts only when it offers the interface that reaches the store.
-      if (is_socket_provider(name) && !iface.empty() && i->domain_attr->name != nullptr &&
-          iface != i->domain_attr->name)
-        continue;
-      if (std::find(probe.providers.begin(), probe.providers.end(), name) == probe.providers.end())
-        probe.providers.push_back(name);
+      Network network;
+      network.provider = i->fabric_attr->prov_name != nullptr ? i->fabric_attr->prov_name : "";
+      network.fabric = i->fabric_attr->name != nullptr ? i->fabric_attr->name : "";
+      network.domain = i->domain_attr->name != nullptr ? i->domain_attr->name : "";
+      const auto same = [&](const Network& n) {
+        return n.provider == network.provider && n.fabric == network.fabric && n.domain == network.domain;
+      };
+      if (std::none_of(probe.networks.begin(), probe.networks.end(), same)) probe.networks.push_back(network);
     }
     fi_freeinfo(list);
   }
@@ -86,23 +80,25 @@ ProviderProbe probe_providers(const std::string& iface) {
   return probe;
 }
 
-std::string choose_provider(const std::vector<std::string>& available, bool single_node) {
-  auto has = [&](const std::string& p) { return std::find(available.begin(), available.end(), p) != available.end(); };
-  // shm lacks FI_REMOTE_COMM: it is only right when no rank is on another node.
-  if (single_node && has("shm")) return "shm";
-  for (const char* preferred : {"verbs;ofi_rxm", "efa", "cxi", "tcp;ofi_rxm", "net", "tcp"})
-    if (has(preferred)) return preferred;
-  return "";
-}
-
-Fabric::Fabric(const std::string& provider, const std::string& iface) : provider_(provider) {
-  fi_info* hints = make_hints(provider, iface);
-  const int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &info_);
+Fabric::Fabric(const Network& network) : network_(network) {
+  fi_info* hints = make_hints(network);
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints, &list);
   fi_freeinfo(hints);
+  // Socket providers offer one entry per interface and address family: the network's, by name.
+  auto named = [](const char* name, const std::string& wanted) {
+    return wanted.empty() || (name != nullptr && wanted == name);
+  };
+  for (fi_info* i = rc == 0 ? list : nullptr; i != nullptr && info_ == nullptr; i = i->next)
+    if (named(i->fabric_attr->name, network.fabric) && named(i->domain_attr->name, network.domain))
+      info_ = fi_dupinfo(i);
+  if (list != nullptr) fi_freeinfo(list);
+  if (rc == 0 && info_ == nullptr) rc = -FI_ENODATA;
   if (rc != 0 || info_ == nullptr)
-    throw Error(H2_STATUS_UNSUPPORTED, "DiComm: libfabric provider '" + provider +
+    throw Error(H2_STATUS_UNSUPPORTED, "DiComm: libfabric provider '" + network.provider +
                                            "' offers no reliable-datagram endpoint with tagged messages" +
-                                           (iface.empty() ? "" : " on interface '" + iface + "'") + ": " +
+                                           (network.domain.empty() ? "" : " on '" + network.domain + "'") +
+                                           (network.fabric.empty() ? "" : " (fabric " + network.fabric + ")") + ": " +
                                            error_text(rc) + " (see `fi_info -l`; H2_FABRIC_PROVIDER overrides)");
   mr_local_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   cq_data_size_ = info_->domain_attr->cq_data_size;
@@ -110,30 +106,30 @@ Fabric::Fabric(const std::string& provider, const std::string& iface) : provider
   if (shm) name_shm_region();
 
   ssize_t rc2 = fi_fabric(info_->fabric_attr, &fabric_, nullptr);
-  if (rc2 != 0) fail(provider_, "fi_fabric", rc2);
+  if (rc2 != 0) fail(network_, "fi_fabric", rc2);
   rc2 = fi_domain(fabric_, info_, &domain_, nullptr);
-  if (rc2 != 0) fail(provider_, "fi_domain", rc2);
+  if (rc2 != 0) fail(network_, "fi_domain", rc2);
 
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_TAGGED;
   cq_attr.wait_obj = FI_WAIT_NONE;  // DiComm polls; blocking reads hang shm in 1.17 (notes §2.4.2)
   cq_attr.size = 4096;
   rc2 = fi_cq_open(domain_, &cq_attr, &cq_, nullptr);
-  if (rc2 != 0) fail(provider_, "fi_cq_open", rc2);
+  if (rc2 != 0) fail(network_, "fi_cq_open", rc2);
 
   fi_av_attr av_attr{};
   av_attr.type = FI_AV_TABLE;
   rc2 = fi_av_open(domain_, &av_attr, &av_, nullptr);
-  if (rc2 != 0) fail(provider_, "fi_av_open", rc2);
+  if (rc2 != 0) fail(network_, "fi_av_open", rc2);
 
   rc2 = fi_endpoint(domain_, info_, &ep_, nullptr);
-  if (rc2 != 0) fail(provider_, "fi_endpoint", rc2);
+  if (rc2 != 0) fail(network_, "fi_endpoint", rc2);
   rc2 = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
-  if (rc2 != 0) fail(provider_, "fi_ep_bind(cq)", rc2);
+  if (rc2 != 0) fail(network_, "fi_ep_bind(cq)", rc2);
   rc2 = fi_ep_bind(ep_, &av_->fid, 0);
-  if (rc2 != 0) fail(provider_, "fi_ep_bind(av)", rc2);
+  if (rc2 != 0) fail(network_, "fi_ep_bind(av)", rc2);
   rc2 = fi_enable(ep_);
-  if (rc2 != 0) fail(provider_, "fi_enable", rc2);
+  if (rc2 != 0) fail(network_, "fi_enable", rc2);
   if (shm) {
     // The endpoint's name is "fi_shm://<ours>:<uid>:<index>", its region "/dev/shm/<ours>:<uid>:<index>".
     const std::vector<uint8_t> address = this->address();
@@ -179,26 +175,25 @@ std::vector<uint8_t> Fabric::address() const {
     name.resize(length);
     rc = fi_getname(&ep_->fid, name.data(), &length);
   }
-  if (rc != 0) fail(provider_, "fi_getname", rc);
+  if (rc != 0) fail(network_, "fi_getname", rc);
   name.resize(length);
   return name;
 }
 
-std::vector<fi_addr_t> Fabric::insert(const std::vector<std::vector<uint8_t>>& addresses) {
-  std::vector<fi_addr_t> result(addresses.size(), FI_ADDR_NOTAVAIL);
-  for (size_t r = 0; r < addresses.size(); ++r) {
-    const int inserted = fi_av_insert(av_, addresses[r].data(), 1, &result[r], 0, nullptr);
-    if (inserted != 1)
-      throw Error(H2_STATUS_INTERNAL, "DiComm: fi_av_insert of rank " + std::to_string(r) + "'s address on provider '" +
-                                          provider_ + "' failed: " + error_text(inserted < 0 ? inserted : -FI_EINVAL));
-  }
+fi_addr_t Fabric::insert(int rank, const std::vector<uint8_t>& address) {
+  fi_addr_t result = FI_ADDR_NOTAVAIL;
+  const int inserted = fi_av_insert(av_, address.data(), 1, &result, 0, nullptr);
+  if (inserted != 1)
+    throw Error(H2_STATUS_INTERNAL, "DiComm: fi_av_insert of rank " + std::to_string(rank) + "'s address on " +
+                                        network_.describe() +
+                                        " failed: " + error_text(inserted < 0 ? inserted : -FI_EINVAL));
   return result;
 }
 
 void* Fabric::register_memory(void* data, size_t bytes, void** handle) {
   fid_mr* mr = nullptr;
   const ssize_t rc = fi_mr_reg(domain_, data, bytes, FI_SEND | FI_RECV, 0, next_key_++, 0, &mr, nullptr);
-  if (rc != 0) fail(provider_, "fi_mr_reg", rc);
+  if (rc != 0) fail(network_, "fi_mr_reg", rc);
   *handle = mr;
   return fi_mr_desc(mr);
 }
@@ -248,7 +243,7 @@ size_t Fabric::poll(std::vector<Completion>& out, size_t max) {
     }
     return 0;
   }
-  fail(provider_, "fi_cq_read", n);
+  fail(network_, "fi_cq_read", n);
 }
 
 }  // namespace h2::dicomm::detail

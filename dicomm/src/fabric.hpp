@@ -14,22 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "routes.hpp"
+
 namespace h2::dicomm::detail {
 
-// What libfabric offers for RDM + tagged on this node, probed before choosing a provider.
+// What libfabric offers for RDM + tagged on this node, probed before the ranks choose their routes.
 struct ProviderProbe {
-  std::string libfabric_version;       // fi_version() as "1.17"
-  std::vector<std::string> providers;  // prov_name of every RDM/tagged info, first occurrence order
+  std::string libfabric_version;  // fi_version() as "1.17"
+  // Every provider, fabric and domain libfabric offers, first occurrence order; the NIC's speed,
+  // loopback and store facts are the caller's to fill (local_networks).
+  std::vector<Network> networks;
 };
-// `iface` restricts socket providers to one interface (the one that reaches the store).
-ProviderProbe probe_providers(const std::string& iface);
-
-// The provider DiComm prefers among `available` (ranks pass the intersection of theirs):
-// shm when every rank is on one node, then verbs, efa, cxi, then tcp.
-std::string choose_provider(const std::vector<std::string>& available, bool single_node);
-
-// True for providers whose domains are IP interfaces (tcp, sockets, udp, net).
-bool is_socket_provider(const std::string& provider);
+ProviderProbe probe_providers();
 
 struct Completion {
   void* context = nullptr;  // the context the operation was posted with
@@ -52,14 +48,15 @@ size_t default_message_bytes(const std::string& provider);
 
 class Fabric {
  public:
-  // Opens fabric, domain, completion queue, address vector and endpoint for `provider`.
-  // Throws h2::Error naming the provider and the failing call.
-  Fabric(const std::string& provider, const std::string& iface);
+  // Opens fabric, domain, completion queue, address vector and endpoint on `network` (its
+  // provider, fabric and domain). Throws h2::Error naming the network and the failing call.
+  explicit Fabric(const Network& network);
   ~Fabric();
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
 
-  const std::string& provider() const { return provider_; }
+  const std::string& provider() const { return network_.provider; }
+  const Network& network() const { return network_; }
   // The name of the shared-memory region behind the endpoint (the shm provider), "" for others.
   // Peers open it by name when they insert this endpoint's address, and never after; so once every
   // rank has inserted every address the name can go (unlink_region_name), and a rank killed later
@@ -68,8 +65,8 @@ class Fabric {
   static void unlink_region_name(const std::string& name);
   // The endpoint's address, to publish through the store.
   std::vector<uint8_t> address() const;
-  // Inserts every rank's address, in rank order; returns their fi_addr_t.
-  std::vector<fi_addr_t> insert(const std::vector<std::vector<uint8_t>>& addresses);
+  // Inserts rank `rank`'s address; returns its fi_addr_t.
+  fi_addr_t insert(int rank, const std::vector<uint8_t>& address);
   // Whether buffers must be registered (FI_MR_LOCAL); descriptors come from register_memory.
   bool needs_registration() const { return mr_local_; }
   // Registers [data, data+bytes) and returns its descriptor; the registration lives until
@@ -99,7 +96,7 @@ class Fabric {
 
  private:
   void name_shm_region();
-  std::string provider_;
+  Network network_;
   std::string region_name_;
   bool mr_local_ = false;
   size_t cq_data_size_ = 0;

@@ -15,6 +15,7 @@
 #include "h2/log.hpp"
 #include "hex.hpp"
 #include "missing_ranks.hpp"
+#include "routes.hpp"
 #include "world_settings.hpp"
 
 namespace h2::dicomm::detail {
@@ -58,9 +59,9 @@ std::string join(const std::vector<std::string>& items) {
   return text.empty() ? "none" : text;
 }
 
-// Every rank must use the same provider of the same libfabric: `net` and `tcp;ofi_rxm` do not talk
-// to each other, nor do different libfabric majors.
-std::string agree_on_provider(const std::vector<json>& ranks, bool shm_safe) {
+// Every rank must use the same libfabric (different majors do not talk to each other) and ask for
+// the same provider; where one is asked for, every rank must have it.
+void check_fabric_alike(const std::vector<json>& ranks, bool shm_safe, const std::string& shm_hazard) {
   const std::string version = ranks[0]["libfabric"];
   for (size_t r = 1; r < ranks.size(); ++r)
     if (ranks[r]["libfabric"] != version)
@@ -75,44 +76,20 @@ std::string agree_on_provider(const std::vector<json>& ranks, bool shm_safe) {
                       "DiComm: rank " + std::to_string(r) + " asks for provider '" +
                           ranks[r]["requested"].get<std::string>() + "' but rank 0 for '" + requested +
                           "' (H2_FABRIC_PROVIDER must be the same on every rank)");
-  const std::string shm_hazard =
-      "libfabric " + version +
-      "'s shm provider would copy through bounce buffers here (cross-memory attach is not permitted or "
-      "FI_SHM_DISABLE_CMA is set), and before libfabric 1.19 that hangs once several messages arrive ahead of "
-      "their receives (ofiwg/libfabric#9143)";
   if (requested == "shm" && !shm_safe)
     throw CommError(CommErrorKind::usage, -1,
                     "DiComm: H2_FABRIC_PROVIDER=shm refused: " + shm_hazard + "; use tcp;ofi_rxm or a newer libfabric");
-  if (!requested.empty()) {
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      const auto providers = ranks[r]["providers"].get<std::vector<std::string>>();
-      if (std::find(providers.begin(), providers.end(), requested) == providers.end())
-        throw CommError(CommErrorKind::usage, static_cast<int>(r),
-                        "DiComm: rank " + std::to_string(r) + " (" + ranks[r]["node"].get<std::string>() +
-                            ") has no libfabric provider '" + requested + "' (it has: " + join(providers) + ")");
-    }
-    return requested;
+  if (requested.empty()) return;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::vector<std::string> providers;
+    for (const json& network : ranks[r]["networks"])
+      if (std::find(providers.begin(), providers.end(), network["provider"]) == providers.end())
+        providers.push_back(network["provider"]);
+    if (std::find(providers.begin(), providers.end(), requested) == providers.end())
+      throw CommError(CommErrorKind::usage, static_cast<int>(r),
+                      "DiComm: rank " + std::to_string(r) + " (" + ranks[r]["node"].get<std::string>() +
+                          ") has no libfabric provider '" + requested + "' (it has: " + join(providers) + ")");
   }
-  std::vector<std::string> common = ranks[0]["providers"];
-  bool single_node = true;
-  for (const json& rank : ranks) {
-    const auto providers = rank["providers"].get<std::vector<std::string>>();
-    std::erase_if(common, [&](const std::string& p) {
-      return std::find(providers.begin(), providers.end(), p) == providers.end();
-    });
-    single_node = single_node && rank["node"] == ranks[0]["node"];
-  }
-  if (!shm_safe && std::erase(common, "shm") > 0) log(LogLevel::warning, "dicomm", "not choosing shm: " + shm_hazard);
-  const std::string chosen = choose_provider(common, single_node);
-  if (chosen.empty()) {
-    std::string detail;
-    for (size_t r = 0; r < ranks.size(); ++r)
-      detail += "; rank " + std::to_string(r) + ": " + join(ranks[r]["providers"].get<std::vector<std::string>>());
-    throw CommError(CommErrorKind::usage, -1,
-                    "DiComm: the ranks share no usable libfabric provider" + detail +
-                        " (set H2_FABRIC_PROVIDER to one they all have)");
-  }
-  return chosen;
 }
 
 // What the ranks of each node can do with each other's memory.
@@ -198,74 +175,150 @@ uint64_t make_tag(TagKind kind, uint32_t comm_id, int sender, uint32_t sequence)
 
 namespace {
 
-// What the ranks agreed when they met: the provider, and the node transport where ranks share a node.
+// What the ranks agreed when they met: each peer's network, and the node transport where ranks share a node.
 struct Meeting {
-  std::string provider;
+  std::vector<Network> networks;  // this rank's
+  std::vector<int> routes;        // per rank, an index into `networks`; -1: itself, or the node transport's
+  int own = -1;                   // the network this rank's messages to itself go on
   NodeSetup node;
 };
 
-// The first round through the store: every rank says where it runs, which providers it has and
-// what it asks for; the ranks of each node set up the node transport and all agree on a provider.
+// The first round through the store: every rank says where it runs, which networks it has and
+// what it asks for; the ranks of each node set up the node transport, and every rank chooses the
+// network to each of its other peers (routes.hpp).
 Meeting meet_ranks(Store* store, const RankInfo& info, const WorldSettings& settings, const ProviderProbe& probe,
-                   const std::string& node) {
+                   const std::string& node, const std::string& store_interface) {
   Meeting meeting;
+  meeting.networks = local_networks(probe.networks, store_interface, settings.nic_gbps);
+  std::vector<json> ranks;
   if (store == nullptr) {
-    meeting.provider = settings.provider.empty() ? choose_provider(probe.providers, true) : settings.provider;
-    if (meeting.provider.empty())
-      throw CommError(CommErrorKind::usage, -1, "DiComm: libfabric offers no usable provider here (see fi_info -l)");
-    return meeting;
+    ranks.push_back(json{{"node", node},
+                         {"networks", meeting.networks},
+                         {"libfabric", probe.libfabric_version},
+                         {"requested", settings.provider}});
+  } else {
+    const std::string prefix = "dicomm/rank/";
+    store->set(prefix + std::to_string(info.rank), json{{"node", node},
+                                                        {"networks", meeting.networks},
+                                                        {"libfabric", probe.libfabric_version},
+                                                        {"requested", settings.provider},
+                                                        {"settings", settings.shared()}}
+                                                       .dump());
+    std::vector<json> shared;
+    for (int r = 0; r < info.world_size; ++r) {
+      ranks.push_back(json::parse(store->get(prefix + std::to_string(r))));
+      shared.push_back(ranks.back()["settings"]);
+    }
+    check_settings_alike(shared);
+    meeting.node = connect_node_transport(*store, info.rank, ranks);
+    if (!settings.want_node_transport) meeting.node.transport.reset();
   }
-  const std::string prefix = "dicomm/rank/";
-  store->set(prefix + std::to_string(info.rank), json{{"node", node},
-                                                      {"providers", probe.providers},
-                                                      {"libfabric", probe.libfabric_version},
-                                                      {"requested", settings.provider},
-                                                      {"settings", settings.shared()}}
-                                                     .dump());
-  std::vector<json> ranks, shared;
-  for (int r = 0; r < info.world_size; ++r) {
-    ranks.push_back(json::parse(store->get(prefix + std::to_string(r))));
-    shared.push_back(ranks.back()["settings"]);
+  const std::string version = probe.libfabric_version;
+  const std::string shm_hazard =
+      "libfabric " + version +
+      "'s shm provider would copy through bounce buffers here (cross-memory attach is not permitted or "
+      "FI_SHM_DISABLE_CMA is set), and before libfabric 1.19 that hangs once several messages arrive ahead of "
+      "their receives (ofiwg/libfabric#9143)";
+  const RouteRules rules{settings.provider, shm_is_safe(version, meeting.node.memory_readable)};
+  check_fabric_alike(ranks, rules.shm_safe, shm_hazard);
+
+  std::vector<RankNetworks> all;
+  for (const json& rank : ranks) all.push_back({rank["node"], rank["networks"].get<std::vector<Network>>()});
+  std::vector<bool> skip(ranks.size(), false);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    skip[r] = meeting.node.transport && meeting.node.transport->enabled(static_cast<int>(r));
+  meeting.routes = choose_routes(all, info.rank, rules, skip);
+  for (size_t r = 0; r < ranks.size() && meeting.own < 0; ++r) meeting.own = meeting.routes[r];
+  if (meeting.own < 0) {
+    const RankNetworks& mine = all[static_cast<size_t>(info.rank)];
+    meeting.own = choose_route(mine, mine, rules).first;
   }
-  check_settings_alike(shared);
-  meeting.node = connect_node_transport(*store, info.rank, ranks);
-  meeting.provider = agree_on_provider(ranks, shm_is_safe(probe.libfabric_version, meeting.node.memory_readable));
+  if (meeting.own < 0)
+    throw CommError(CommErrorKind::usage, -1,
+                    "DiComm: libfabric offers no usable provider here" +
+                        (settings.provider.empty() ? std::string() : " of '" + settings.provider + "'") +
+                        " (see fi_info -l)");
+  const bool offers_shm = std::any_of(meeting.networks.begin(), meeting.networks.end(),
+                                      [](const Network& n) { return n.provider == "shm"; });
+  if (!rules.shm_safe && offers_shm && settings.provider.empty())
+    log(LogLevel::warning, "dicomm", "not choosing shm: " + shm_hazard);
   return meeting;
 }
 
-// The second round: every rank's endpoint address and fabric message size (the same on every rank:
-// where unset it is the agreed provider's default, known only now), inserted into the fabric.
-std::vector<fi_addr_t> exchange_addresses(Store* store, const RankInfo& info, Fabric& fabric,
-                                          const WorldSettings& settings, size_t message_bytes,
-                                          const std::string& provider) {
+// The endpoints this rank opened: one per network it uses (Meeting::routes, and `own`).
+struct Wires {
+  std::vector<Wire> wires;
+  std::vector<int> network_of;  // per wire, an index into Meeting::networks
+  size_t wire_of(int network) const {
+    return static_cast<size_t>(std::find(network_of.begin(), network_of.end(), network) - network_of.begin());
+  }
+};
+
+// Opens an endpoint on every network in `meeting`'s routes, each cutting messages at the size
+// H2_DICOMM_FABRIC_MESSAGE_BYTES says (where unset, its provider's default).
+Wires open_wires(const Meeting& meeting, const WorldSettings& settings) {
+  Wires opened;
+  std::vector<int> used{meeting.own};
+  for (int network : meeting.routes)
+    if (network >= 0 && std::find(used.begin(), used.end(), network) == used.end()) used.push_back(network);
+  for (int network : used) {
+    Wire wire;
+    wire.fabric = std::make_unique<Fabric>(meeting.networks[static_cast<size_t>(network)]);
+    wire.label_bits = wire.fabric->label_bits();
+    wire.message_bytes = settings.message_bytes >= 0 ? static_cast<size_t>(settings.message_bytes)
+                         : wire.label_bits > 0       ? default_message_bytes(wire.fabric->provider())
+                                                     : 0;
+    opened.wires.push_back(std::move(wire));
+    opened.network_of.push_back(network);
+  }
+  return opened;
+}
+
+// The second round: every rank publishes each of its endpoints' address and message size (the
+// same at both ends of a link: where unset it is the provider's default, known only now), and
+// inserts each peer's on the network that leads to it. Returns every rank's route.
+std::vector<Route> exchange_addresses(Store* store, const RankInfo& info, Wires& opened, const Meeting& meeting,
+                                      const WorldSettings& settings) {
+  json addresses = json::object(), sizes = json::object();
+  for (size_t w = 0; w < opened.wires.size(); ++w) {
+    const std::string key = meeting.networks[static_cast<size_t>(opened.network_of[w])].key();
+    addresses[key] = hex(opened.wires[w].fabric->address());
+    sizes[key] = opened.wires[w].message_bytes;
+  }
   if (store != nullptr)
     store->set("dicomm/address/" + std::to_string(info.rank),
-               json{{"address", hex(fabric.address())}, {"fabric_message_bytes", message_bytes}}.dump());
+               json{{"addresses", addresses}, {"fabric_message_bytes", sizes}}.dump());
   // Refused only once published, so that a rank that leaves it unset meets the difference at once
   // instead of waiting for this rank's entry until the timeout.
-  if (settings.message_bytes > 0 && fabric.label_bits() == 0)
-    throw CommError(CommErrorKind::usage, -1,
-                    "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(settings.message_bytes) +
-                        " refused: provider '" + provider +
-                        "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
-                        "which DiComm needs to check the parts of a cut message; set it to 0");
-  std::vector<std::vector<uint8_t>> addresses(static_cast<size_t>(info.world_size));
-  if (store == nullptr) {
-    addresses[0] = fabric.address();
-    return fabric.insert(addresses);
-  }
+  for (const Wire& wire : opened.wires)
+    if (settings.message_bytes > 0 && wire.label_bits == 0)
+      throw CommError(CommErrorKind::usage, -1,
+                      "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(settings.message_bytes) +
+                          " refused: provider '" + wire.fabric->provider() +
+                          "' cannot carry 4 bytes of immediate data with a message (its cq_data_size is smaller), "
+                          "which DiComm needs to check the parts of a cut message; set it to 0");
+  std::vector<Route> routes(static_cast<size_t>(info.world_size));
+  Route& own = routes[static_cast<size_t>(info.rank)];
+  own.wire = opened.wire_of(meeting.own);
+  own.address = opened.wires[own.wire].fabric->insert(info.rank, opened.wires[own.wire].fabric->address());
   for (int r = 0; r < info.world_size; ++r) {
+    const int network = meeting.routes[static_cast<size_t>(r)];
+    if (network < 0) continue;
+    const Network& chosen = meeting.networks[static_cast<size_t>(network)];
+    Route& route = routes[static_cast<size_t>(r)];
+    route.wire = opened.wire_of(network);
     const json entry = json::parse(store->get("dicomm/address/" + std::to_string(r)));
-    addresses[static_cast<size_t>(r)] = unhex(entry.at("address").get<std::string>());
-    const size_t theirs = entry.at("fabric_message_bytes").get<size_t>();
-    if (theirs != message_bytes)
+    const size_t theirs = entry.at("fabric_message_bytes").at(chosen.key()).get<size_t>();
+    const size_t mine = opened.wires[route.wire].message_bytes;
+    if (theirs != mine)
       throw CommError(CommErrorKind::usage, r,
                       "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES is " + std::to_string(theirs) + " on rank " +
-                          std::to_string(r) + " and " + std::to_string(message_bytes) + " on rank " +
-                          std::to_string(info.rank) + " (where unset, provider '" + provider +
-                          "''s default); set it alike");
+                          std::to_string(r) + " and " + std::to_string(mine) + " on rank " + std::to_string(info.rank) +
+                          " (where unset, provider '" + chosen.provider + "''s default); set it alike");
+    route.address =
+        opened.wires[route.wire].fabric->insert(r, unhex(entry.at("addresses").at(chosen.key()).get<std::string>()));
   }
-  return fabric.insert(addresses);
+  return routes;
 }
 
 }  // namespace
@@ -288,42 +341,33 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   world->vendor_collectives_ = settings.vendor_collectives;
   world->node_ = node_identity();
 
-  // Socket providers use the interface this rank reaches the store through (lo for a local job, a
-  // test host's veth, the cluster NIC); they read it when libfabric first initialises them, and a
-  // user's setting wins.
-  std::string iface = "lo";
+  // The interface this rank reaches the store through (lo for a local job, a test host's veth, the
+  // cluster NIC): between networks otherwise alike, the ranks prefer the one both reach it through.
+  std::string store_interface = info.world_size > 1 ? "" : "lo";
   if (info.world_size > 1) {
     world->store_ = Store::connect(info, settings.timeout);
-    const std::string found = interface_of(world->store_->local_address());
-    if (!found.empty()) iface = found;
+    store_interface = interface_of(world->store_->local_address());
   }
-  for (const char* variable : {"FI_TCP_IFACE", "FI_NET_IFACE", "FI_SOCKETS_IFACE"}) setenv(variable, iface.c_str(), 0);
-  const ProviderProbe probe = probe_providers(iface);
-
-  Meeting meeting = meet_ranks(world->store_.get(), info, settings, probe, world->node_);
-  auto fabric = std::make_unique<Fabric>(meeting.provider, is_socket_provider(meeting.provider) ? iface : "");
-  const size_t message_bytes = settings.message_bytes >= 0 ? static_cast<size_t>(settings.message_bytes)
-                               : fabric->label_bits() > 0  ? default_message_bytes(meeting.provider)
-                                                           : 0;
-  std::vector<fi_addr_t> peers =
-      exchange_addresses(world->store_.get(), info, *fabric, settings, message_bytes, meeting.provider);
-  const std::string region_name = fabric->region_name();
-  if (!settings.want_node_transport) meeting.node.transport.reset();
+  const ProviderProbe probe = probe_providers();
+  Meeting meeting = meet_ranks(world->store_.get(), info, settings, probe, world->node_, store_interface);
+  Wires opened = open_wires(meeting, settings);
+  std::vector<Route> routes = exchange_addresses(world->store_.get(), info, opened, meeting, settings);
+  std::vector<std::string> region_names;
+  for (const Wire& wire : opened.wires) region_names.push_back(wire.fabric->region_name());
   if (meeting.node.transport && world->share_device_memory_) {
     World* self = world.get();
     meeting.node.transport->set_shared_memory_opener(
         [self](int peer, const H2_MemHandle& handle) { return self->open_shared(peer, handle); });
   }
-  world->engine_ = std::make_unique<Engine>(std::move(fabric), std::move(meeting.node.transport), std::move(peers),
-                                            info.rank, settings.timeout, message_bytes);
+  world->engine_ = std::make_unique<Engine>(std::move(opened.wires), std::move(routes),
+                                            std::move(meeting.node.transport), info.rank, settings.timeout);
   if (world->store_) {
     world->watch_failures(settings.timeout);
     world->store_->barrier("dicomm/world");
   }
-  Fabric::unlink_region_name(region_name);  // every rank has inserted every address by now
+  for (const std::string& name : region_names) Fabric::unlink_region_name(name);  // every address is inserted by now
   log(LogLevel::info, "dicomm",
-      info.describe() + ": " + world->engine_->transports() +
-          (is_socket_provider(meeting.provider) ? " on " + iface : "") + ", libfabric " + probe.libfabric_version);
+      info.describe() + ": " + world->engine_->transports() + ", libfabric " + probe.libfabric_version);
   return world;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "routes.hpp"
+
 namespace h2::dicomm::detail {
 
 namespace {
@@ -58,6 +60,7 @@ WorldSettings read_world_settings(const CommOptions& options) {
   // for (a test of that provider, say); cma: always; off: libfabric carries everything.
   s.node_mode = env_choice("H2_DICOMM_NODE_TRANSPORT", {"auto", "cma", "off"});
   s.want_node_transport = s.node_mode == "cma" || (s.node_mode == "auto" && s.provider.empty());
+  if (const char* speeds = std::getenv("H2_DICOMM_NIC_GBPS")) s.nic_gbps = parse_nic_speeds(speeds);
   return s;
 }
 

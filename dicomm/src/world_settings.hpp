@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,17 +15,18 @@
 namespace h2::dicomm::detail {
 
 struct WorldSettings {
-  std::chrono::milliseconds timeout{0};  // H2_DICOMM_TIMEOUT, or CommOptions::timeout
-  size_t piece_bytes = 0;                // H2_DICOMM_PIECE_BYTES
-  size_t small_bytes = 0;                // H2_DICOMM_SMALL_BYTES
-  int64_t message_bytes = -1;            // H2_DICOMM_FABRIC_MESSAGE_BYTES; -1: the provider's default
-  bool force_staging = false;            // H2_DICOMM_STAGING
-  std::string allreduce;                 // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
-  bool share_device_memory = true;       // H2_DICOMM_SHARED_MEMORY
-  bool vendor_collectives = false;       // H2_DICOMM_VENDOR_COLLECTIVES
-  std::string provider;                  // CommOptions::provider or H2_FABRIC_PROVIDER; "": choose
-  std::string node_mode;                 // H2_DICOMM_NODE_TRANSPORT: auto, cma or off
-  bool want_node_transport = true;       // what node_mode and the provider request give
+  std::chrono::milliseconds timeout{0};    // H2_DICOMM_TIMEOUT, or CommOptions::timeout
+  size_t piece_bytes = 0;                  // H2_DICOMM_PIECE_BYTES
+  size_t small_bytes = 0;                  // H2_DICOMM_SMALL_BYTES
+  int64_t message_bytes = -1;              // H2_DICOMM_FABRIC_MESSAGE_BYTES; -1: the provider's default
+  bool force_staging = false;              // H2_DICOMM_STAGING
+  std::string allreduce;                   // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
+  bool share_device_memory = true;         // H2_DICOMM_SHARED_MEMORY
+  bool vendor_collectives = false;         // H2_DICOMM_VENDOR_COLLECTIVES
+  std::string provider;                    // CommOptions::provider or H2_FABRIC_PROVIDER; "": choose
+  std::string node_mode;                   // H2_DICOMM_NODE_TRANSPORT: auto, cma or off
+  bool want_node_transport = true;         // what node_mode and the provider request give
+  std::map<std::string, double> nic_gbps;  // H2_DICOMM_NIC_GBPS: NIC speeds that win over the drivers'
 
   // The settings every rank must have alike.
   nlohmann::json shared() const;

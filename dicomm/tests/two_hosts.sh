@@ -63,8 +63,8 @@ if [ "${codes[*]}" != "0 0 0 0" ]; then
 fi
 # Separate network namespaces are separate nodes: shared memory is out, the ranks pick tcp on the
 # veth, and each talks to the other rank of its host through the node transport.
-for expected in "rank 0: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm; node transport (mapped device memory, else cma) to ranks 1" \
-                "rank 3: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm; node transport (mapped device memory, else cma) to ranks 2"; do
+for expected in "rank 0: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on veth-$suffix; node transport (mapped device memory, else cma) to ranks 1" \
+                "rank 3: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on veth-$suffix; node transport (mapped device memory, else cma) to ranks 2"; do
   if ! grep -qF "$expected" <<<"$output"; then
     echo "FAILED: no line '$expected'"
     exit 1

@@ -1,0 +1,141 @@
+#include "routes.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+
+#include "h2/dicomm/error.hpp"
+
+namespace h2::dicomm::detail {
+
+namespace {
+
+// Providers over the network, best first: RDMA before sockets (Holmes: a pipeline's activations
+// and a data-parallel group's gradients go over the RDMA island where there is one).
+const std::vector<std::string> kNetworkProviders = {"verbs;ofi_rxm", "efa", "cxi", "tcp;ofi_rxm", "net", "tcp"};
+
+int network_class(const std::string& provider) {
+  const auto it = std::find(kNetworkProviders.begin(), kNetworkProviders.end(), provider);
+  return it == kNetworkProviders.end() ? -1 : static_cast<int>(kNetworkProviders.end() - it);
+}
+
+bool ipv4(const std::string& fabric) {
+  return fabric.find('.') != std::string::npos && fabric.find(':') == std::string::npos;
+}
+
+// IPv6 link-local (fe80::/10): every interface has one under the same name, and none reaches
+// beyond its own link without a scope.
+bool link_local(const std::string& fabric) {
+  std::string lower = fabric;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.starts_with("fe8") || lower.starts_with("fe9") || lower.starts_with("fea") || lower.starts_with("feb");
+}
+
+// Whether the pair may use `x` (rank a's) and `y` (rank b's, of the same key) at all.
+bool usable(const Network& x, const Network& y, bool same_node, const RouteRules& rules) {
+  if (!rules.provider.empty() && x.provider != rules.provider) return false;
+  if (x.provider == "shm") return same_node && rules.shm_safe;  // shm lacks FI_REMOTE_COMM
+  if (network_class(x.provider) < 0 || link_local(x.fabric)) return false;
+  return same_node || (!x.loopback && !y.loopback);
+}
+
+}  // namespace
+
+std::string Network::describe() const {
+  return provider == "shm" || domain.empty() ? provider : provider + " on " + domain;
+}
+
+void to_json(nlohmann::json& j, const Network& n) {
+  j = {{"provider", n.provider}, {"fabric", n.fabric},     {"domain", n.domain},
+       {"gbps", n.gbps},         {"loopback", n.loopback}, {"reaches_store", n.reaches_store}};
+}
+
+void from_json(const nlohmann::json& j, Network& n) {
+  n.provider = j.at("provider");
+  n.fabric = j.at("fabric");
+  n.domain = j.at("domain");
+  n.gbps = j.at("gbps");
+  n.loopback = j.at("loopback");
+  n.reaches_store = j.at("reaches_store");
+}
+
+bool known_provider(const std::string& provider) {
+  return provider == "shm" || network_class(provider) >= 0;
+}
+
+std::pair<int, int> choose_route(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules) {
+  const bool same_node = a.node == b.node;
+  using Score = std::tuple<bool, bool, int, double, bool, bool>;
+  std::pair<int, int> best{-1, -1};
+  Score best_score;
+  std::string best_key;
+  for (size_t i = 0; i < a.networks.size(); ++i)
+    for (size_t j = 0; j < b.networks.size(); ++j) {
+      const Network& x = a.networks[i];
+      const Network& y = b.networks[j];
+      if (x.key() != y.key() || !usable(x, y, same_node, rules)) continue;
+      // Every part is symmetric in the two ends, so both ranks of a pair rank alike.
+      const Score score{x.provider == "shm",      x.loopback && y.loopback, network_class(x.provider),
+                        std::min(x.gbps, y.gbps), ipv4(x.fabric),           x.reaches_store && y.reaches_store};
+      if (best.first < 0 || score > best_score || (score == best_score && x.key() < best_key)) {
+        best = {static_cast<int>(i), static_cast<int>(j)};
+        best_score = score;
+        best_key = x.key();
+      }
+    }
+  return best;
+}
+
+std::vector<int> choose_routes(const std::vector<RankNetworks>& ranks, int rank, const RouteRules& rules,
+                               const std::vector<bool>& skip) {
+  std::vector<int> routes(ranks.size(), -1);
+  const RankNetworks& mine = ranks[static_cast<size_t>(rank)];
+  auto list = [](const RankNetworks& r) {
+    std::string text;
+    for (const Network& n : r.networks)
+      text +=
+          (text.empty() ? "" : ", ") + n.describe() + " (" + n.fabric + (n.loopback ? ", this node only" : "") + ")";
+    return text.empty() ? std::string("none") : text;
+  };
+  for (size_t peer = 0; peer < ranks.size(); ++peer) {
+    if (static_cast<int>(peer) == rank || (peer < skip.size() && skip[peer])) continue;
+    routes[peer] = choose_route(mine, ranks[peer], rules).first;
+    if (routes[peer] >= 0) continue;
+    throw CommError(CommErrorKind::usage, static_cast<int>(peer),
+                    "DiComm: rank " + std::to_string(rank) + " (" + mine.node + ") and rank " + std::to_string(peer) +
+                        " (" + ranks[peer].node + ") share no network" +
+                        (rules.provider.empty() ? "" : " of provider '" + rules.provider + "' (H2_FABRIC_PROVIDER)") +
+                        ": rank " + std::to_string(rank) + " has " + list(mine) + "; rank " + std::to_string(peer) +
+                        " has " + list(ranks[peer]));
+  }
+  return routes;
+}
+
+std::map<std::string, double> parse_nic_speeds(const std::string& text) {
+  std::map<std::string, double> speeds;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string entry = text.substr(start, end - start);
+    const size_t equals = entry.find('=');
+    const std::string name = entry.substr(0, equals);
+    double gbps = 0;
+    if (equals != std::string::npos) {
+      const std::string number = entry.substr(equals + 1);
+      char* stop = nullptr;
+      gbps = std::strtod(number.c_str(), &stop);
+      if (number.empty() || *stop != '\0') gbps = 0;
+    }
+    if (name.empty() || !(gbps > 0) || !std::isfinite(gbps))
+      throw CommError(CommErrorKind::usage, -1,
+                      "DiComm: H2_DICOMM_NIC_GBPS entry '" + entry +
+                          "' is not NIC=GBITS_PER_S with a positive number (e.g. eth0=100,eth1=25)");
+    speeds[name] = gbps;
+    start = end + 1;
+  }
+  return speeds;
+}
+
+}  // namespace h2::dicomm::detail

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Two islands on one machine: four "hosts" (network namespaces) a1 a2 | b1 b2, each island joined by a
+# fast network of its own, every host also on a slow backbone between the islands, all through
+# bridges in a switch namespace and shaped with tc. One DiComm rank per host (0 a1, 1 a2, 2 b1, 3 b2).
+# The rendezvous store is reached over the backbone. veth reports 10 Gbit/s whatever tc makes of it,
+# so the ranks are told the speeds with H2_DICOMM_NIC_GBPS, as on a cluster whose drivers misreport.
+#
+#   islands.sh check COLLECTIVES_RANK   the test: each pair's network (fast inside an island, the
+#                                       backbone between), every collective check across both;
+#                                       without the speeds everything goes over the backbone.
+#   islands.sh bench H2                 allreduce busbw with routes per link against everything on
+#                                       the slow backbone, ring and halving-doubling; ratios printed.
+# Skips (exit 77) where namespaces cannot be created.
+set -uo pipefail
+mode=$1
+program=$2
+suffix=$$
+sw=h2sw-$suffix
+hosts=(a1 a2 b1 b2)
+fast_rate=${H2_ISLANDS_FAST:-4gbit}
+slow_rate=${H2_ISLANDS_SLOW:-400mbit}
+
+ns() { echo "h2$1-$suffix"; }
+# A tc rate ("4gbit", "400mbit") in Gbit/s.
+gbps() { awk -v r="$1" 'BEGIN { n = r + 0; if (r ~ /gbit$/) print n; else if (r ~ /mbit$/) print n / 1000; else print n / 1e9 }'; }
+cleanup() {
+  for h in "${hosts[@]}"; do ip netns del "$(ns "$h")" 2>/dev/null; done
+  ip netns del "$sw" 2>/dev/null
+  rm -f /tmp/h2-islands-$suffix.*
+}
+trap cleanup EXIT
+
+if ! ip netns add "$sw" 2>/dev/null; then
+  echo "SKIP: cannot create network namespaces here (needs root and CONFIG_NET_NS)"
+  exit 77
+fi
+for bridge in brA brB brS; do
+  ip -n "$sw" link add "$bridge" type bridge || { echo "SKIP: no bridge devices"; exit 77; }
+  ip -n "$sw" link set "$bridge" up
+done
+
+# Shape egress on both ends of a host's link, so that both directions are limited: netem with a
+# delay where the kernel has it, else a token bucket (this VM's kernel has tbf but not netem) whose
+# bucket holds 10 ms at the rate: a smaller one caps the rate at bucket x timer ticks per second.
+shape() {  # namespace interface rate delay
+  local burst
+  burst=$(awk -v r="$(gbps "$3")" 'BEGIN { b = r * 1e9 / 8 / 100; if (b < 262144) b = 262144; printf "%d", b }')
+  tc -n "$1" qdisc add dev "$2" root netem delay "$4" rate "$3" 2>/dev/null ||
+    tc -n "$1" qdisc add dev "$2" root tbf rate "$3" burst "$burst" latency 50ms 2>/dev/null ||
+    echo "note: tc cannot shape $2 here; it runs at veth speed"
+}
+
+index=0
+for h in "${hosts[@]}"; do
+  index=$((index + 1))
+  host=$(ns "$h")
+  ip netns add "$host" || exit 1
+  ip -n "$host" link set lo up
+  island=${h:0:1}
+  ip link add fast0 netns "$host" type veth peer name "${h}f" netns "$sw" || { echo "SKIP: no veth"; exit 77; }
+  ip link add slow0 netns "$host" type veth peer name "${h}s" netns "$sw" || exit 1
+  ip -n "$sw" link set "${h}f" master "br${island^^}" up
+  ip -n "$sw" link set "${h}s" master brS up
+  ip -n "$host" link set fast0 up
+  ip -n "$host" link set slow0 up
+  subnet=1
+  [ "$island" = b ] && subnet=2
+  ip -n "$host" addr add "198.18.$subnet.${h:1:1}/24" dev fast0
+  ip -n "$host" addr add "198.18.9.$index/24" dev slow0
+  shape "$host" fast0 "$fast_rate" 50us
+  shape "$sw" "${h}f" "$fast_rate" 50us
+  shape "$host" slow0 "$slow_rate" 1ms
+  shape "$sw" "${h}s" "$slow_rate" 1ms
+done
+echo "islands: a1 a2 on 198.18.1.0/24, b1 b2 on 198.18.2.0/24 ($fast_rate); backbone 198.18.9.0/24 ($slow_rate)"
+
+# Runs `$@` on the four ranks with the environment in `extra` (an array); returns non-zero when a
+# rank failed. Each rank's output goes to /tmp/h2-islands-$suffix.RANK.
+port=$((20000 + suffix % 20000))
+run_ranks() {
+  port=$((port + 1))
+  local pids=() codes=() rank
+  for rank in 0 1 2 3; do
+    timeout 300 ip netns exec "$(ns "${hosts[$rank]}")" env H2_WORLD_SIZE=4 H2_LOCAL_WORLD_SIZE=1 H2_LOCAL_RANK=0 \
+      H2_MASTER_ADDR=198.18.9.1 H2_MASTER_PORT=$port H2_JOB_TOKEN=islands-$suffix-$port H2_DICOMM_TIMEOUT=120 \
+      H2_RANK=$rank "${extra[@]}" "$@" > "/tmp/h2-islands-$suffix.$rank" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid"
+    codes+=($?)
+  done
+  [ "${codes[*]}" = "0 0 0 0" ] || { cat /tmp/h2-islands-$suffix.*; echo "FAILED: the ranks exited ${codes[*]}"; return 1; }
+}
+
+expect() {  # text: a whole line some rank of the last run printed
+  if ! grep -qxF "$1" /tmp/h2-islands-$suffix.*; then
+    cat /tmp/h2-islands-$suffix.*
+    echo "FAILED: no line '$1'"
+    exit 1
+  fi
+}
+
+speeds=(H2_DICOMM_NIC_GBPS="fast0=$(gbps "$fast_rate"),slow0=$(gbps "$slow_rate")")
+if [ "$mode" = check ]; then
+  extra=("${speeds[@]}")
+  run_ranks "$program" check || exit 1
+  cat /tmp/h2-islands-$suffix.0
+  expect "rank 0: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on fast0 to ranks 1; tcp;ofi_rxm on slow0 to ranks 2,3"
+  expect "rank 3: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on slow0 to ranks 0,1; tcp;ofi_rxm on fast0 to ranks 2"
+  # Networks alike but for the store's: the one every rank reaches the store through.
+  extra=()
+  run_ranks "$program" check || exit 1
+  expect "rank 0: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on slow0"
+  expect "rank 3: device cpu-reference:0, provider tcp;ofi_rxm, transport tcp;ofi_rxm on slow0"
+  # A speed nobody can parse is refused by name before anything is sent.
+  extra=(H2_DICOMM_NIC_GBPS=fast0=quick)
+  if run_ranks "$program" check > /dev/null; then echo "FAILED: H2_DICOMM_NIC_GBPS=fast0=quick was accepted"; exit 1; fi
+  grep -qF "H2_DICOMM_NIC_GBPS entry 'fast0=quick' is not NIC=GBITS_PER_S" /tmp/h2-islands-$suffix.* || { echo "FAILED: the bad speed was not named"; exit 1; }
+  echo "islands: every pair on its network, every collective right"
+  exit 0
+fi
+
+if [ "$mode" != bench ]; then echo "usage: islands.sh check|bench PROGRAM"; exit 2; fi
+# busbw (GB/s) per size for one setting: routes per link or everything on the backbone, one algorithm.
+declare -A busbw
+for algorithm in halving_doubling ring; do
+  for routes in per-link backbone; do
+    extra=(H2_DICOMM_ALLREDUCE=$algorithm)
+    [ "$routes" = per-link ] && extra+=("${speeds[@]}")
+    json=/tmp/h2-islands-$suffix.json
+    run_ranks "$program" bench comm --op allreduce --min-bytes 64K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
+      --json "$json" || exit 1
+    head -3 /tmp/h2-islands-$suffix.0 | sed "s/^/  [$algorithm, $routes] /"
+    while read -r bytes value; do busbw[$algorithm,$routes,$bytes]=$value; done < <(
+      python3 -c 'import json,sys
+for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
+  done
+done
+echo
+echo "allreduce on two islands, 4 ranks, f32 sum: busbw GB/s, routes per link against all on the slow backbone"
+printf "%10s | %-38s | %-38s\n" "" "halving-doubling" "ring"
+printf "%10s | %12s %12s %10s | %12s %12s %10s\n" bytes per-link backbone ratio per-link backbone ratio
+for bytes in 65536 262144 1048576 4194304; do
+  line=$(printf "%10s |" "$bytes")
+  for algorithm in halving_doubling ring; do
+    a=${busbw[$algorithm,per-link,$bytes]:-0} b=${busbw[$algorithm,backbone,$bytes]:-0}
+    line+=$(python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print(" %12.3f %12.3f %9.2fx |" % (a, b, a / b if b else 0))' "$a" "$b")
+  done
+  echo "${line%|}"
+done

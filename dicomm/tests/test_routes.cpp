@@ -1,0 +1,162 @@
+// Which network a pair of ranks uses (routes.hpp): the rules alone, on networks described here, so
+// that InfiniBand and Ethernet islands are tested where this machine has neither. The two-island
+// namespace test (islands.sh) runs the same choice on real interfaces.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "h2/dicomm/error.hpp"
+#include "routes.hpp"
+
+namespace h2::dicomm::detail {
+namespace {
+
+using testing::HasSubstr;
+
+Network net(std::string provider, std::string fabric, std::string domain, double gbps = 0) {
+  Network n;
+  n.provider = std::move(provider);
+  n.fabric = std::move(fabric);
+  n.domain = std::move(domain);
+  n.gbps = gbps;
+  return n;
+}
+
+Network loopback(std::string provider = "tcp;ofi_rxm") {
+  Network n = net(std::move(provider), "127.0.0.1/32", "lo");
+  n.loopback = true;
+  return n;
+}
+
+// The network `a` uses to `b`, described from a's side ("" where they share none), after checking
+// that b picks the same one.
+std::string route(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules = {}) {
+  const auto [mine, theirs] = choose_route(a, b, rules);
+  const auto [their_view, my_view] = choose_route(b, a, rules);
+  EXPECT_EQ(mine, my_view) << "the two ends chose differently";
+  EXPECT_EQ(theirs, their_view) << "the two ends chose differently";
+  if (mine < 0) return "";
+  EXPECT_EQ(a.networks[mine].key(), b.networks[theirs].key());
+  return a.networks[mine].describe() + " " + a.networks[mine].fabric;
+}
+
+TEST(Routes, IslandsUseTheirFastNetworkInsideAndTheBackboneBetween) {
+  // Two hosts per island; every host also sits on a slow backbone that joins the islands.
+  const Network backbone = net("tcp;ofi_rxm", "198.18.9.0/24", "slow0", 1);
+  const RankNetworks a1{"a1", {backbone, net("tcp;ofi_rxm", "198.18.1.0/24", "fast0", 100), loopback()}};
+  const RankNetworks a2{"a2", {net("tcp;ofi_rxm", "198.18.1.0/24", "fast0", 100), backbone, loopback()}};
+  const RankNetworks b1{"b1", {backbone, net("tcp;ofi_rxm", "198.18.2.0/24", "fast0", 100), loopback()}};
+  EXPECT_EQ(route(a1, a2), "tcp;ofi_rxm on fast0 198.18.1.0/24");
+  EXPECT_EQ(route(a1, b1), "tcp;ofi_rxm on slow0 198.18.9.0/24");
+  EXPECT_EQ(route(a2, b1), "tcp;ofi_rxm on slow0 198.18.9.0/24");
+}
+
+TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {
+  // Holmes' cluster: InfiniBand inside an island, a faster-looking Ethernet everywhere.
+  const Network ib = net("verbs;ofi_rxm", "IB-0xfe80000000000000", "mlx5_0", 200);
+  const Network ethernet = net("tcp;ofi_rxm", "10.0.0.0/16", "eth0", 400);
+  const RankNetworks a{"a", {ethernet, ib}}, b{"b", {ib, ethernet}}, c{"c", {ethernet}};
+  EXPECT_EQ(route(a, b), "verbs;ofi_rxm on mlx5_0 IB-0xfe80000000000000");
+  EXPECT_EQ(route(a, c), "tcp;ofi_rxm on eth0 10.0.0.0/16");
+}
+
+TEST(Routes, ShmAndLoopbackStayInsideANode) {
+  const Network shm = net("shm", "shm", "shm");
+  const Network ethernet = net("tcp;ofi_rxm", "10.0.0.0/16", "eth0", 25);
+  const RankNetworks a{"n1", {ethernet, loopback(), shm}}, b{"n1", {shm, ethernet, loopback()}};
+  const RankNetworks c{"n2", {shm, loopback(), ethernet}};
+  EXPECT_EQ(route(a, b), "shm shm");
+  // Where shm would hang (libfabric before 1.19 without cross-memory attach), the loopback.
+  EXPECT_EQ(route(a, b, {"", false}), "tcp;ofi_rxm on lo 127.0.0.1/32");
+  // Another node shares the names "shm" and "127.0.0.1/32" and reaches neither.
+  EXPECT_EQ(route(a, c), "tcp;ofi_rxm on eth0 10.0.0.0/16");
+  const RankNetworks only_local{"n3", {shm, loopback()}};
+  EXPECT_EQ(route(a, only_local), "");
+}
+
+TEST(Routes, TiesGoToTheStoresNetworkThenIpv4ThenTheSmallerName) {
+  Network v6 = net("tcp;ofi_rxm", "fd00::/64", "eth0", 10);
+  Network v4 = net("tcp;ofi_rxm", "192.0.2.0/24", "eth0", 10);
+  Network other = net("tcp;ofi_rxm", "10.9.0.0/24", "eth1", 10);
+  const Network link_local = net("tcp;ofi_rxm", "fe80::/64", "eth0", 100);
+  EXPECT_EQ(route({"a", {v6, v4, link_local}}, {"b", {link_local, v4, v6}}), "tcp;ofi_rxm on eth0 192.0.2.0/24");
+  EXPECT_EQ(route({"a", {v4, other}}, {"b", {other, v4}}), "tcp;ofi_rxm on eth1 10.9.0.0/24");
+  v4.reaches_store = true;
+  EXPECT_EQ(route({"a", {v4, other}}, {"b", {other, v4}}), "tcp;ofi_rxm on eth0 192.0.2.0/24");
+  // Only where both ends reach the store through it.
+  Network v4_elsewhere = v4;
+  v4_elsewhere.reaches_store = false;
+  EXPECT_EQ(route({"a", {v4, other}}, {"b", {other, v4_elsewhere}}), "tcp;ofi_rxm on eth1 10.9.0.0/24");
+  // The slower end's NIC decides: 100 and 1 is 1.
+  EXPECT_EQ(route({"a", {net("tcp;ofi_rxm", "10.1.0.0/24", "x", 100), other}},
+                  {"b", {net("tcp;ofi_rxm", "10.1.0.0/24", "y", 1), other}}),
+            "tcp;ofi_rxm on eth1 10.9.0.0/24");
+}
+
+TEST(Routes, EveryChoiceIsTheSameFromBothEnds) {
+  const std::vector<Network> pool = {net("tcp;ofi_rxm", "10.1.0.0/24", "e1", 10),
+                                     net("tcp;ofi_rxm", "10.2.0.0/24", "e2", 100),
+                                     net("tcp;ofi_rxm", "fd00::/64", "e1", 10),
+                                     net("verbs;ofi_rxm", "IB-0x1", "mlx5_0", 200),
+                                     net("tcp", "10.1.0.0/24", "e1", 10),
+                                     net("shm", "shm", "shm"),
+                                     loopback(),
+                                     net("efa", "efa", "rdmap0", 100)};
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    RankNetworks a{random() % 2 ? "n1" : "n2", {}}, b{random() % 2 ? "n1" : "n2", {}};
+    for (const Network& n : pool) {
+      if (random() % 2) a.networks.push_back(n);
+      if (random() % 2) {
+        b.networks.push_back(n);
+        b.networks.back().gbps = n.gbps * (1 + static_cast<double>(random() % 3));
+        b.networks.back().reaches_store = random() % 2;
+      }
+    }
+    std::shuffle(a.networks.begin(), a.networks.end(), random);
+    route(a, b, {"", random() % 2 == 0});  // checks both ends agree
+  }
+}
+
+TEST(Routes, ARequestedProviderIsTheOnlyOneAndAPairWithoutANetworkIsNamed) {
+  const Network verbs = net("verbs;ofi_rxm", "IB-0x1", "mlx5_0", 200);
+  const Network ethernet = net("tcp;ofi_rxm", "10.0.0.0/16", "eth0", 25);
+  const std::vector<RankNetworks> ranks = {{"a", {verbs, ethernet}}, {"b", {ethernet, verbs}}, {"c", {verbs}}};
+  const std::vector<int> routes = choose_routes({ranks[0], ranks[1]}, 0, {"tcp;ofi_rxm", true}, {});
+  EXPECT_EQ(routes, (std::vector<int>{-1, 1}));
+  // Rank 2 has no tcp;ofi_rxm: the message names both ranks, their nodes and what each has.
+  try {
+    choose_routes(ranks, 0, {"tcp;ofi_rxm", true}, {});
+    ADD_FAILURE() << "no error for rank 2";
+  } catch (const CommError&) {
+  }
+  try {
+    choose_routes(ranks, 2, {"tcp;ofi_rxm", true}, {});
+    ADD_FAILURE() << "no error";
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.peer(), 0);
+    EXPECT_THAT(e.what(), HasSubstr("rank 2 (c) and rank 0 (a) share no network of provider 'tcp;ofi_rxm'"));
+    EXPECT_THAT(e.what(), HasSubstr("rank 2 has verbs;ofi_rxm on mlx5_0 (IB-0x1)"));
+  }
+  // Peers the node transport carries need no network.
+  EXPECT_EQ(choose_routes(ranks, 2, {"tcp;ofi_rxm", true}, {true, true, false}), (std::vector<int>{-1, -1, -1}));
+}
+
+TEST(Routes, NicSpeedsAreParsedAndBadEntriesNamed) {
+  EXPECT_EQ(parse_nic_speeds("fast0=100,slow0=0.5"), (std::map<std::string, double>{{"fast0", 100}, {"slow0", 0.5}}));
+  EXPECT_TRUE(parse_nic_speeds("").empty());
+  for (const char* bad : {"fast0", "fast0=", "=5", "fast0=x", "fast0=-1", "fast0=0", "a=1,,b=2", "a=1,"}) {
+    try {
+      parse_nic_speeds(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const CommError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("H2_DICOMM_NIC_GBPS entry"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace h2::dicomm::detail
