@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seed inputs for scripts/fuzz.sh that h2 does not write by itself: checkpoint manifests and layer
 files shaped as heteropp/src/checkpoint.cpp writes them (for the fuzz target's tensors "w" [4] and
-"b" [2, 2]), and rendezvous store sessions in dicomm/src/store_protocol.hpp's frames, each starting
+"b" [2, 2]), and rendezvous store sessions in dicomm/src/store/store_protocol.hpp's frames, each starting
 with a hello that the fuzz target's store (2 ranks, token "fuzz-token") welcomes."""
 import json
 import os

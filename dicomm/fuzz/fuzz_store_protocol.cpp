@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "../src/socket.hpp"
-#include "../src/store_server.hpp"
+#include "../src/store/socket.hpp"
+#include "../src/store/store_server.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <mutex>
 
-#include "collective.hpp"
-#include "vendor_path.hpp"
+#include "collectives/collective.hpp"
+#include "collectives/vendor_path.hpp"
 
 namespace h2::dicomm {
 

@@ -11,11 +11,11 @@
 #include <tuple>
 #include <vector>
 
-#include "engine.hpp"
+#include "collectives/link.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/store.hpp"
 #include "h2/plugin_comm.hpp"
-#include "link.hpp"
+#include "transport/engine.hpp"
 
 namespace h2::dicomm::detail {
 

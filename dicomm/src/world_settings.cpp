@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "routes.hpp"
+#include "transport/routes.hpp"
 
 namespace h2::dicomm::detail {
 

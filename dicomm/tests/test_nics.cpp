@@ -10,7 +10,7 @@
 #include <string>
 
 #include "h2/dicomm/nics.hpp"
-#include "nics_internal.hpp"
+#include "nics/nics_internal.hpp"
 
 namespace {
 

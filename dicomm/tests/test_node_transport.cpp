@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-#include "node_transport.hpp"
+#include "transport/node_transport.hpp"
 
 namespace {
 

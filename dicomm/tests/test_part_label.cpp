@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
+#include "transport/engine.hpp"
 
 namespace h2::dicomm::detail {
 namespace {

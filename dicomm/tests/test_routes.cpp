@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "h2/dicomm/error.hpp"
-#include "routes.hpp"
+#include "transport/routes.hpp"
 
 namespace h2::dicomm::detail {
 namespace {

@@ -27,8 +27,8 @@
 
 #include "h2/dicomm/store.hpp"
 #include "h2/error.hpp"
-#include "missing_ranks.hpp"
-#include "store_protocol.hpp"  // kHelloDeadline, kMaxUnwelcomed: the limits the store keeps
+#include "store/missing_ranks.hpp"
+#include "store/store_protocol.hpp"  // kHelloDeadline, kMaxUnwelcomed: the limits the store keeps
 
 namespace h2::dicomm {
 namespace {
@@ -611,16 +611,15 @@ TEST(MissingRanks, TheRankOutOfDiCommIsNamedElseTheRanksWaitForEachOther) {
     return a;
   };
   // Rank 2 out of DiComm for the whole timeout; rank 3 between two calls; rank 4 gone.
-  auto [blamed, text] =
-      detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, false, 10300), rank(3, false, 100),
-                             rank(4, false, 20000, false)},
-                            0, 10000ms);
+  auto [blamed, text] = detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, false, 10300),
+                                               rank(3, false, 100), rank(4, false, 20000, false)},
+                                              0, 10000ms);
   EXPECT_EQ(blamed, 2);
   EXPECT_EQ(text,
             "; rank 2 is alive but not waiting in DiComm: out of it for 10.5 s (hanging in its own code, or computing "
             "for longer than the timeout); rank 1 waiting in DiComm too");
-  std::tie(blamed, text) = detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, true, 10300)}, 0,
-                                                 10000ms);
+  std::tie(blamed, text) =
+      detail::missing_ranks({rank(0, true, 9800), rank(1, true, 10000), rank(2, true, 10300)}, 0, 10000ms);
   EXPECT_EQ(blamed, -1);
   EXPECT_THAT(text, HasSubstr("every other rank is waiting in DiComm too, so the ranks wait for each other"));
   std::tie(blamed, text) = detail::missing_ranks({rank(0, true, 9800), rank(1, false, 300)}, 0, 10000ms);

@@ -12,7 +12,7 @@
 // whether the rank is waiting for its peers (report_wait_state): a rank alive but hung outside
 // DiComm keeps pinging, and activity() lets the ranks that time out waiting for it name it.
 //
-// Implementation notes (dicomm/src/store*.cpp, store_protocol.hpp for the wire format):
+// Implementation notes (dicomm/src/store/store*.cpp, store_protocol.hpp for the wire format):
 // - Each rank holds one TCP connection (TCP_NODELAY) to the store, used both for requests and as
 //   the watch connection: a reader thread matches replies to requests by id (so several threads of
 //   a rank may call concurrently) and receives failure notices pushed by the server.

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "errno_text.hpp"
+#include "common/errno_text.hpp"
 #include "nics_internal.hpp"
 
 namespace h2::dicomm::detail {

@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "errno_text.hpp"
+#include "common/errno_text.hpp"
 
 namespace h2::dicomm::detail {
 

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/unique_name.hpp"
 #include "h2/error.hpp"
-#include "unique_name.hpp"
 
 namespace h2::dicomm::detail {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "errno_text.hpp"
+#include "common/errno_text.hpp"
 #include "h2/error.hpp"
 #include "h2/log.hpp"
 #include "store_protocol.hpp"

@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "engine.hpp"
 #include "h2/ops.hpp"
 #include "h2/tensor.hpp"
 #include "link.hpp"
+#include "transport/engine.hpp"
 
 namespace h2::dicomm::detail {
 

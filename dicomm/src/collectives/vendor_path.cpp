@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/hex.hpp"
 #include "h2/log.hpp"
-#include "hex.hpp"
 
 namespace h2::dicomm::detail {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "h2/dicomm/nics.hpp"
-#include "nics_internal.hpp"
+#include "nics/nics_internal.hpp"
 #include "routes.hpp"
 
 namespace h2::dicomm::detail {

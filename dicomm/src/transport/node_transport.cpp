@@ -15,9 +15,9 @@
 #include <new>
 #include <sstream>
 
-#include "errno_text.hpp"
+#include "common/errno_text.hpp"
+#include "common/unique_name.hpp"
 #include "h2/error.hpp"
-#include "unique_name.hpp"
 
 namespace h2::dicomm::detail {
 
