@@ -15,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "collective_checks.hpp"
 #include "dtype_size.hpp"
 #include "float16.hpp"
 #include "plugin_error.hpp"
@@ -324,31 +325,13 @@ void ShmComm::step(const char* call, const std::function<void(char*)>& put, cons
   ring();
 }
 
-size_t ShmComm::element_size(uint32_t dtype) {
-  const size_t size = dtype_size(dtype);
-  if (size == 0) fail(H2_STATUS_INVALID_ARGUMENT, "dtype " + std::to_string(dtype) + " is not an H2_DType");
-  return size;
-}
-
 void ShmComm::check_peer(int peer) const {
-  if (peer < 0 || peer >= size_ || peer == rank_)
-    fail(H2_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " of rank " + std::to_string(rank_) +
-                                         " in a communicator of " + std::to_string(size_));
-}
-
-void ShmComm::check_reduction(uint32_t dtype, uint32_t op) {
-  element_size(dtype);
-  if (op != H2_REDUCE_SUM && op != H2_REDUCE_MEAN && op != H2_REDUCE_MAX)
-    fail(op == H2_REDUCE_AMAX ? H2_STATUS_UNSUPPORTED : H2_STATUS_INVALID_ARGUMENT,
-         "reduction op " + std::to_string(op) + " (collectives take SUM, MEAN or MAX)");
-  if (dtype == H2_DTYPE_BOOL) fail(H2_STATUS_UNSUPPORTED, "no collective reduction of BOOL");
-  const bool integer = dtype == H2_DTYPE_I32 || dtype == H2_DTYPE_I64 || dtype == H2_DTYPE_U8;
-  if (integer && op == H2_REDUCE_MEAN) fail(H2_STATUS_UNSUPPORTED, "no MEAN of integers (it would truncate)");
+  check_collective_peer(peer, rank_, size_);
 }
 
 void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op) {
-  check_reduction(dtype, op);
-  const size_t e = element_size(dtype);
+  check_collective_reduction(dtype, op);
+  const size_t e = collective_element_size(dtype);
   const uint64_t chunk = slot_bytes_ / e;
   char* result = base_ + result_at_;
   std::vector<const char*> inputs(static_cast<size_t>(size_));
@@ -370,8 +353,8 @@ void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t d
 }
 
 void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op) {
-  check_reduction(dtype, op);
-  const size_t e = element_size(dtype);
+  check_collective_reduction(dtype, op);
+  const size_t e = collective_element_size(dtype);
   const uint64_t chunk = slot_bytes_ / e / static_cast<uint64_t>(size_);  // of each block per step
   std::vector<const char*> inputs(static_cast<size_t>(size_));
   for (uint64_t begin = 0; begin < recv_count; begin += chunk) {
@@ -393,7 +376,7 @@ void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, 
 }
 
 void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype) {
-  const size_t e = element_size(dtype);
+  const size_t e = collective_element_size(dtype);
   const uint64_t chunk = slot_bytes_ / e;
   for (uint64_t begin = 0; begin < send_count; begin += chunk) {
     const uint64_t n = std::min(chunk, send_count - begin);
@@ -411,7 +394,7 @@ void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint3
 void ShmComm::broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root) {
   if (root < 0 || root >= size_)
     fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(size_) + " ranks");
-  const size_t e = element_size(dtype);
+  const size_t e = collective_element_size(dtype);
   const uint64_t chunk = slot_bytes_ / e;
   for (uint64_t begin = 0; begin < count; begin += chunk) {
     const uint64_t n = std::min(chunk, count - begin);

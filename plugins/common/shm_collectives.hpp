@@ -49,11 +49,6 @@ class ShmComm {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // Throws PluginError(UNSUPPORTED) for a dtype or op these collectives do not reduce (MEAN of
-  // integers; BOOL), or INVALID_ARGUMENT for an unknown one.
-  static void check_reduction(uint32_t dtype, uint32_t op);
-  // Bytes per element of `dtype`; throws PluginError(INVALID_ARGUMENT) for a value that is no H2_DType.
-  static size_t element_size(uint32_t dtype);
   // Throws PluginError(INVALID_ARGUMENT) unless `peer` is another rank of this communicator.
   void check_peer(int peer) const;
 

@@ -8,18 +8,21 @@
 #                                               CONFORM_OPS=PATTERNS for --ops)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios; the
 #                                               caching allocator vs the plugin's, a GPT step with and without
+#   bash scripts/gpu/run-gpu-checks.sh comm     a 2-rank allreduce on the GPUs (two ranks on one GPU where
+#                                               there is one): DiComm's own, staged, against NCCL through
+#                                               the plugin's collective section; ratios
 #   bash scripts/gpu/run-gpu-checks.sh train    a pipeline over the cuda and cpu-reference plugins trains
 #                                               gpt-tiny as one device does (scripts/gpu/pipeline_check.py)
-#   bash scripts/gpu/run-gpu-checks.sh all      devices, bench, then conform and train side by side, each
+#   bash scripts/gpu/run-gpu-checks.sh all      devices, bench, comm, then conform and train side by side, each
 #                                               under its own time limit (one device call for everything)
 # Each stage writes its logs and reports under $H2_GPU_OUT (default ./gpu-out); `all` also packs them
 # into $OUT/gpu-out.tar.gz after every stage, so what finished comes back even if the call runs out of
 # time (the device tool returns at most 8 files from $OUT). Stage limits: DEVICES_TIMEOUT,
-# BENCH_TIMEOUT, CONFORM_TIMEOUT, TRAIN_TIMEOUT (seconds), TRAIN_RUN_TIMEOUT per training run.
+# BENCH_TIMEOUT, COMM_TIMEOUT, CONFORM_TIMEOUT, TRAIN_TIMEOUT (seconds), TRAIN_RUN_TIMEOUT per training run.
 set -euo pipefail
 script=$(realpath "$0")
 cd "$(dirname "$0")/../.."
-stage=${1:?usage: run-gpu-checks.sh devices|conform|bench|train|all}
+stage=${1:?usage: run-gpu-checks.sh devices|conform|bench|comm|train|all}
 out=${H2_GPU_OUT:-$PWD/gpu-out}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -71,6 +74,34 @@ case $stage in
     H2_PLUGIN_PATH=$build/plugins/cuda "$build/bench/allocator_bench" --plugin cuda --model examples/models/gpt-tiny.json \
       --json "$out/allocator.json" --benchmark_min_time=0.1 | tee "$out/allocator.txt"
     ;;
+  comm)
+    # NCCL for the plugin's collective section: the toolkit's (the plugin's default place), else the
+    # one PyTorch's wheels brought.
+    if [ ! -e /usr/local/cuda/lib64/libnccl.so.2 ] && [ -z "${NCCL_HOME:-}" ]; then
+      nccl=$(find /usr /opt -name 'libnccl.so.2' -print -quit 2>/dev/null || true)
+      [ -n "$nccl" ] && export NCCL_HOME=$(dirname "$(dirname "$nccl")")
+    fi
+    gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+    devices=cuda:0,cuda:0
+    [ "$gpus" -ge 2 ] && devices=cuda:0,cuda:1
+    H2_PLUGIN_PATH=$plugin_path "$build/tools/h2" devices 2>&1 | grep -E "PLUGIN|cuda" | tee "$out/comm.txt"
+    for library in off auto; do
+      echo "== H2_DICOMM_VENDOR_COLLECTIVES=$library, ranks on $devices" | tee -a "$out/comm.txt"
+      H2_PLUGIN_PATH=$plugin_path H2_DICOMM_VENDOR_COLLECTIVES=$library H2_DICOMM_TIMEOUT=60 \
+        "$build/tools/h2" launch -n 2 --devices "$devices" -- "$build/tools/h2" bench comm --op allreduce \
+        --min-bytes 1M --max-bytes 256M --factor 4 --iters 20 --warmup 5 --json "$out/comm-$library.json" 2>&1 |
+        tee -a "$out/comm.txt" || echo "== exit $? (H2_DICOMM_VENDOR_COLLECTIVES=$library)" | tee -a "$out/comm.txt"
+    done
+    python3 - "$out/comm-off.json" "$out/comm-auto.json" <<'PY' | tee -a "$out/comm.txt"
+import json, os, sys
+rows = [{r["bytes"]: r for r in map(json.loads, open(p))} if os.path.exists(p) else {} for p in sys.argv[1:]]
+print("allreduce, 2 ranks, f32 sum: busbw GB/s, DiComm (staged) against NCCL (collective section)")
+for size in sorted(set(rows[0]) | set(rows[1])):
+    own, nccl = rows[0].get(size, {}).get("busbw_gbps"), rows[1].get(size, {}).get("busbw_gbps")
+    ratio = f"{nccl / own:.2f}x" if own and nccl else "-"
+    print(f"{size:>12} {own if own is not None else '-':>10} {nccl if nccl is not None else '-':>10} {ratio:>8}")
+PY
+    ;;
   train)
     # The runs' files stay on the machine ($OUT takes few files, 2 folders deep); the table and its
     # JSON come back.
@@ -90,10 +121,11 @@ case $stage in
     }
     limited "${DEVICES_TIMEOUT:-60}" devices; pack
     limited "${BENCH_TIMEOUT:-150}" bench; pack
+    limited "${COMM_TIMEOUT:-120}" comm; pack
     limited "${CONFORM_TIMEOUT:-300}" conform & conform_pid=$!
     limited "${TRAIN_TIMEOUT:-300}" train; pack
     wait "$conform_pid"; pack
     tail -n 40 "$out"/*.log
     ;;
-  *) echo "run-gpu-checks: unknown stage '$stage' (devices, conform, bench, train or all)" >&2; exit 2 ;;
+  *) echo "run-gpu-checks: unknown stage '$stage' (devices, conform, bench, comm, train or all)" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "collective_checks.hpp"
 #include "common.hpp"
 #include "handle_registry.hpp"
 #include "plugin_state.hpp"
@@ -46,7 +47,7 @@ std::shared_ptr<Stream> stream_of(const Comm& comm, H2_Stream* handle) {
 }
 
 uint64_t bytes_of(uint64_t count, uint32_t dtype) {
-  return count * ShmComm::element_size(dtype);
+  return count * h2::plugin::collective_element_size(dtype);
 }
 
 // Whether this thread is inside a group, which then takes the call (on the group's one stream).
@@ -114,7 +115,7 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
                     H2_Stream* stream) {
   return guarded("allreduce", [&] {
     std::shared_ptr<Comm> comm = comms().get(handle);
-    ShmComm::check_reduction(dtype, op);
+    h2::plugin::check_collective_reduction(dtype, op);
     const uint64_t bytes = bytes_of(count, dtype);
     const void* from = resolve_device(send, bytes, "send");
     void* into = resolve_device(recv, bytes, "recv");
@@ -126,7 +127,7 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
                          uint32_t op, H2_Stream* stream) {
   return guarded("reduce_scatter", [&] {
     std::shared_ptr<Comm> comm = comms().get(handle);
-    ShmComm::check_reduction(dtype, op);
+    h2::plugin::check_collective_reduction(dtype, op);
     const uint64_t bytes = bytes_of(recv_count, dtype);
     const void* from = resolve_device(send, bytes * static_cast<uint64_t>(comm->shm.size()), "send");
     void* into = resolve_device(recv, bytes, "recv");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "collectives.hpp"
 #include "cuda_error.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
@@ -171,6 +172,12 @@ const H2_PluginApi kApi = Slots::api_table(kPluginName, {
 }  // namespace
 }  // namespace h2::cuda
 
+// The collective section is offered only where NCCL loads, which is known at run time.
 extern "C" H2_PLUGIN_EXPORT const H2_PluginApi* h2_plugin_get_api(uint32_t /*abi_major*/) {
-  return &h2::cuda::kApi;
+  static const H2_PluginApi api = [] {
+    H2_PluginApi with_nccl = h2::cuda::kApi;
+    with_nccl.collective_table = h2::cuda::collective_table();
+    return with_nccl;
+  }();
+  return &api;
 }

@@ -271,21 +271,21 @@ void Runtime::destroy_stream(H2_Stream* handle) {
 }
 
 void Runtime::read_device_error(Stream& s) {
-  if (!s.sticky.empty()) return;
+  if (!s.sticky().empty()) return;
   DeviceError e{};
   H2_CUDA_CHECK(cudaMemcpyAsync(&e, s.error, sizeof e, cudaMemcpyDeviceToHost, s.stream));
   H2_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   if (e.code == 0) return;
   const std::string op = operator_name(e.code);
-  s.sticky = op + ": index " + std::to_string(e.value) + " is outside [0, " + std::to_string(e.limit) + ")";
+  s.set_sticky(op + ": index " + std::to_string(e.value) + " is outside [0, " + std::to_string(e.limit) + ")");
 }
 
 void Runtime::synchronize(Stream& s) {
   use_device(s.device);
   H2_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   read_device_error(s);
-  if (!s.sticky.empty())
-    fail(H2_STATUS_INVALID_ARGUMENT, "earlier asynchronous work on the stream failed: " + s.sticky);
+  if (const std::string sticky = s.sticky(); !sticky.empty())
+    fail(H2_STATUS_INVALID_ARGUMENT, "earlier asynchronous work on the stream failed: " + sticky);
 }
 
 H2_Status Runtime::query(Stream& s) {
@@ -297,8 +297,8 @@ H2_Status Runtime::query(Stream& s) {
   }
   H2_CUDA_CHECK(status);
   read_device_error(s);
-  if (!s.sticky.empty())
-    fail(H2_STATUS_INVALID_ARGUMENT, "earlier asynchronous work on the stream failed: " + s.sticky);
+  if (const std::string sticky = s.sticky(); !sticky.empty())
+    fail(H2_STATUS_INVALID_ARGUMENT, "earlier asynchronous work on the stream failed: " + sticky);
   return H2_STATUS_OK;
 }
 

@@ -34,7 +34,22 @@ struct Stream {
   void* blas_workspace = nullptr;
   DeviceError* error = nullptr;  // device memory
   std::mutex mutex;              // cuBLAS handles are not safe to share between threads
-  std::string sticky;            // the first data-dependent error seen
+
+  // The first asynchronous failure of the stream's work: a kernel's data check (an index out of
+  // range), or a collective library's communicator aborted under work issued here. Any thread may
+  // set it (comm_abort runs on any); later ones are dropped.
+  void set_sticky(const std::string& why) {
+    std::lock_guard lock(sticky_mutex);
+    if (sticky_error.empty()) sticky_error = why;
+  }
+  std::string sticky() const {
+    std::lock_guard lock(sticky_mutex);
+    return sticky_error;
+  }
+
+ private:
+  mutable std::mutex sticky_mutex;
+  std::string sticky_error;
 };
 
 struct Event {
