@@ -211,4 +211,25 @@ TEST(LinkLayerName, NamesEveryLayer) {
   EXPECT_STREQ(h2::dicomm::link_layer_name(LinkLayer::unknown), "unknown");
 }
 
+// Why a plugin's memory is staged: the properties a CUDA-like, a host-memory and a closed device report.
+TEST(DeviceMemoryPath, HostMemoryGoesDirectDeviceMemoryIsStagedAndSaysWhy) {
+  h2::DeviceProperties host;
+  host.nic_direct_host = true;
+  host.host_accessible = true;
+  EXPECT_TRUE(h2::dicomm::device_memory_path(host).direct);
+
+  h2::DeviceProperties cuda;
+  cuda.nic_direct_host = true;
+  cuda.nic_direct_cuda = true;
+  cuda.host_accessible = false;
+  const auto staged = h2::dicomm::device_memory_path(cuda);
+  EXPECT_FALSE(staged.direct);
+  EXPECT_THAT(staged.why, HasSubstr("staged through pinned host memory"));
+  EXPECT_THAT(staged.why, HasSubstr("as CUDA memory"));
+  EXPECT_THAT(staged.why, HasSubstr("FI_MR_DMABUF"));
+
+  h2::DeviceProperties closed;
+  EXPECT_THAT(h2::dicomm::device_memory_path(closed).why, HasSubstr("offers no NIC access to its device memory"));
+}
+
 }  // namespace

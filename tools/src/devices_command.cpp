@@ -347,10 +347,32 @@ int run_nics(bool json_output) {
     std::cerr << "h2 devices --nics: " << error.what() << "\n";
     return 1;
   }
+  // How DiComm moves each plugin's device memory over these NICs (the plugins in the search path
+  // that load; one that does not is `h2 devices`' business, not the NICs').
+  const Runtime runtime{RuntimeOptions{}};
+  json paths = json::array();
+  Table table({"PLUGIN", "TRANSFERS", "WHY"});
+  for (const PluginInfo& info : runtime.plugins()) {
+    const std::vector<Device> devices = info.loaded() ? runtime.devices(info.name) : std::vector<Device>{};
+    if (devices.empty()) continue;
+    const dicomm::DeviceMemoryPath path = dicomm::device_memory_path(devices.front().properties());
+    paths.push_back({{"plugin", info.name}, {"device_direct", path.direct}, {"why", path.why}});
+    const size_t colon = path.why.find(':');
+    table.add_row({info.name, path.direct ? "device-direct" : "staged",
+                   colon == std::string::npos ? path.why : path.why.substr(colon + 2)});
+  }
   if (json_output) {
-    std::cout << nics_json(discovery).dump(2) << "\n";
+    json out = nics_json(discovery);
+    out["device_memory"] = paths;
+    std::cout << out.dump(2) << "\n";
   } else {
     print_nics(discovery);
+    std::cout << "\nDevice memory on the network (DiComm)\n";
+    if (table.empty()) {
+      std::cout << "  no plugin with a device loaded\n";
+    } else {
+      table.print(std::cout);
+    }
   }
   return 0;
 }

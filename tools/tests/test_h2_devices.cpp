@@ -352,6 +352,25 @@ TEST(H2DevicesNics, ListsTheLoopbackAndWhatRdmaAndLibfabricOffer) {
   }
 }
 
+TEST(H2DevicesNics, SaysWhetherEachPluginsMemoryGoesDeviceDirectOrStaged) {
+  Result r = h2("devices --nics");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("Device memory on the network (DiComm)"));
+  EXPECT_THAT(r.output, testing::ContainsRegex("cpu-reference +device-direct +its memory is host memory"));
+  Result j = h2("devices --nics --json");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  const auto listing = nlohmann::json::parse(j.output);
+  ASSERT_TRUE(listing.contains("device_memory")) << j.output;
+  bool found = false;
+  for (const auto& entry : listing["device_memory"]) {
+    if (entry["plugin"] != "cpu-reference") continue;
+    found = true;
+    EXPECT_EQ(entry["device_direct"], true);
+    EXPECT_THAT(entry["why"].get<std::string>(), HasSubstr("device-direct"));
+  }
+  EXPECT_TRUE(found) << j.output;
+}
+
 TEST(H2DevicesNics, JsonHasTheNicsRdmaStatusLibfabricAndPlannerNicTypes) {
   Result r = h2("devices --nics --json");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -2,24 +2,15 @@
 
 #include <algorithm>
 
+#include "h2/dicomm/nics.hpp"
 #include "h2/error.hpp"
 #include "h2/log.hpp"
 
 namespace h2::dicomm::detail {
 
-bool nic_can_access(const DeviceProperties& properties) {
-  // Host memory the host may dereference is ordinary process memory to libfabric (FI_HMEM_SYSTEM).
-  // CUDA and dma-buf memory would need FI_HMEM registration (fi_mr_regattr with a device iface) or
-  // ibv_reg_dmabuf_mr. libfabric 1.17 has the FI_HMEM API, but Debian builds it without any device
-  // iface ("Hmem iface FI_HMEM_CUDA not supported"; only shm advertises FI_HMEM, for system memory),
-  // FI_MR_DMABUF only arrived in 1.20, and DiComm has no verbs data path of its own to use a dma-buf
-  // registration with. Such devices are staged through pinned host buffers.
-  return properties.nic_direct_host && properties.host_accessible;
-}
-
 Link::Link(const Device& device, size_t piece_bytes, bool force_staging, bool share_memory)
     : device_(device),
-      direct_(!force_staging && nic_can_access(device.properties())),
+      direct_(!force_staging && device_memory_path(device.properties()).direct),
       host_inline_(device.properties().host_accessible),
       // Node peers copy from a mapping with the host's memcpy, so only host-addressable memory.
       share_memory_(share_memory && direct_ && device.can_share_memory()),

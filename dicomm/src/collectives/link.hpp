@@ -82,7 +82,4 @@ class Link {
   std::vector<std::pair<std::shared_ptr<DeviceBuffer>, std::shared_ptr<Event>>> scratch_;
 };
 
-// Whether a device's memory can be handed to the NIC as it is.
-bool nic_can_access(const DeviceProperties& properties);
-
 }  // namespace h2::dicomm::detail
