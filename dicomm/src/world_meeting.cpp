@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "common/hex.hpp"
 #include "h2/log.hpp"
@@ -114,14 +115,19 @@ NodeSetup connect_node_transport(Store& store, int rank, const std::vector<json>
 // shared bounce buffers (SAR); before libfabric 1.19 SAR hangs once several messages arrive before
 // their receives are posted (ofiwg/libfabric#9143), which DiComm's pipelined transfers do all the
 // time. So shm is only chosen where it will use cross-memory attach.
-bool shm_is_safe(const std::string& libfabric_version, bool memory_readable) {
-  int major = 0, minor = 0;
-  std::sscanf(libfabric_version.c_str(), "%d.%d", &major, &minor);
-  if (major > 1 || (major == 1 && minor >= 19)) return true;
+bool shm_cma_disabled_here() {
   const char* disabled = std::getenv("FI_SHM_DISABLE_CMA");
   std::string value = disabled != nullptr ? disabled : "";
   for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const bool cma_disabled = value == "1" || value == "on" || value == "true" || value == "yes";
+  return value == "1" || value == "on" || value == "true" || value == "yes";
+}
+
+// `cma_disabled`: FI_SHM_DISABLE_CMA is set on some rank (each publishes its own, so that every
+// rank decides alike and no pair disagrees on shm).
+bool shm_is_safe(const std::string& libfabric_version, bool memory_readable, bool cma_disabled) {
+  int major = 0, minor = 0;
+  std::sscanf(libfabric_version.c_str(), "%d.%d", &major, &minor);
+  if (major > 1 || (major == 1 && minor >= 19)) return true;
   return memory_readable && !cma_disabled;
 }
 
@@ -159,21 +165,20 @@ std::string node_identity() {
 Meeting meet_ranks(Store* store, const RankInfo& info, const WorldSettings& settings, const ProviderProbe& probe,
                    const std::string& node, const std::string& store_interface) {
   Meeting meeting;
-  meeting.networks = local_networks(probe.networks, store_interface, settings.nic_gbps);
+  meeting.networks = local_networks(probe.networks, store_interface, settings.nic_gbps, settings.provider);
+  const json mine = {{"node", node},
+                     {"island", settings.island},
+                     {"networks", meeting.networks},
+                     {"libfabric", probe.libfabric_version},
+                     {"requested", settings.provider},
+                     {"shm_cma_disabled", shm_cma_disabled_here()},
+                     {"settings", settings.shared()}};
   std::vector<json> ranks;
   if (store == nullptr) {
-    ranks.push_back(json{{"node", node},
-                         {"networks", meeting.networks},
-                         {"libfabric", probe.libfabric_version},
-                         {"requested", settings.provider}});
+    ranks.push_back(mine);
   } else {
     const std::string prefix = "dicomm/rank/";
-    store->set(prefix + std::to_string(info.rank), json{{"node", node},
-                                                        {"networks", meeting.networks},
-                                                        {"libfabric", probe.libfabric_version},
-                                                        {"requested", settings.provider},
-                                                        {"settings", settings.shared()}}
-                                                       .dump());
+    store->set(prefix + std::to_string(info.rank), mine.dump());
     std::vector<json> shared;
     for (int r = 0; r < info.world_size; ++r) {
       ranks.push_back(json::parse(store->get(prefix + std::to_string(r))));
@@ -189,15 +194,24 @@ Meeting meet_ranks(Store* store, const RankInfo& info, const WorldSettings& sett
       "'s shm provider would copy through bounce buffers here (cross-memory attach is not permitted or "
       "FI_SHM_DISABLE_CMA is set), and before libfabric 1.19 that hangs once several messages arrive ahead of "
       "their receives (ofiwg/libfabric#9143)";
-  const RouteRules rules{settings.provider, shm_is_safe(version, meeting.node.memory_readable)};
+  const bool cma_disabled =
+      std::any_of(ranks.begin(), ranks.end(), [](const json& rank) { return rank["shm_cma_disabled"] == true; });
+  const RouteRules rules{settings.provider, shm_is_safe(version, meeting.node.memory_readable, cma_disabled)};
   check_fabric_alike(ranks, rules.shm_safe, shm_hazard);
 
   std::vector<RankNetworks> all;
-  for (const json& rank : ranks) all.push_back({rank["node"], rank["networks"].get<std::vector<Network>>()});
+  for (const json& rank : ranks)
+    all.push_back({rank["node"], rank["networks"].get<std::vector<Network>>(), rank["island"]});
   std::vector<bool> skip(ranks.size(), false);
   for (size_t r = 0; r < ranks.size(); ++r)
     skip[r] = meeting.node.transport && meeting.node.transport->enabled(static_cast<int>(r));
-  meeting.routes = choose_routes(all, info.rank, rules, skip);
+  try {
+    meeting.routes = choose_routes(all, info.rank, rules, skip);
+  } catch (const CommError& e) {
+    // The peers that wait for this rank's addresses learn why instead of timing out.
+    if (store != nullptr) store->set("dicomm/address/" + std::to_string(info.rank), json{{"error", e.what()}}.dump());
+    throw;
+  }
   for (size_t r = 0; r < ranks.size() && meeting.own < 0; ++r) meeting.own = meeting.routes[r];
   if (meeting.own < 0) {
     const RankNetworks& mine = all[static_cast<size_t>(info.rank)];
@@ -268,7 +282,16 @@ std::vector<Route> exchange_addresses(Store* store, const RankInfo& info, Wires&
     const Network& chosen = meeting.networks[static_cast<size_t>(network)];
     Route& route = routes[static_cast<size_t>(r)];
     route.wire = opened.wire_of(network);
+    if (store == nullptr) throw std::logic_error("DiComm: a route to another rank in a job without a store");
     const json entry = json::parse(store->get("dicomm/address/" + std::to_string(r)));
+    if (entry.contains("error"))
+      throw CommError(
+          CommErrorKind::usage, r,
+          "DiComm: rank " + std::to_string(r) + " could not choose its networks: " + entry["error"].get<std::string>());
+    if (!entry.at("addresses").contains(chosen.key()))
+      throw CommError(CommErrorKind::usage, r,
+                      "DiComm: rank " + std::to_string(r) + " opened no endpoint on " + chosen.key() + ", which rank " +
+                          std::to_string(info.rank) + " chose for the pair (do their DiComm settings differ?)");
     const size_t theirs = entry.at("fabric_message_bytes").at(chosen.key()).get<size_t>();
     const size_t mine = opened.wires[route.wire].message_bytes;
     if (theirs != mine)

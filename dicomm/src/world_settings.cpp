@@ -61,6 +61,7 @@ WorldSettings read_world_settings(const CommOptions& options) {
   s.node_mode = env_choice("H2_DICOMM_NODE_TRANSPORT", {"auto", "cma", "off"});
   s.want_node_transport = s.node_mode == "cma" || (s.node_mode == "auto" && s.provider.empty());
   if (const char* speeds = std::getenv("H2_DICOMM_NIC_GBPS")) s.nic_gbps = parse_nic_speeds(speeds);
+  if (const char* island = std::getenv("H2_DICOMM_ISLAND")) s.island = island;
   return s;
 }
 

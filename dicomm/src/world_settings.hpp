@@ -27,6 +27,7 @@ struct WorldSettings {
   std::string node_mode;                   // H2_DICOMM_NODE_TRANSPORT: auto, cma or off
   bool want_node_transport = true;         // what node_mode and the provider request give
   std::map<std::string, double> nic_gbps;  // H2_DICOMM_NIC_GBPS: NIC speeds that win over the drivers'
+  std::string island;                      // H2_DICOMM_ISLAND: RDMA networks only between ranks alike
 
   // The settings every rank must have alike.
   nlohmann::json shared() const;

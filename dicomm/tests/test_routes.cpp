@@ -39,7 +39,7 @@ std::string route(const RankNetworks& a, const RankNetworks& b, const RouteRules
   EXPECT_EQ(mine, my_view) << "the two ends chose differently";
   EXPECT_EQ(theirs, their_view) << "the two ends chose differently";
   if (mine < 0) return "";
-  EXPECT_EQ(a.networks[mine].key(), b.networks[theirs].key());
+  EXPECT_EQ(a.networks[mine].provider, b.networks[theirs].provider);
   return a.networks[mine].describe() + " " + a.networks[mine].fabric;
 }
 
@@ -143,6 +143,36 @@ TEST(Routes, ARequestedProviderIsTheOnlyOneAndAPairWithoutANetworkIsNamed) {
   }
   // Peers the node transport carries need no network.
   EXPECT_EQ(choose_routes(ranks, 2, {"tcp;ofi_rxm", true}, {true, true, false}), (std::vector<int>{-1, -1, -1}));
+}
+
+TEST(Routes, DisconnectedRdmaIslandsOfOneNameAreToldApartByTheirLabels) {
+  // Both islands' InfiniBand fabrics carry the default subnet prefix: alike by name only.
+  const Network ib = net("verbs;ofi_rxm", "IB-0xfe80000000000000", "mlx5_0", 200);
+  const Network ethernet = net("tcp;ofi_rxm", "10.0.0.0/16", "eth0", 25);
+  RankNetworks a{"a", {ib, ethernet}, "island-a"}, b{"b", {ib, ethernet}, "island-b"};
+  EXPECT_EQ(route(a, b), "tcp;ofi_rxm on eth0 10.0.0.0/16");
+  b.island = "island-a";
+  EXPECT_EQ(route(a, b), "verbs;ofi_rxm on mlx5_0 IB-0xfe80000000000000");
+}
+
+TEST(Routes, NodesOnRoutedSubnetsUseTheNetworksTheyReachTheStoreThrough) {
+  // One /24 per rack: no fabric name in common, yet each reaches the store, so each other.
+  Network rack1 = net("tcp;ofi_rxm", "10.1.1.0/24", "eth0", 100),
+          rack2 = net("tcp;ofi_rxm", "10.1.2.0/24", "ens3", 100);
+  Network v6a = net("tcp;ofi_rxm", "fd00:1::/64", "eth0", 100), v6b = net("tcp;ofi_rxm", "fd00:2::/64", "ens3", 100);
+  const Network docker = net("tcp;ofi_rxm", "172.17.0.0/16", "docker0", 0);
+  for (Network* n : {&rack1, &rack2, &v6a, &v6b}) n->reaches_store = true;
+  // Docker's bridge has one name on every host and reaches none: the store's network, faster, wins.
+  EXPECT_EQ(route({"a", {v6a, rack1, docker}}, {"b", {docker, rack2, v6b}}), "tcp;ofi_rxm on eth0 10.1.1.0/24");
+  EXPECT_EQ(route({"a", {v6a, rack1}}, {"b", {v6b, rack2}}), "tcp;ofi_rxm on eth0 10.1.1.0/24");
+  rack2.reaches_store = false;
+  EXPECT_EQ(route({"a", {rack1}}, {"b", {rack2}}), "");
+}
+
+TEST(Routes, ARequestedProviderThatDiCommDoesNotRankIsStillUsed) {
+  const Network sockets = net("sockets", "10.0.0.0/16", "eth0", 25);
+  EXPECT_EQ(route({"a", {sockets}}, {"b", {sockets}}), "");
+  EXPECT_EQ(route({"a", {sockets}}, {"b", {sockets}}, {"sockets", true}), "sockets on eth0 10.0.0.0/16");
 }
 
 TEST(Routes, NicSpeedsAreParsedAndBadEntriesNamed) {

@@ -9,11 +9,11 @@
 namespace h2::dicomm::detail {
 
 std::vector<Network> local_networks(std::vector<Network> offered, const std::string& store_interface,
-                                    const std::map<std::string, double>& speeds) {
+                                    const std::map<std::string, double>& speeds, const std::string& requested) {
   const NicDiscovery discovery = discover_nics();
   std::vector<Network> networks;
   for (Network& network : offered) {
-    if (!known_provider(network.provider)) continue;
+    if (!known_provider(network.provider) && network.provider != requested) continue;
     for (const Nic& nic : discovery.nics) {
       if (!domain_names_nic(nic, network.domain)) continue;
       network.gbps = nic.speed_gbps;

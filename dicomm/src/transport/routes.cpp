@@ -33,11 +33,21 @@ bool link_local(const std::string& fabric) {
   return lower.starts_with("fe8") || lower.starts_with("fe9") || lower.starts_with("fea") || lower.starts_with("feb");
 }
 
-// Whether the pair may use `x` (rank a's) and `y` (rank b's, of the same key) at all.
-bool usable(const Network& x, const Network& y, bool same_node, const RouteRules& rules) {
+bool rdma(const std::string& provider) {
+  return provider == "verbs;ofi_rxm" || provider == "efa" || provider == "cxi";
+}
+
+bool sockets(const std::string& provider) {
+  return provider == "tcp;ofi_rxm" || provider == "net" || provider == "tcp";
+}
+
+// Whether ranks `a` and `b` may use `x` (a's) and `y` (b's, of the same provider) at all.
+bool usable(const Network& x, const Network& y, const RankNetworks& a, const RankNetworks& b, const RouteRules& rules) {
+  const bool same_node = a.node == b.node;
   if (!rules.provider.empty() && x.provider != rules.provider) return false;
   if (x.provider == "shm") return same_node && rules.shm_safe;  // shm lacks FI_REMOTE_COMM
-  if (network_class(x.provider) < 0 || link_local(x.fabric)) return false;
+  if ((network_class(x.provider) < 0 && x.provider != rules.provider) || link_local(x.fabric)) return false;
+  if (!same_node && rdma(x.provider) && a.island != b.island) return false;
   return same_node || (!x.loopback && !y.loopback);
 }
 
@@ -66,23 +76,27 @@ bool known_provider(const std::string& provider) {
 }
 
 std::pair<int, int> choose_route(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules) {
-  const bool same_node = a.node == b.node;
   using Score = std::tuple<bool, bool, int, double, bool, bool>;
   std::pair<int, int> best{-1, -1};
   Score best_score;
-  std::string best_key;
+  std::string best_names;
   for (size_t i = 0; i < a.networks.size(); ++i)
     for (size_t j = 0; j < b.networks.size(); ++j) {
       const Network& x = a.networks[i];
       const Network& y = b.networks[j];
-      if (x.key() != y.key() || !usable(x, y, same_node, rules)) continue;
+      // One network by name, or the networks both reach the store through, of one socket provider
+      // and address family: reaching the store proves the route (nodes on routed subnets).
+      const bool store_pair = x.reaches_store && y.reaches_store && x.provider == y.provider && sockets(x.provider) &&
+                              ipv4(x.fabric) == ipv4(y.fabric);
+      if ((x.key() != y.key() && !store_pair) || !usable(x, y, a, b, rules)) continue;
       // Every part is symmetric in the two ends, so both ranks of a pair rank alike.
       const Score score{x.provider == "shm",      x.loopback && y.loopback, network_class(x.provider),
                         std::min(x.gbps, y.gbps), ipv4(x.fabric),           x.reaches_store && y.reaches_store};
-      if (best.first < 0 || score > best_score || (score == best_score && x.key() < best_key)) {
+      const std::string names = std::min(x.key(), y.key()) + " " + std::max(x.key(), y.key());
+      if (best.first < 0 || score > best_score || (score == best_score && names < best_names)) {
         best = {static_cast<int>(i), static_cast<int>(j)};
         best_score = score;
-        best_key = x.key();
+        best_names = names;
       }
     }
   return best;

@@ -37,6 +37,10 @@ void from_json(const nlohmann::json& j, Network& n);
 struct RankNetworks {
   std::string node;  // ranks of one node may use shm and loopback networks between them
   std::vector<Network> networks;
+  // H2_DICOMM_ISLAND: ranks with different labels use no RDMA network between them. InfiniBand
+  // fabrics often share one name (the default subnet prefix, "IB-0xfe80000000000000"), and EFA's
+  // is always "efa", so a name alone does not tell two disconnected islands apart.
+  std::string island;
 };
 
 struct RouteRules {
@@ -47,11 +51,14 @@ struct RouteRules {
 // Whether DiComm would use `provider` at all: shm, verbs;ofi_rxm, efa, cxi, tcp;ofi_rxm, net, tcp.
 bool known_provider(const std::string& provider);
 
-// The network ranks `a` and `b` use between them: indices into a.networks and b.networks (one
-// key), or {-1, -1} where they share none. Symmetric: swapping a and b swaps the indices. Better
-// is, in order: shm, then a loopback network, between ranks of one node; an RDMA provider over
-// sockets (verbs, efa, cxi, then tcp;ofi_rxm, net, tcp); the faster NIC of the slower end; IPv4;
-// the network both reach the store through; the smaller key.
+// The network ranks `a` and `b` use between them: indices into a.networks and b.networks, or
+// {-1, -1} where they share none. A shared network is one both list by one key, or, for nodes on
+// routed subnets that list none alike, the socket networks (one provider and address family) both
+// reach the store through: reaching the store proves the route, as it did when one interface served
+// the job. Symmetric: swapping a and b swaps the indices. Better is, in order: shm, then a loopback
+// network, between ranks of one node; an RDMA provider over sockets (verbs, efa, cxi, then
+// tcp;ofi_rxm, net, tcp); the faster NIC of the slower end; IPv4; the network both reach the store
+// through; the smaller names.
 std::pair<int, int> choose_route(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules);
 
 // For rank `rank`, each rank's network: an index into ranks[rank].networks, -1 for itself and for
@@ -64,8 +71,9 @@ std::vector<int> choose_routes(const std::vector<RankNetworks>& ranks, int rank,
 // NIC discovery unless `speeds` names it (H2_DICOMM_NIC_GBPS), loopback interfaces marked, the one
 // named `store_interface` marked as reaching the store. Providers DiComm does not use are left out,
 // and of networks with one key (two NICs on one subnet) the fastest stays.
+// `requested` (H2_FABRIC_PROVIDER) is kept even where DiComm would not choose it itself.
 std::vector<Network> local_networks(std::vector<Network> offered, const std::string& store_interface,
-                                    const std::map<std::string, double>& speeds);
+                                    const std::map<std::string, double>& speeds, const std::string& requested);
 
 // H2_DICOMM_NIC_GBPS ("fast0=100,slow0=1"): speeds for NICs whose drivers report none or a wrong
 // one (virtual NICs, shaped links). Throws CommError(usage) naming the variable and the entry.

@@ -4,9 +4,11 @@
 // is enqueued (or failed, or aborted), never on the device work itself.
 #include "collectives.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -33,7 +35,8 @@ struct Comm {
   // before ncclCommAbort frees the communicator; a call polling NCCL sees it and stops.
   std::atomic<bool> aborted = false;
   std::shared_mutex calls;
-  std::mutex mutex;  // guards `reason` and `streams`
+  bool freed = false;  // by ncclCommAbort or ncclCommDestroy; written under `calls` held exclusively
+  std::mutex mutex;    // guards `reason` and `streams`
   std::string reason;
   std::vector<std::weak_ptr<Stream>> streams;  // where work was issued: their error on an abort
 };
@@ -206,30 +209,38 @@ H2_Status comm_abort(H2_Comm* handle, const char* reason) {
       std::lock_guard lock(comm->mutex);
       if (comm->reason.empty()) comm->reason = why;
     }
-    if (comm->aborted.exchange(true)) return;  // once: NCCL frees the communicator
-    {
-      std::unique_lock calls(comm->calls);  // no call is inside NCCL with it now, nor will be
-      library().comm_abort(comm->nccl);
-    }
-    // Work already on the streams has been ended by NCCL; what waits for it learns why.
+    if (comm->aborted.exchange(true)) return;  // once
+    // What waits for the streams' work learns why before NCCL ends that work.
     const std::string message = aborted_message(*comm);
-    std::lock_guard lock(comm->mutex);
-    for (const auto& weak : comm->streams)
-      if (auto stream = weak.lock()) stream->set_sticky(message);
+    {
+      std::lock_guard lock(comm->mutex);
+      for (const auto& weak : comm->streams)
+        if (auto stream = weak.lock()) stream->set_sticky(message);
+    }
+    std::unique_lock calls(comm->calls);  // no call is inside NCCL with it now, nor will be
+    if (!comm->freed) library().comm_abort(comm->nccl);
+    comm->freed = true;
   });
 }
 
 H2_Status comm_destroy(H2_Comm* handle) {
   return guarded("comm_destroy", [&] {
     std::shared_ptr<Comm> comm = comms().take(handle);
-    if (comm->aborted) return;  // ncclCommAbort freed it
     const NcclLibrary& nccl = library();
+    std::unique_lock calls(comm->calls);  // a comm_abort meanwhile waits, then finds it freed
+    if (comm->freed) return;              // ncclCommAbort freed it
+    comm->freed = true;
     use_device(comm->device);
-    // Finalize flushes what NCCL still holds of the communicator; the caller synchronized its work.
-    check(nccl.comm_finalize(comm->nccl), "ncclCommFinalize", comm->nccl);
-    if (!settle(*comm, "ncclCommFinalize", std::chrono::steady_clock::now() + std::chrono::seconds(60))) {
+    // Finalize flushes what NCCL still holds of the communicator (the caller synchronized its
+    // work). Where that fails or hangs (a peer gone), the communicator is aborted instead, which
+    // also frees it.
+    try {
+      check(nccl.comm_finalize(comm->nccl), "ncclCommFinalize", comm->nccl);
+      if (!settle(*comm, "ncclCommFinalize", std::chrono::steady_clock::now() + std::chrono::seconds(60)))
+        fail(H2_STATUS_DEVICE_ERROR, "ncclCommFinalize did not finish within 60 s; the communicator was aborted");
+    } catch (...) {
       nccl.comm_abort(comm->nccl);
-      fail(H2_STATUS_DEVICE_ERROR, "ncclCommFinalize did not finish within 60 s; the communicator was aborted");
+      throw;
     }
     check(nccl.comm_destroy(comm->nccl), "ncclCommDestroy", nullptr);
   });
@@ -317,19 +328,38 @@ H2_Status group_start() {
 H2_Status group_end() {
   return guarded("group_end", [&] {
     if (group.depth == 0) fail(H2_STATUS_INVALID_ARGUMENT, "group_end without group_start");
-    const ncclResult_t result = library().group_end();
-    if (--group.depth > 0) {
-      check(result, "ncclGroupEnd", nullptr);
+    if (group.depth > 1) {
+      --group.depth;
+      check(library().group_end(), "ncclGroupEnd", nullptr);
       return;
     }
     Group issued = std::move(group);
     group = Group{};
-    check(result, "ncclGroupEnd", nullptr);
-    // Non-blocking communicators may leave the group's calls in progress: each settles.
-    for (const auto& comm : issued.comms) {
-      std::shared_lock calls(comm->calls);
-      settle(*comm, "ncclGroupEnd");
+    // The group's communicators stay allocated while NCCL issues the group: no comm_abort frees one
+    // meanwhile (each distinct one locked once, in address order as every group does).
+    std::vector<std::shared_ptr<Comm>> distinct = issued.comms;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    std::vector<std::shared_lock<std::shared_mutex>> locks;
+    for (const auto& comm : distinct) {
+      locks.emplace_back(comm->calls);
+      // An abort between the group's calls and here freed a communicator NCCL's group still names:
+      // the group cannot be issued (the job has failed; this thread's NCCL group stays open).
+      if (comm->freed) fail(H2_STATUS_DEVICE_ERROR, "ncclGroupEnd: " + aborted_message(*comm));
     }
+    const ncclResult_t result = library().group_end();
+    check(result, "ncclGroupEnd", nullptr);
+    // Non-blocking communicators may leave the group's calls in progress: every one settles (NCCL
+    // needs each polled before its next call), and the first failure is reported.
+    std::exception_ptr first;
+    for (const auto& comm : distinct) {
+      try {
+        settle(*comm, "ncclGroupEnd");
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
   });
 }
 
