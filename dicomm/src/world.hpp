@@ -1,6 +1,6 @@
-// The process's membership of the job: the rendezvous store, the fabric endpoint every
-// communicator shares, the progress engine, and one Link per device in use. Created once by
-// Communicator::world(); communicators hold it, so it lives as long as any of them.
+// The process's membership of the job: the rendezvous store, the fabric endpoints (one per network
+// its routes use) every communicator shares, the progress engine, and one Link per device in use.
+// Created once by Communicator::world(); communicators hold it, so it lives as long as any of them.
 #pragma once
 
 #include <map>
