@@ -10,7 +10,7 @@ namespace h2::cuda {
 namespace {
 
 struct Loaded {
-  std::unique_ptr<h2::plugin::VendorLibrary> file;  // never closed: NCCL keeps threads for the process's life
+  std::unique_ptr<h2::plugin::VendorLibrary> file;
   std::unique_ptr<NcclLibrary> library;
   std::string why;
 };
@@ -67,7 +67,9 @@ Loaded load() {
 }  // namespace
 
 const NcclLibrary* nccl(std::string* why) {
-  static const Loaded loaded = load();
+  // Never destroyed, so NCCL is never unloaded: it registers exit handlers of its own, and a process
+  // that unloaded it (at this plugin's unloading, or static destruction) crashed in them at exit.
+  static const Loaded& loaded = *new Loaded(load());
   if (why != nullptr) *why = loaded.why;
   return loaded.library.get();
 }
