@@ -10,11 +10,14 @@ namespace h2::dicomm::detail {
 
 std::vector<Network> local_networks(std::vector<Network> offered, const std::string& store_interface,
                                     const std::map<std::string, double>& speeds, const std::string& requested) {
-  const NicDiscovery discovery = discover_nics();
+  // The NICs' speeds and kinds only: libfabric's offer is `offered` already (no second fi_getinfo).
+  std::string rdma_status;
+  std::vector<Nic> nics = discover_rdma_ports(rdma_status);
+  for (Nic& nic : discover_interfaces()) nics.push_back(std::move(nic));
   std::vector<Network> networks;
   for (Network& network : offered) {
     if (!known_provider(network.provider) && network.provider != requested) continue;
-    for (const Nic& nic : discovery.nics) {
+    for (const Nic& nic : nics) {
       if (!domain_names_nic(nic, network.domain)) continue;
       network.gbps = nic.speed_gbps;
       network.loopback = nic.link_layer == LinkLayer::loopback;

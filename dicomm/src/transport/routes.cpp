@@ -14,11 +14,33 @@ namespace {
 
 // Providers over the network, best first: RDMA before sockets (Holmes: a pipeline's activations
 // and a data-parallel group's gradients go over the RDMA island where there is one).
-const std::vector<std::string> kNetworkProviders = {"verbs;ofi_rxm", "efa", "cxi", "tcp;ofi_rxm", "net", "tcp"};
+struct ProviderKind {
+  const char* name;
+  bool rdma;  // else a socket provider
+};
+constexpr ProviderKind kNetworkProviders[] = {{"verbs;ofi_rxm", true}, {"efa", true},  {"cxi", true},
+                                              {"tcp;ofi_rxm", false},  {"net", false}, {"tcp", false}};
 
+const ProviderKind* kind_of(const std::string& provider) {
+  for (const ProviderKind& kind : kNetworkProviders)
+    if (provider == kind.name) return &kind;
+  return nullptr;
+}
+
+// Higher is better; -1 for a provider DiComm does not rank.
 int network_class(const std::string& provider) {
-  const auto it = std::find(kNetworkProviders.begin(), kNetworkProviders.end(), provider);
-  return it == kNetworkProviders.end() ? -1 : static_cast<int>(kNetworkProviders.end() - it);
+  const ProviderKind* kind = kind_of(provider);
+  return kind == nullptr ? -1 : static_cast<int>(std::end(kNetworkProviders) - kind);
+}
+
+bool rdma(const std::string& provider) {
+  const ProviderKind* kind = kind_of(provider);
+  return kind != nullptr && kind->rdma;
+}
+
+bool sockets(const std::string& provider) {
+  const ProviderKind* kind = kind_of(provider);
+  return kind != nullptr && !kind->rdma;
 }
 
 bool ipv4(const std::string& fabric) {
@@ -31,14 +53,6 @@ bool link_local(const std::string& fabric) {
   std::string lower = fabric;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return lower.starts_with("fe8") || lower.starts_with("fe9") || lower.starts_with("fea") || lower.starts_with("feb");
-}
-
-bool rdma(const std::string& provider) {
-  return provider == "verbs;ofi_rxm" || provider == "efa" || provider == "cxi";
-}
-
-bool sockets(const std::string& provider) {
-  return provider == "tcp;ofi_rxm" || provider == "net" || provider == "tcp";
 }
 
 // Whether ranks `a` and `b` may use `x` (a's) and `y` (b's, of the same provider) at all.
@@ -55,20 +69,6 @@ bool usable(const Network& x, const Network& y, const RankNetworks& a, const Ran
 
 std::string Network::describe() const {
   return provider == "shm" || domain.empty() ? provider : provider + " on " + domain;
-}
-
-void to_json(nlohmann::json& j, const Network& n) {
-  j = {{"provider", n.provider}, {"fabric", n.fabric},     {"domain", n.domain},
-       {"gbps", n.gbps},         {"loopback", n.loopback}, {"reaches_store", n.reaches_store}};
-}
-
-void from_json(const nlohmann::json& j, Network& n) {
-  n.provider = j.at("provider");
-  n.fabric = j.at("fabric");
-  n.domain = j.at("domain");
-  n.gbps = j.at("gbps");
-  n.loopback = j.at("loopback");
-  n.reaches_store = j.at("reaches_store");
 }
 
 bool known_provider(const std::string& provider) {

@@ -31,8 +31,7 @@ struct Network {
   // "tcp;ofi_rxm on eth0", "shm".
   std::string describe() const;
 };
-void to_json(nlohmann::json& j, const Network& n);
-void from_json(const nlohmann::json& j, Network& n);
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Network, provider, fabric, domain, gbps, loopback, reaches_store)
 
 struct RankNetworks {
   std::string node;  // ranks of one node may use shm and loopback networks between them

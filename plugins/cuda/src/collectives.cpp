@@ -122,8 +122,7 @@ thread_local Group group;
 // Issues `call` (one NCCL data call on the communicator and a stream of its device): at once, or
 // inside this thread's group, which issues it at group_end.
 template <typename Call>
-void issue(H2_Comm* handle, H2_Stream* stream_handle, const char* name, const Call& call) {
-  std::shared_ptr<Comm> comm = comms().get(handle);
+void issue(const std::shared_ptr<Comm>& comm, H2_Stream* stream_handle, const char* name, const Call& call) {
   if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
   std::shared_ptr<Stream> stream = runtime().stream(stream_handle);
   if (stream->device != comm->device)
@@ -253,7 +252,7 @@ H2_Status allreduce(H2_Comm* comm, const void* send, void* recv, uint64_t count,
     const ncclDataType_t type = nccl_type(dtype);
     check_count(send, count, "send");
     check_count(recv, count, "recv");
-    issue(comm, stream, "ncclAllReduce",
+    issue(comms().get(comm), stream, "ncclAllReduce",
           [&](ncclComm_t c, cudaStream_t s) { return library().all_reduce(send, recv, count, type, reduce, c, s); });
   });
 }
@@ -265,7 +264,7 @@ H2_Status reduce_scatter(H2_Comm* comm, const void* send, void* recv, uint64_t r
     const ncclDataType_t type = nccl_type(dtype);
     check_count(send, recv_count, "send");
     check_count(recv, recv_count, "recv");
-    issue(comm, stream, "ncclReduceScatter", [&](ncclComm_t c, cudaStream_t s) {
+    issue(comms().get(comm), stream, "ncclReduceScatter", [&](ncclComm_t c, cudaStream_t s) {
       return library().reduce_scatter(send, recv, recv_count, type, reduce, c, s);
     });
   });
@@ -277,7 +276,7 @@ H2_Status allgather(H2_Comm* comm, const void* send, void* recv, uint64_t send_c
     const ncclDataType_t type = nccl_type(dtype);
     check_count(send, send_count, "send");
     check_count(recv, send_count, "recv");
-    issue(comm, stream, "ncclAllGather",
+    issue(comms().get(comm), stream, "ncclAllGather",
           [&](ncclComm_t c, cudaStream_t s) { return library().all_gather(send, recv, send_count, type, c, s); });
   });
 }
@@ -291,7 +290,7 @@ H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t coun
       fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size));
     if (comm->rank == root) check_count(send, count, "send");
     check_count(recv, count, "recv");
-    issue(handle, stream, "ncclBroadcast",
+    issue(comm, stream, "ncclBroadcast",
           [&](ncclComm_t c, cudaStream_t s) { return library().broadcast(send, recv, count, type, root, c, s); });
   });
 }
@@ -302,7 +301,7 @@ H2_Status send(H2_Comm* handle, const void* buffer, uint64_t count, uint32_t dty
     std::shared_ptr<Comm> comm = comms().get(handle);
     h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
     check_count(buffer, count, "buffer");
-    issue(handle, stream, "ncclSend",
+    issue(comm, stream, "ncclSend",
           [&](ncclComm_t c, cudaStream_t s) { return library().send(buffer, count, type, peer, c, s); });
   });
 }
@@ -313,7 +312,7 @@ H2_Status recv(H2_Comm* handle, void* buffer, uint64_t count, uint32_t dtype, in
     std::shared_ptr<Comm> comm = comms().get(handle);
     h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
     check_count(buffer, count, "buffer");
-    issue(handle, stream, "ncclRecv",
+    issue(comm, stream, "ncclRecv",
           [&](ncclComm_t c, cudaStream_t s) { return library().recv(buffer, count, type, peer, c, s); });
   });
 }
