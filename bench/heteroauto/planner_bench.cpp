@@ -28,7 +28,10 @@ json small_cluster(const std::string& name, const json& types, const json& nodes
   c["nic_types"] = json::array({{{"name", "ib"}, {"type", "infiniband"}, {"bandwidth_gbps", 200}, {"latency_us", 2}},
                                 {{"name", "roce"}, {"type", "roce"}, {"bandwidth_gbps", 100}, {"latency_us", 5}},
                                 {{"name", "eth"}, {"type", "ethernet"}, {"bandwidth_gbps", 25}, {"latency_us", 30}}});
-  c["device_direct_rdma"] = json::array({json::array({"nv", "nv"}), json::array({"hw", "hw"})});
+  c["device_direct_rdma"] = json::array();
+  for (const char* vendor : {"nv", "hw"})  // those of its types only
+    if (std::any_of(types.begin(), types.end(), [&](const json& type) { return type["vendor"] == vendor; }))
+      c["device_direct_rdma"].push_back(json::array({vendor, vendor}));
   return c;
 }
 

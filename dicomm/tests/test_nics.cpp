@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "h2/dicomm/data_paths.hpp"
 #include "h2/dicomm/nics.hpp"
 #include "nics/nics_internal.hpp"
 

@@ -30,6 +30,7 @@ double predict_calibration_run(const Cluster& cluster, const DeviceType& type, d
   alone.nics = cluster.nics;
   alone.nodes = {run.nodes};
   alone.device_direct_rdma = cluster.device_direct_rdma;
+  alone.device_direct_collectives = cluster.device_direct_collectives;
   const CanonicalCluster canonical = canonicalize(alone);
   const Evaluator evaluator(canonical, run.model, Schedule::one_f_one_b,
                             {.comm_bytes = run.grad_comm_bytes, .overlap = run.overlap_grad_reduce});

@@ -58,7 +58,8 @@ CostModel::CostModel(const Cluster& cluster, const Model& model, GradientSetting
     const DeviceType& type = cluster_.device_type(g.device_type);
     const auto measured = type.measured.find(model_.name);
     group_facts_.push_back({&type, &cluster_.nic(g.nic), measured == type.measured.end() ? nullptr : &measured->second,
-                            peak_flops(type, model_.dtype), cluster_.device_direct(type.vendor, type.vendor)});
+                            peak_flops(type, model_.dtype), cluster_.device_direct(type.vendor, type.vendor),
+                            cluster_.collectives_direct(type.vendor, type.vendor)});
   }
 }
 
@@ -67,8 +68,12 @@ CostModel::GroupFacts CostModel::facts_of(const NodeGroup& nodes) const {
   if (&nodes >= cluster_.nodes.data() && g < group_facts_.size()) return group_facts_[g];
   // A group of another description (a calibration run's nodes): looked up by name.
   const DeviceType& type = cluster_.device_type(nodes.device_type);
-  return {&type, &cluster_.nic(nodes.nic), measured(type), peak_flops(type, model_.dtype),
-          cluster_.device_direct(type.vendor, type.vendor)};
+  return {&type,
+          &cluster_.nic(nodes.nic),
+          measured(type),
+          peak_flops(type, model_.dtype),
+          cluster_.device_direct(type.vendor, type.vendor),
+          cluster_.collectives_direct(type.vendor, type.vendor)};
 }
 
 double CostModel::layer_forward_flops(int micro_batch) const {
@@ -89,22 +94,24 @@ Link CostModel::intra_node_link(const NodeGroup& nodes) const {
   return {nodes.intra_node_bandwidth_gbps, nodes.intra_node_latency_us, false, 0};
 }
 
-Link CostModel::nic_link(const NodeGroup& nodes, int concurrent) const {
+Link CostModel::nic_link(const NodeGroup& nodes, int concurrent, Traffic traffic) const {
   const GroupFacts facts = facts_of(nodes);
   const NicType& nic = *facts.nic;
   const double share = std::min(1.0, static_cast<double>(nodes.nics_per_node) / std::max(1, concurrent));
   // Plain Ethernet (TCP) always goes through host memory; RDMA NICs read device memory only where
-  // the vendor pair supports it.
-  const bool staged = nic.kind == NicKind::ethernet || !facts.device_direct;
+  // the description says the runtime lets them, for this kind of traffic.
+  const bool direct = traffic == Traffic::collective ? facts.collectives_direct : facts.point_to_point_direct;
+  const bool staged = nic.kind == NicKind::ethernet || !direct;
   return {nic.bandwidth_gbps * nic.efficiency * share, nic.latency_us, staged, facts.type->host_link_gbps};
 }
 
 Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const {
   if (same_node) return intra_node_link(*a.nodes);
-  const Link la = nic_link(*a.nodes, senders), lb = nic_link(*b.nodes, receivers);
+  const Link la = nic_link(*a.nodes, senders, Traffic::point_to_point);
+  const Link lb = nic_link(*b.nodes, receivers, Traffic::point_to_point);
   const GroupFacts fa = facts_of(*a.nodes), fb = facts_of(*b.nodes);
   const DeviceType &ta = *fa.type, &tb = *fb.type;
-  const bool direct = &ta == &tb ? fa.device_direct : cluster_.device_direct(ta.vendor, tb.vendor);
+  const bool direct = &ta == &tb ? fa.point_to_point_direct : cluster_.device_direct(ta.vendor, tb.vendor);
   Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
             la.host_staged || lb.host_staged || !direct, std::min(ta.host_link_gbps, tb.host_link_gbps)};
   if (a.nodes->cluster != b.nodes->cluster) {

@@ -259,11 +259,26 @@ Cluster parse_cluster(const nlohmann::json& json) {
     for (const std::string& b : clusters)
       if (a < b && c.inter_cluster_link(a, b) == nullptr)
         throw DescriptionError("inter_cluster_links: no link between clusters '" + a + "' and '" + b + "'");
+  // A vendor no device type has would match nothing, silently: a misspelt "Nvidia" would stage
+  // every transfer of a cluster its author believes device-direct.
+  const auto vendor = [&](const nlohmann::json& j, const std::string& p) {
+    const std::string name = j.get<std::string>();
+    if (std::none_of(c.device_types.begin(), c.device_types.end(), [&](auto& d) { return d.vendor == name; }))
+      throw DescriptionError(p + ": '" + name + "' is not the vendor of any of device_types");
+    return name;
+  };
   r.array("device_direct_rdma", false, true, [&](const nlohmann::json& j, const std::string& p) {
     if (!j.is_array() || j.size() != 2 || !j[0].is_string() || !j[1].is_string())
       throw DescriptionError(p + ": must be a pair of vendor names, like [\"NVIDIA\", \"NVIDIA\"]");
-    c.device_direct_rdma.emplace_back(j[0].get<std::string>(), j[1].get<std::string>());
+    c.device_direct_rdma.emplace_back(vendor(j[0], p + "[0]"), vendor(j[1], p + "[1]"));
   });
+  if (r.optional("device_direct_collectives") != nullptr) {
+    c.device_direct_collectives.emplace();
+    r.array("device_direct_collectives", false, true, [&](const nlohmann::json& j, const std::string& p) {
+      if (!j.is_string()) throw DescriptionError(p + ": must be a vendor name, like \"NVIDIA\"");
+      c.device_direct_collectives->push_back(vendor(j, p));
+    });
+  }
   if (const nlohmann::json* shared = r.optional("shared_host")) {
     JsonReader sr(*shared, r.path_of("shared_host"));
     SharedHost host;
@@ -407,6 +422,12 @@ bool Cluster::device_direct(const std::string& a, const std::string& b) const {
   return std::any_of(device_direct_rdma.begin(), device_direct_rdma.end(), [&](const auto& pair) {
     return (pair.first == a && pair.second == b) || (pair.first == b && pair.second == a);
   });
+}
+
+bool Cluster::collectives_direct(const std::string& a, const std::string& b) const {
+  if (a != b || !device_direct_collectives) return device_direct(a, b);
+  return std::find(device_direct_collectives->begin(), device_direct_collectives->end(), a) !=
+         device_direct_collectives->end();
 }
 
 const InterClusterLink* Cluster::inter_cluster_link(const std::string& a, const std::string& b) const {

@@ -38,13 +38,14 @@ Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Sche
     : canonical_(canonical), cost_(canonical.cluster, model, gradients), schedule_(schedule), runtime_(runtime) {
   const Cluster& c = canonical.cluster;
   for (const NodeGroup& g : c.nodes) {
-    nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node));
-    nic_one_.push_back(cost_.nic_link(g, 1).bandwidth_gbps);
+    nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node, CostModel::Traffic::collective));
+    nic_one_.push_back(cost_.nic_link(g, 1, CostModel::Traffic::collective).bandwidth_gbps);
   }
   for (const NodeGroup& g : c.nodes) {
     between_.emplace_back();
     for (const NodeGroup& other : c.nodes) {
-      const bool direct = c.device_direct(c.device_type(g.device_type).vendor, c.device_type(other.device_type).vendor);
+      const bool direct =
+          c.collectives_direct(c.device_type(g.device_type).vendor, c.device_type(other.device_type).vendor);
       between_.back().push_back(
           {direct, g.cluster == other.cluster ? nullptr : c.inter_cluster_link(g.cluster, other.cluster)});
     }

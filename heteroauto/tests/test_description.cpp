@@ -36,6 +36,17 @@ TEST(Description, ValidDescriptionsParse) {
   EXPECT_EQ(c.device_count("slow"), 4);
   EXPECT_TRUE(c.device_direct("A", "A"));
   EXPECT_FALSE(c.device_direct("A", "B"));
+  // Without device_direct_collectives, a vendor's collectives go as its point-to-point transfers.
+  EXPECT_TRUE(c.collectives_direct("A", "A"));
+  EXPECT_FALSE(c.collectives_direct("A", "B"));
+  auto apart = test::two_type_cluster();
+  apart["device_direct_rdma"] = nlohmann::json::array({{"A", "B"}});
+  apart["device_direct_collectives"] = {"B"};
+  const Cluster h2_like = parse_cluster(apart);
+  EXPECT_FALSE(h2_like.device_direct("A", "A"));
+  EXPECT_FALSE(h2_like.collectives_direct("A", "A"));
+  EXPECT_TRUE(h2_like.collectives_direct("B", "B"));
+  EXPECT_TRUE(h2_like.collectives_direct("A", "B"));  // between vendors: point-to-point's fact
   const Model m = parse_model(test::small_model());
   EXPECT_EQ(m.kv_heads, 4);  // defaults to heads
   EXPECT_EQ(m.recompute.size(), 2u);
@@ -67,6 +78,13 @@ TEST(Description, ClusterErrorsNameTheField) {
   c = test::two_type_cluster();
   c["nodes"][1]["cluster"] = "far";
   EXPECT_THAT(cluster_error(c), HasSubstr("no link between clusters 'default' and 'far'"));
+  c = test::two_type_cluster();
+  c["device_direct_rdma"] = nlohmann::json::array({{"A", "Nvidia"}});
+  EXPECT_THAT(cluster_error(c),
+              HasSubstr("device_direct_rdma[0][1]: 'Nvidia' is not the vendor of any of device_types"));
+  c = test::two_type_cluster();
+  c["device_direct_collectives"] = {"A", 3};
+  EXPECT_THAT(cluster_error(c), HasSubstr("device_direct_collectives[1]: must be a vendor name"));
   c = test::two_type_cluster();
   c["device_types"][1]["name"] = "fast";
   EXPECT_THAT(cluster_error(c), HasSubstr("device_types[1].name: 'fast' is used twice"));

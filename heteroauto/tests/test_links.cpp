@@ -200,8 +200,10 @@ TEST(Links, NicKindsOfEqualLineRateAchieveDifferentBandwidths) {
   EXPECT_GT(default_nic_efficiency(NicKind::roce), default_nic_efficiency(NicKind::ethernet));
   const Model model = parse_model(model_16_layers());
   const CostModel on_ib(ib_default, model), on_roce(roce, model);
-  EXPECT_LT(on_ib.nic_link(ib_default.nodes[0], 1).bandwidth_gbps, 100);
-  EXPECT_GT(on_ib.nic_link(ib_default.nodes[0], 1).bandwidth_gbps, on_roce.nic_link(roce.nodes[0], 1).bandwidth_gbps);
+  constexpr auto p2p = CostModel::Traffic::point_to_point;
+  EXPECT_LT(on_ib.nic_link(ib_default.nodes[0], 1, p2p).bandwidth_gbps, 100);
+  EXPECT_GT(on_ib.nic_link(ib_default.nodes[0], 1, p2p).bandwidth_gbps,
+            on_roce.nic_link(roce.nodes[0], 1, p2p).bandwidth_gbps);
   json bad = consumer_cluster();
   bad["nic_types"][0]["efficiency"] = 1.5;
   EXPECT_THROW(parse_cluster(bad), DescriptionError);
@@ -221,6 +223,32 @@ TEST(Links, DataParallelSumsAreHierarchicalWhereReplicasShareANode) {
   EXPECT_DOUBLE_EQ(s.evaluator.dp_allreduce_time({c}),
                    std::max(cost.allreduce_time(intra, bytes, 8), cost.allreduce_time(nic, bytes / 8, 2)));
   EXPECT_LT(s.evaluator.dp_allreduce_time({c}), cost.allreduce_time(nic, bytes, 16) / 4);
+}
+
+// H2's runtime stages every pipeline send of accelerator memory (DiComm's libfabric registers none)
+// while a vendor's collective library may sum gradients device-direct: the description says each
+// apart, and the model charges the staging (device -> host -> device over the 200 Gbit/s host link)
+// to the traffic it says is staged and to no other. One fact for both once charged the pipeline of
+// `h2-1024` as device-direct, which DiComm cannot do.
+TEST(Links, PipelineSendsAndGradientSumsAreStagedByTheirOwnFacts) {
+  json sends_staged = consumer_cluster();
+  sends_staged["device_direct_rdma"] = json::array();
+  sends_staged["device_direct_collectives"] = json::array({"V"});
+  json sums_staged = consumer_cluster();
+  sums_staged["device_direct_collectives"] = json::array();
+  const Planner h2_like(sends_staged), sums_apart(sums_staged), both(consumer_cluster());
+  const double staging = 2 * both.bytes() * 8 / 200e9;
+  const ClassLayout pipeline{{{0, 1, 16}}, 1};
+  const double hop = both.evaluator.pipeline_times(both.partitioned(pipeline), 1).transfer[7];
+  EXPECT_DOUBLE_EQ(hop, both.nic_time(100));
+  EXPECT_DOUBLE_EQ(h2_like.evaluator.pipeline_times(h2_like.partitioned(pipeline), 1).transfer[7], hop + staging);
+  EXPECT_DOUBLE_EQ(sums_apart.evaluator.pipeline_times(sums_apart.partitioned(pipeline), 1).transfer[7], hop);
+
+  // Two replicas of an 8-stage pipeline, one per node: each stage's sum crosses the NICs only.
+  const ClassLayout replicas{{{0, 1, 8}}, 2};
+  const double sum = both.evaluator.dp_allreduce_time({both.partitioned(replicas)});
+  EXPECT_DOUBLE_EQ(h2_like.evaluator.dp_allreduce_time({h2_like.partitioned(replicas)}), sum);
+  EXPECT_GT(sums_apart.evaluator.dp_allreduce_time({sums_apart.partitioned(replicas)}), sum);
 }
 
 // Two classes, one per group, each of 8 one-stage replicas: the gradients are summed inside each

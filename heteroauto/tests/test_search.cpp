@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <queue>
@@ -48,9 +49,13 @@ std::pair<json, json> random_case(std::mt19937& rng) {
   if (two_clusters && types > 1)
     cluster["inter_cluster_links"] =
         json::array({{{"between", json::array({"a", "b"})}, {"bandwidth_gbps", 10}, {"latency_us", 500}}});
-  if (pick(0, 1))
-    cluster["device_direct_rdma"] =
-        json::array({json::array({"vendor0", "vendor0"}), json::array({"vendor1", "vendor1"})});
+  if (pick(0, 1)) {
+    cluster["device_direct_rdma"] = json::array();
+    for (const char* vendor : {"vendor0", "vendor1"})  // those of the drawn types only
+      if (std::any_of(cluster["device_types"].begin(), cluster["device_types"].end(),
+                      [&](const json& type) { return type["vendor"] == vendor; }))
+        cluster["device_direct_rdma"].push_back(json::array({vendor, vendor}));
+  }
   const int heads = 1 << pick(1, 4);
   const int micro = 1 << pick(0, 2);
   json model = {{"name", "random"},
@@ -153,6 +158,7 @@ TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
   cluster["device_types"] = json::array({cluster["device_types"][0]});
   cluster["device_types"][0]["memory_gib"] = 52;
   cluster["nodes"] = json::array({cluster["nodes"][0]});
+  cluster["device_direct_rdma"] = json::array({json::array({"A", "A"})});
   cluster["nodes"][0]["devices_per_node"] = 4;
   cluster["nodes"][0]["nics_per_node"] = 4;
   const Cluster c = parse_cluster(cluster);

@@ -275,8 +275,13 @@ TEST_F(TrainTest, AStageOnTheEmulatedAscendPluginTrainsWhatOneProcessTrains) {
   cluster["nodes"][0]["devices_per_node"] = 1;
   nlohmann::json ascend_type = cluster["device_types"][0];
   ascend_type["name"] = "ascend-emulated";
+  ascend_type["vendor"] = "Huawei";
   ascend_type["plugin"] = "ascend";
   cluster["device_types"].push_back(ascend_type);
+  // The description counts on device-direct transfers that DiComm stages for the emulated Ascend's
+  // memory (not host memory, no NIC access) and does for cpu-reference's (host memory): h2 train
+  // says which, and trains.
+  cluster["device_direct_rdma"] = nlohmann::json::array({{"Huawei", "Huawei"}, {"H2", "H2"}});
   nlohmann::json ascend_group = cluster["nodes"][0];
   ascend_group["name"] = "ascend";
   ascend_group["device_type"] = "ascend-emulated";
@@ -296,6 +301,12 @@ TEST_F(TrainTest, AStageOnTheEmulatedAscendPluginTrainsWhatOneProcessTrains) {
                              out.string() + " --steps " + std::to_string(kSteps) + " --warmup 1 --lr 1e-2");
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("ascend:0"), std::string::npos) << result.output;
+  for (const char* warning : {"h2 train: warning: device_direct_rdma pairs Huawei with Huawei, but plugin ascend's "
+                              "memory is staged through pinned host memory",
+                              "h2 train: warning: device_direct_rdma pairs (and so the collectives of) Huawei, but "
+                              "plugin ascend's sums between nodes run on DiComm's own algorithms"})
+    EXPECT_NE(result.output.find(warning), std::string::npos) << warning << " missing:\n" << result.output;
+  EXPECT_EQ(result.output.find("pairs H2 with"), std::string::npos) << result.output;
   std::vector<double> losses;
   std::ifstream metrics(out / "metrics.jsonl");
   for (std::string line; std::getline(metrics, line);) losses.push_back(nlohmann::json::parse(line).at("loss"));

@@ -13,6 +13,7 @@
 
 #include "devices_options.hpp"
 #include "format.hpp"
+#include "h2/dicomm/data_paths.hpp"
 #include "h2/dicomm/nics.hpp"
 #include "h2/h2.hpp"
 #include "h2/plugin_comm.hpp"
@@ -351,15 +352,27 @@ int run_nics(bool json_output) {
   // that load; one that does not is `h2 devices`' business, not the NICs').
   const Runtime runtime{RuntimeOptions{}};
   json paths = json::array();
-  Table table({"PLUGIN", "TRANSFERS", "WHY"});
+  Table table({"PLUGIN", "TRAFFIC", "PATH", "WHY"});
   for (const PluginInfo& info : runtime.plugins()) {
     const std::vector<Device> devices = info.loaded() ? runtime.devices(info.name) : std::vector<Device>{};
     if (devices.empty()) continue;
     const dicomm::DeviceMemoryPath path = dicomm::device_memory_path(devices.front().properties());
-    paths.push_back({{"plugin", info.name}, {"device_direct", path.direct}, {"why", path.why}});
+    dicomm::CollectivePath sums;
+    try {
+      sums = dicomm::collective_path(devices.front());
+    } catch (const std::exception& error) {  // a bad H2_DICOMM_VENDOR_COLLECTIVES
+      std::cerr << "h2 devices --nics: " << error.what() << "\n";
+      return 1;
+    }
+    paths.push_back({{"plugin", info.name},
+                     {"device_direct", path.direct},
+                     {"why", path.why},
+                     {"collectives",
+                      {{"device_direct", sums.direct}, {"vendor_library", sums.vendor_library}, {"why", sums.why}}}});
     const size_t colon = path.why.find(':');
-    table.add_row({info.name, path.direct ? "device-direct" : "staged",
+    table.add_row({info.name, "point-to-point", path.direct ? "device-direct" : "staged",
                    colon == std::string::npos ? path.why : path.why.substr(colon + 2)});
+    table.add_row({"", "sums between nodes", sums.direct ? "device-direct" : "staged", sums.why});
   }
   if (json_output) {
     json out = nics_json(discovery);

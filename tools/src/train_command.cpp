@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "cli_checks.hpp"
+#include "device_direct_check.hpp"
 #include "format.hpp"
 #include "h2/dicomm/bootstrap.hpp"
 #include "h2/dicomm/communicator.hpp"
@@ -309,6 +310,16 @@ int run_worker(const TrainCommandOptions& options) {
   }
 }
 
+// Where the description lets the plan count on device-direct transfers that DiComm would stage
+// here, the prediction is optimistic: said before the ranks start, with the field to change.
+void warn_where_transfers_are_staged(const heteroauto::Cluster& cluster) {
+  if (!claims_device_direct(cluster)) return;  // nothing to hold against the plugins; none loaded
+  const Runtime runtime{RuntimeOptions{}};
+  for (const std::string& disagreement : device_direct_disagreements(cluster, runtime))
+    std::cerr << "h2 train: warning: " << disagreement
+              << "; the plan counted on device-direct transfers, so its predicted step time is optimistic\n";
+}
+
 // The whole job on this machine: plan, simulate the cluster's devices, start one rank per device.
 int run_driver(const TrainCommandOptions& options) {
   if (options.profile && !options.plan.empty())
@@ -358,6 +369,7 @@ int run_driver(const TrainCommandOptions& options) {
     std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
   }
   print_plan(plan, std::cout);
+  warn_where_transfers_are_staged(cluster);
   const heteropp::LocalDevices devices = heteropp::local_devices(plan, cluster);
 
   fs::create_directories(options.out);

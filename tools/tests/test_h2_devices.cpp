@@ -356,7 +356,10 @@ TEST(H2DevicesNics, SaysWhetherEachPluginsMemoryGoesDeviceDirectOrStaged) {
   Result r = h2("devices --nics");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("Device memory on the network (DiComm)"));
-  EXPECT_THAT(r.output, testing::ContainsRegex("cpu-reference +device-direct +its memory is host memory"));
+  EXPECT_THAT(r.output,
+              testing::ContainsRegex("cpu-reference +point-to-point +device-direct +its memory is host memory"));
+  EXPECT_THAT(r.output, testing::ContainsRegex("sums between nodes +device-direct +DiComm's own algorithms "
+                                               "\\(H2_DICOMM_VENDOR_COLLECTIVES is off, the default\\)"));
   Result j = h2("devices --nics --json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   const auto listing = nlohmann::json::parse(j.output);
@@ -367,8 +370,20 @@ TEST(H2DevicesNics, SaysWhetherEachPluginsMemoryGoesDeviceDirectOrStaged) {
     found = true;
     EXPECT_EQ(entry["device_direct"], true);
     EXPECT_THAT(entry["why"].get<std::string>(), HasSubstr("device-direct"));
+    EXPECT_EQ(entry["collectives"]["vendor_library"], false);
   }
   EXPECT_TRUE(found) << j.output;
+}
+
+// With the plugins' libraries allowed, a sum between nodes still runs on DiComm where the library
+// (cpu-reference's shared memory) reaches one node only; a setting DiComm does not know is refused.
+TEST(H2DevicesNics, SaysWhichLibrarySumsBetweenNodes) {
+  Result r = h2("devices --nics", "H2_DICOMM_VENDOR_COLLECTIVES=auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(cpu-reference shared memory reaches one node only)"));
+  Result bad = h2("devices --nics", "H2_DICOMM_VENDOR_COLLECTIVES=always");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("H2_DICOMM_VENDOR_COLLECTIVES='always' is not one of off, auto"));
 }
 
 TEST(H2DevicesNics, JsonHasTheNicsRdmaStatusLibfabricAndPlannerNicTypes) {

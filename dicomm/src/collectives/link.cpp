@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "h2/dicomm/nics.hpp"
+#include "h2/dicomm/data_paths.hpp"
 #include "h2/error.hpp"
 #include "h2/log.hpp"
 

@@ -2,7 +2,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
-#include "h2/dicomm/nics.hpp"
+#include "h2/dicomm/data_paths.hpp"
 
 namespace h2::dicomm {
 

@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "h2/device.hpp"
-
 namespace h2::dicomm {
 
 enum class LinkLayer { infiniband, roce, ethernet, loopback, unknown };
@@ -37,15 +35,6 @@ struct NicDiscovery {
   // Why fi_getinfo listed no RDM provider ("fi_getinfo: No data available"), "" when it listed some.
   std::string libfabric_status;
 };
-
-// How DiComm moves a device's memory over libfabric: the NIC reads and writes it where it lies
-// (device-direct), or DiComm stages it through pinned host buffers, a copy each way. `why` says
-// which and why, in words for `h2 devices --nics`.
-struct DeviceMemoryPath {
-  bool direct = false;
-  std::string why;
-};
-DeviceMemoryPath device_memory_path(const DeviceProperties& properties);
 
 // RDMA ports first (by device, then port), then IP interfaces by interface index. Never throws for a
 // missing RDMA stack or an unusable libfabric: those are reported in rdma_status and libfabric_status.

@@ -106,9 +106,13 @@ class CostModel {
   // `receivers` on b's. An inter-cluster link is one link between two sites, shared by every device
   // of the class that crosses it at this hop (a.replicas x a.tp), not a link per device.
   Link link_between(const StageSpec& a, const StageSpec& b, bool same_node, int senders, int receivers) const;
+  // Which of the description's device-direct facts a transfer goes by (Cluster::device_direct_rdma
+  // and device_direct_collectives).
+  enum class Traffic { point_to_point, collective };
   // A node's NICs when `concurrent` of its devices send through them at once: each gets its share
-  // of the node's NICs, at most one NIC, at the NIC type's achieved fraction of its nominal bandwidth.
-  Link nic_link(const NodeGroup& nodes, int concurrent) const;
+  // of the node's NICs, at most one NIC, at the NIC type's achieved fraction of its nominal bandwidth;
+  // staged through host memory unless the description says `traffic` goes device-direct.
+  Link nic_link(const NodeGroup& nodes, int concurrent, Traffic traffic) const;
   Link intra_node_link(const NodeGroup& nodes) const;
 
  private:
@@ -119,7 +123,8 @@ class CostModel {
     const NicType* nic = nullptr;
     const MeasuredProfile* profile = nullptr;  // for this model, if measured
     double peak_flops = 0;                     // in the model's dtype
-    bool device_direct = false;                // the type's vendor with itself
+    bool point_to_point_direct = false;        // the type's vendor with itself
+    bool collectives_direct = false;           // the same, for its collectives
   };
   GroupFacts facts_of(const NodeGroup& nodes) const;  // cached for the cluster's own groups
 

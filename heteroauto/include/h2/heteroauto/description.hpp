@@ -150,14 +150,27 @@ struct Cluster {
   std::vector<NicType> nics;
   std::vector<NodeGroup> nodes;
   std::vector<InterClusterLink> inter_cluster_links;
-  std::vector<std::pair<std::string, std::string>> device_direct_rdma;  // vendor pairs, either order
+  // Which transfers the NICs make from device memory where it lies; the others are staged through
+  // host memory, a copy each way over the host link. Two facts, because a runtime may move the two
+  // kinds of traffic differently (H2's DiComm stages every point-to-point transfer of accelerator
+  // memory, while a vendor's collective library may move its gradients device-direct):
+  // - device_direct_rdma: vendor pairs (either order) whose point-to-point transfers (pipeline sends)
+  //   go device-direct, and so do the collective steps between different vendors' devices;
+  // - device_direct_collectives: vendors whose collectives among their own devices (gradient sums)
+  //   go device-direct; when the description leaves it out, those with [v, v] in device_direct_rdma
+  //   (one library for both, as NCCL for Megatron).
+  std::vector<std::pair<std::string, std::string>> device_direct_rdma;
+  std::optional<std::vector<std::string>> device_direct_collectives;
   std::optional<SharedHost> shared_host;
 
   const DeviceType& device_type(const std::string& name) const;
   const NicType& nic(const std::string& name) const;
   int device_count() const;
   int device_count(const std::string& type) const;
+  // Whether point-to-point transfers between the two vendors' devices go device-direct.
   bool device_direct(const std::string& vendor_a, const std::string& vendor_b) const;
+  // Whether a collective's transfers between the two vendors' devices do.
+  bool collectives_direct(const std::string& vendor_a, const std::string& vendor_b) const;
   // The link between two sub-clusters; nullptr when none is described.
   const InterClusterLink* inter_cluster_link(const std::string& a, const std::string& b) const;
 };

@@ -218,7 +218,8 @@ class Evaluator {
   Schedule schedule_;
   PipelineRuntime runtime_ = PipelineRuntime::heteropp;
   // Found once per group, for the rings' links: its NIC share with every device sending, and per pair
-  // of groups whether their vendors have device-direct RDMA and the link between their sub-clusters.
+  // of groups whether a collective's transfers between their devices go device-direct
+  // (Cluster::collectives_direct) and the link between their sub-clusters.
   struct Between {
     bool device_direct = true;
     const InterClusterLink* inter_cluster = nullptr;  // null: one sub-cluster

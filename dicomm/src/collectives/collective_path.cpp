@@ -1,0 +1,22 @@
+// Which library a data-parallel sum among one plugin's devices on several nodes would run on, and
+// so whether its transfers are staged (vendor_path.cpp decides the same for a live communicator).
+#include "h2/dicomm/data_paths.hpp"
+#include "h2/plugin_comm.hpp"
+#include "world_settings.hpp"
+
+namespace h2::dicomm {
+
+CollectivePath collective_path(const Device& device) {
+  const DeviceMemoryPath own = device_memory_path(device.properties());
+  const auto dicomm = [&](const std::string& because) {
+    return CollectivePath{own.direct, false, "DiComm's own algorithms (" + because + "), " + own.why};
+  };
+  if (!detail::read_world_settings({}).vendor_collectives)
+    return dicomm("H2_DICOMM_VENDOR_COLLECTIVES is off, the default");
+  const std::optional<CollectiveLibrary> library = PluginComm::library(device);
+  if (!library) return dicomm("the plugin has no collective library");
+  if (library->scope == CommScope::node) return dicomm(library->name + " reaches one node only");
+  return {true, true, library->name + ", the plugin's collective library, between nodes too"};
+}
+
+}  // namespace h2::dicomm
