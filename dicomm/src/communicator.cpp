@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "collectives/collective.hpp"
+#include "collectives/island_path.hpp"
 #include "collectives/vendor_path.hpp"
 
 namespace h2::dicomm {
@@ -356,6 +357,11 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
                      [&] { path->inner->broadcast(stream, data, data, 0); });
     return;
   }
+  if (bytes_of(tensor) > s.world->small_bytes() && island_path(s, tensor.device()) != nullptr) {
+    ++s.sequence;
+    allreduce_over_islands(stream, flat(tensor), op, accumulation);
+    return;
+  }
   Collective c(s, stream, tensor.device(),
                "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
   const Tensor data = flat(tensor);
@@ -393,6 +399,39 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     c.run();
   }
   c.finish(stream);
+}
+
+void Communicator::allreduce_over_islands(Stream& stream, const Tensor& data, ReduceOp op,
+                                          Accumulation accumulation) const {
+  const IslandPath& path = *state().islands;
+  if (!path.equal_islands) {
+    allreduce_through_first_ranks(stream, data, op, accumulation);
+    return;
+  }
+  // Equal islands of m: rank i of each island sums shard i with rank i of the others. An average is
+  // the mean inside (over m) of the means between (over the islands): each rounds once.
+  const int64_t m = path.island_size, n = data.numel(), body = n - n % m;
+  if (body > 0) {
+    const Tensor head = data.slice(0, 0, body);
+    const Tensor shard = head.slice(0, path.island_rank * (body / m), (path.island_rank + 1) * (body / m));
+    if (path.inner) Communicator(path.inner).reduce_scatter(stream, head, shard, op, accumulation);
+    Communicator(path.across).allreduce(stream, shard, op, accumulation);
+    if (path.inner) Communicator(path.inner).allgather(stream, shard, head);
+  }
+  if (body < n) allreduce_through_first_ranks(stream, data.slice(0, body, n), op, accumulation);
+}
+
+// Sum (or max) inside the island, between the islands' first ranks, broadcast inside: for islands of
+// several sizes, and the last elements that equal islands cannot cut evenly. An average scales each
+// contribution first, so that no partial sum of f16 grows past its range.
+void Communicator::allreduce_through_first_ranks(Stream& stream, const Tensor& data, ReduceOp op,
+                                                 Accumulation accumulation) const {
+  const IslandPath& path = *state().islands;
+  if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::mul, data, 1.0 / size(), data);
+  const ReduceOp sum = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
+  if (path.inner) Communicator(path.inner).allreduce(stream, data, sum, accumulation);
+  if (path.island_rank == 0) Communicator(path.across).allreduce(stream, data, sum, accumulation);
+  if (path.inner) Communicator(path.inner).broadcast(stream, data, 0);
 }
 
 void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op,
@@ -452,7 +491,8 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
   // The rank's own part is a byte copy (input and output are contiguous and of one dtype): every
   // plugin has one, while an operator copy needs the dtype among the operator's (the CUDA plugin's
   // operators take no f64; HeteroPP gathers its per-step statistics in f64).
-  if (n > 0) {
+  // (None where the input is the output's own part already: a hierarchical allreduce gathers so.)
+  if (n > 0 && !input.same_view(out.slice(0, rank() * n, (rank() + 1) * n))) {
     const size_t element = dtype_size(input.dtype());
     c.link().stream().copy(*out.buffer(), static_cast<size_t>(out.offset() + rank() * n) * element, *input.buffer(),
                            static_cast<size_t>(input.offset()) * element, static_cast<size_t>(n) * element);

@@ -41,6 +41,8 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   }
   const ProviderProbe probe = probe_providers();
   Meeting meeting = meet_ranks(world->store_.get(), info, settings, probe, world->node_, store_interface);
+  world->rank_networks_ = meeting.ranks;
+  world->route_rules_ = meeting.rules;
   Wires opened = open_wires(meeting, settings);
   std::vector<Route> routes = exchange_addresses(world->store_.get(), info, opened, meeting, settings);
   std::vector<std::string> region_names;
@@ -113,6 +115,12 @@ bool World::halving_doubling(int ranks) const {
   const bool power_of_two = ranks > 1 && (ranks & (ranks - 1)) == 0;
   if (allreduce_ == "ring" || !power_of_two) return false;
   return allreduce_ == "halving_doubling" || ranks > 2;  // at 2 ranks both are the same exchange
+}
+
+double World::link_gbps(int a, int b) const {
+  if (static_cast<size_t>(std::max(a, b)) >= rank_networks_.size()) return 0;  // a job of one rank
+  return detail::link_gbps(rank_networks_[static_cast<size_t>(a)], rank_networks_[static_cast<size_t>(b)],
+                           route_rules_);
 }
 
 Link& World::link(const Device& device) {

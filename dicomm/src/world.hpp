@@ -16,6 +16,7 @@
 #include "h2/dicomm/store.hpp"
 #include "h2/plugin_comm.hpp"
 #include "transport/engine.hpp"
+#include "transport/routes.hpp"
 
 namespace h2::dicomm::detail {
 
@@ -28,6 +29,7 @@ constexpr uint32_t kMaxCommunicators = 1u << 14;
 
 class Transfer;
 struct VendorPath;
+struct IslandPath;
 
 class World {
  public:
@@ -42,6 +44,10 @@ class World {
   size_t small_bytes() const { return small_bytes_; }
   // Whether a large allreduce over `ranks` runs by recursive halving and doubling rather than a ring.
   bool halving_doubling(int ranks) const;
+  // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical.
+  const std::string& allreduce_setting() const { return allreduce_; }
+  // The link between world ranks a and b, in Gbit/s (routes.hpp's link_gbps): what islands group by.
+  double link_gbps(int a, int b) const;
   // The Link of `device`, created on first use. Call with the engine's lock held or before any
   // task runs on that device (Link is not thread-safe; the engine serialises tasks).
   Link& link(const Device& device);
@@ -82,7 +88,9 @@ class World {
   std::string node_;
   std::mutex vendor_mutex_;
   std::vector<std::weak_ptr<PluginComm>> vendor_comms_;
-  std::string allreduce_;  // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
+  std::string allreduce_;                    // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical
+  std::vector<RankNetworks> rank_networks_;  // every rank's, as the ranks met
+  RouteRules route_rules_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
   std::mutex links_mutex_;
@@ -107,7 +115,8 @@ struct CommState {
   int rank = 0;              // this process's rank in the communicator
   uint32_t sequence = 0;     // collectives issued so far (every member issues the same ones)
   uint32_t splits = 0;
-  std::shared_ptr<VendorPath> vendor;  // decided at the first collective (vendor_path.hpp)
+  std::shared_ptr<VendorPath> vendor;   // decided at the first collective (vendor_path.hpp)
+  std::shared_ptr<IslandPath> islands;  // decided at the first large allreduce (island_path.hpp)
 };
 
 }  // namespace h2::dicomm::detail

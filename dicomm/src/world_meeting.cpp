@@ -205,6 +205,8 @@ Meeting meet_ranks(Store* store, const RankInfo& info, const WorldSettings& sett
   std::vector<bool> skip(ranks.size(), false);
   for (size_t r = 0; r < ranks.size(); ++r)
     skip[r] = meeting.node.transport && meeting.node.transport->enabled(static_cast<int>(r));
+  meeting.ranks = all;
+  meeting.rules = rules;
   try {
     meeting.routes = choose_routes(all, info.rank, rules, skip);
   } catch (const CommError& e) {

@@ -32,6 +32,8 @@ struct Meeting {
   std::vector<int> routes;        // per rank, an index into `networks`; -1: itself, or the node transport's
   int own = -1;                   // the network this rank's messages to itself go on
   NodeSetup node;
+  std::vector<RankNetworks> ranks;  // every rank's, to group ranks into islands (islands.hpp)
+  RouteRules rules;
 };
 
 // The endpoints this rank opened: one per network it uses (Meeting::routes, and `own`).

@@ -50,7 +50,7 @@ WorldSettings read_world_settings(const CommOptions& options) {
                     "DiComm: H2_DICOMM_FABRIC_MESSAGE_BYTES=" + std::to_string(s.message_bytes) +
                         " is below 4096 (0 sends every message whole)");
   s.force_staging = env_size("H2_DICOMM_STAGING", 0, 0, 1) == 1;
-  s.allreduce = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling"});
+  s.allreduce = env_choice("H2_DICOMM_ALLREDUCE", {"auto", "ring", "halving_doubling", "hierarchical"});
   s.share_device_memory = env_choice("H2_DICOMM_SHARED_MEMORY", {"auto", "off"}) == "auto";
   // Off by default until the plugins' libraries have been measured against DiComm's own algorithms.
   s.vendor_collectives = env_choice("H2_DICOMM_VENDOR_COLLECTIVES", {"off", "auto"}) == "auto";

@@ -20,7 +20,7 @@ struct WorldSettings {
   size_t small_bytes = 0;                  // H2_DICOMM_SMALL_BYTES
   int64_t message_bytes = -1;              // H2_DICOMM_FABRIC_MESSAGE_BYTES; -1: the provider's default
   bool force_staging = false;              // H2_DICOMM_STAGING
-  std::string allreduce;                   // H2_DICOMM_ALLREDUCE: auto, ring or halving_doubling
+  std::string allreduce;                   // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical
   bool share_device_memory = true;         // H2_DICOMM_SHARED_MEMORY
   bool vendor_collectives = false;         // H2_DICOMM_VENDOR_COLLECTIVES
   std::string provider;                    // CommOptions::provider or H2_FABRIC_PROVIDER; "": choose

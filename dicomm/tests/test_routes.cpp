@@ -4,10 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "collectives/islands.hpp"
 #include "h2/dicomm/error.hpp"
 #include "transport/routes.hpp"
 
@@ -52,6 +54,44 @@ TEST(Routes, IslandsUseTheirFastNetworkInsideAndTheBackboneBetween) {
   EXPECT_EQ(route(a1, a2), "tcp;ofi_rxm on fast0 198.18.1.0/24");
   EXPECT_EQ(route(a1, b1), "tcp;ofi_rxm on slow0 198.18.9.0/24");
   EXPECT_EQ(route(a2, b1), "tcp;ofi_rxm on slow0 198.18.9.0/24");
+}
+
+// Islands are the ranks joined by links faster than the slowest: the two-island hosts, numbered
+// across the islands (a1 b1 a2 b2), and ranks of one node, which the node transport joins.
+TEST(Islands, GroupRanksByLinksFasterThanTheSlowest) {
+  const Network backbone = net("tcp;ofi_rxm", "198.18.9.0/24", "slow0", 1);
+  const std::vector<RankNetworks> ranks = {
+      {"a1", {backbone, net("tcp;ofi_rxm", "198.18.1.0/24", "fast0", 100)}},
+      {"b1", {backbone, net("tcp;ofi_rxm", "198.18.2.0/24", "fast0", 100)}},
+      {"a2", {backbone, net("tcp;ofi_rxm", "198.18.1.0/24", "fast0", 100)}},
+      {"b2", {backbone, net("tcp;ofi_rxm", "198.18.2.0/24", "fast0", 100)}},
+      {"a2", {backbone}},  // a second rank on a2's node
+  };
+  EXPECT_EQ(link_gbps(ranks[0], ranks[2], {}), 100);
+  EXPECT_EQ(link_gbps(ranks[0], ranks[1], {}), 1);
+  EXPECT_EQ(link_gbps(ranks[2], ranks[4], {}), std::numeric_limits<double>::infinity());
+  const auto gbps = [&](int a, int b) { return link_gbps(ranks[a], ranks[b], {}); };
+  using Islands = std::vector<std::vector<int>>;
+  EXPECT_EQ(islands(4, gbps), (Islands{{0, 2}, {1, 3}}));
+  EXPECT_EQ(islands(5, gbps), (Islands{{0, 2, 4}, {1, 3}}));
+  EXPECT_EQ(islands(3, [](int, int) { return 10.0; }), (Islands{{0, 1, 2}}));  // alike: one island
+  EXPECT_EQ(islands(3, [](int, int) { return 0.0; }), (Islands{{0, 1, 2}}));   // unknown: one
+  EXPECT_EQ(islands(4, [](int a, int b) { return a / 2 == b / 2 ? 0.0 : 0.0; }), (Islands{{0, 1, 2, 3}}));
+  // Nodes of two ranks whose NICs report no speed: the node transport makes each node an island.
+  EXPECT_EQ(islands(6, [](int a, int b) { return a / 2 == b / 2 ? std::numeric_limits<double>::infinity() : 0.0; }),
+            (Islands{{0, 1}, {2, 3}, {4, 5}}));
+}
+
+TEST(Islands, HalvingDoublingFollowsOnlyConsecutivePowerOfTwoBlocks) {
+  using Islands = std::vector<std::vector<int>>;
+  EXPECT_TRUE(halving_doubling_follows(Islands{{0, 1}, {2, 3}}, 4));
+  EXPECT_TRUE(halving_doubling_follows(Islands{{0, 1, 2, 3}, {4, 5, 6, 7}}, 8));
+  EXPECT_FALSE(halving_doubling_follows(Islands{{0, 2}, {1, 3}}, 4));        // numbered across the islands
+  EXPECT_FALSE(halving_doubling_follows(Islands{{0, 1, 2}, {3, 4, 5}}, 6));  // not a power of two
+  EXPECT_FALSE(halving_doubling_follows(Islands{{0, 1, 2}, {3}}, 4));        // islands of two sizes
+  EXPECT_TRUE(worth_a_hierarchy(Islands{{0, 2}, {1, 3}}));
+  EXPECT_FALSE(worth_a_hierarchy(Islands{{0, 1, 2, 3}}));
+  EXPECT_FALSE(worth_a_hierarchy(Islands{{0}, {1}, {2}}));
 }
 
 TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {

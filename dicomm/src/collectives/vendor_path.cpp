@@ -57,33 +57,31 @@ std::shared_ptr<PluginComm> join_library(CommState& s, const Device& device, con
   return comm;
 }
 
-// A DiComm communicator over communicator ranks `ranks` (this rank among them), its collectives
-// DiComm's own: the step between groups of a hierarchical collective.
-std::shared_ptr<CommState> between_groups(CommState& s, const Device& device, const std::vector<int>& ranks,
-                                          const std::string& key, const std::string& name) {
-  World& world = *s.world;
-  auto across = std::make_shared<CommState>();
-  across->world = s.world;
-  across->name = s.name + "/" + name;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    across->members.push_back(s.members[static_cast<size_t>(ranks[i])]);
-    if (ranks[i] == s.rank) across->rank = static_cast<int>(i);
-  }
-  if (across->rank == 0) {
-    across->id = world.new_comm_id();
-    world.store()->set(key, std::to_string(across->id));
-  } else {
-    across->id = static_cast<uint32_t>(std::stoul(world.store()->get(key)));
-  }
-  across->vendor = std::make_shared<VendorPath>(device);
-  across->vendor->why_not = "the step between the groups of a hierarchical collective";
-  return across;
-}
-
 }  // namespace
 
 // Fills `path` for communicator `s` on `device`, joining the libraries it uses. Collective.
 void decide(CommState& s, const Device& device, VendorPath& path);
+
+std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, const std::vector<int>& ranks,
+                                            const std::string& key, const std::string& name) {
+  World& world = *s.world;
+  auto sub = std::make_shared<CommState>();
+  sub->world = s.world;
+  sub->name = s.name + "/" + name;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    sub->members.push_back(s.members[static_cast<size_t>(ranks[i])]);
+    if (ranks[i] == s.rank) sub->rank = static_cast<int>(i);
+  }
+  if (sub->rank == 0) {
+    sub->id = world.new_comm_id();
+    world.store()->set(key, std::to_string(sub->id));
+  } else {
+    sub->id = static_cast<uint32_t>(std::stoul(world.store()->get(key)));
+  }
+  sub->vendor = std::make_shared<VendorPath>(device);
+  sub->vendor->why_not = "a step of a hierarchical collective";
+  return sub;
+}
 
 VendorPath* library_path(CommState& s, const Device& device) {
   World& world = *s.world;
@@ -168,8 +166,8 @@ void decide(CommState& s, const Device& device, VendorPath& path) {
     const size_t index = path.equal_groups ? static_cast<size_t>(path.group_rank) : 0;
     std::vector<int> across;
     for (const auto& g : groups) across.push_back(g[index]);
-    path.across = between_groups(s, device, across, prefix + "across/" + std::to_string(index),
-                                 "across(" + std::to_string(index) + ")");
+    path.across = sub_communicator(s, device, across, prefix + "across/" + std::to_string(index),
+                                   "across(" + std::to_string(index) + ")");
   }
   log(LogLevel::info, "dicomm",
       "communicator '" + s.name + "': allreduce hierarchical over " + std::to_string(groups.size()) +

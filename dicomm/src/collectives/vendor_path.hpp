@@ -42,6 +42,11 @@ struct VendorPath {
 // How communicator `s`'s collectives on `device` run where a plugin library serves them, or nullptr
 // where DiComm's own algorithms must. Collective over the communicator's members the first time.
 VendorPath* library_path(CommState& s, const Device& device);
+// A DiComm communicator over communicator ranks `ranks` of `s` (this rank among them), on DiComm's own
+// algorithms: a step of a hierarchical collective. Its first member makes its id and publishes it
+// under `key` in the store; the others read it. Every member of `ranks` calls it, in one order.
+std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, const std::vector<int>& ranks,
+                                            const std::string& key, const std::string& name);
 // The library that runs every collective of the communicator (its `comm`), or nullptr.
 PluginComm* vendor_comm(CommState& s, const Device& device);
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <tuple>
 
 #include "h2/dicomm/error.hpp"
@@ -100,6 +101,13 @@ std::pair<int, int> choose_route(const RankNetworks& a, const RankNetworks& b, c
       }
     }
   return best;
+}
+
+double link_gbps(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules) {
+  if (a.node == b.node) return std::numeric_limits<double>::infinity();
+  const auto [i, j] = choose_route(a, b, rules);
+  if (i < 0) return 0;
+  return std::min(a.networks[static_cast<size_t>(i)].gbps, b.networks[static_cast<size_t>(j)].gbps);
 }
 
 std::vector<int> choose_routes(const std::vector<RankNetworks>& ranks, int rank, const RouteRules& rules,

@@ -60,6 +60,10 @@ bool known_provider(const std::string& provider);
 // through; the smaller names.
 std::pair<int, int> choose_route(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules);
 
+// How fast the link between ranks `a` and `b` is, in Gbit/s, for grouping ranks into islands: without
+// limit between ranks of one node (the node transport, or shm), else the speed of their route's
+// slower end; 0 where the NICs report no speed or the two share no network.
+double link_gbps(const RankNetworks& a, const RankNetworks& b, const RouteRules& rules);
 // For rank `rank`, each rank's network: an index into ranks[rank].networks, -1 for itself and for
 // `skip` (peers the node transport carries). Throws CommError(usage) naming a peer it shares no
 // network with, and what each of them has.

@@ -132,6 +132,10 @@ class Communicator {
   // isend / irecv without waking DiComm's background thread: for send / recv, which wait at once.
   Request start_send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
   Request start_recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
+  // allreduce over the islands of this communicator's ranks (collectives/island_path.hpp), each step
+  // a collective of a communicator over some of them. `data` is flat.
+  void allreduce_over_islands(Stream& stream, const Tensor& data, ReduceOp op, Accumulation accumulation) const;
+  void allreduce_through_first_ranks(Stream& stream, const Tensor& data, ReduceOp op, Accumulation accumulation) const;
   std::shared_ptr<detail::CommState> state_;
 };
 

@@ -1,0 +1,72 @@
+#include "islands.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace h2::dicomm::detail {
+
+std::vector<std::vector<int>> islands(int size, const std::function<double(int, int)>& gbps) {
+  std::vector<double> speed(static_cast<size_t>(size) * static_cast<size_t>(size), 0);
+  double slowest = std::numeric_limits<double>::infinity();
+  for (int a = 0; a < size; ++a)
+    for (int b = a + 1; b < size; ++b) {
+      const double s = gbps(a, b);
+      speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] = s;
+      slowest = std::min(slowest, s);
+    }
+  bool alike = true;
+  for (int a = 0; a < size && alike; ++a)
+    for (int b = a + 1; b < size && alike; ++b)
+      alike = !(speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] > slowest);
+  if (alike) {
+    std::vector<int> all(static_cast<size_t>(size));
+    std::iota(all.begin(), all.end(), 0);
+    return {all};
+  }
+  // Union-find over the links faster than the slowest; the smallest rank roots each component.
+  std::vector<int> root(static_cast<size_t>(size));
+  std::iota(root.begin(), root.end(), 0);
+  const auto find = [&](int r) {
+    while (root[static_cast<size_t>(r)] != r)
+      r = root[static_cast<size_t>(r)] = root[static_cast<size_t>(root[static_cast<size_t>(r)])];
+    return r;
+  };
+  for (int a = 0; a < size; ++a)
+    for (int b = a + 1; b < size; ++b)
+      if (speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] > slowest) {
+        const int ra = find(a), rb = find(b);
+        root[static_cast<size_t>(std::max(ra, rb))] = std::min(ra, rb);
+      }
+  std::vector<std::vector<int>> found;
+  std::vector<int> index_of(static_cast<size_t>(size), -1);
+  for (int r = 0; r < size; ++r) {
+    int& index = index_of[static_cast<size_t>(find(r))];
+    if (index < 0) {
+      index = static_cast<int>(found.size());
+      found.emplace_back();
+    }
+    found[static_cast<size_t>(index)].push_back(r);
+  }
+  return found;
+}
+
+bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int size) {
+  const auto power_of_two = [](size_t n) { return n > 0 && (n & (n - 1)) == 0; };
+  if (!power_of_two(static_cast<size_t>(size)) || islands.empty()) return false;
+  const size_t m = islands.front().size();
+  if (!power_of_two(m)) return false;
+  for (const std::vector<int>& island : islands) {
+    if (island.size() != m || island.front() % static_cast<int>(m) != 0) return false;
+    for (size_t i = 1; i < m; ++i)
+      if (island[i] != island[i - 1] + 1) return false;
+  }
+  return true;
+}
+
+bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands) {
+  return islands.size() >= 2 &&
+         std::any_of(islands.begin(), islands.end(), [](const std::vector<int>& island) { return island.size() >= 2; });
+}
+
+}  // namespace h2::dicomm::detail

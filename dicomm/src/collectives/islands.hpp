@@ -1,0 +1,26 @@
+// The islands of a communicator: its ranks grouped by the links between them, for collectives that
+// sum inside each island before they cross the slow links between islands (Holmes' NIC-aware
+// grouping; NCCL's trees and rings do the same by node). Pure functions of the link speeds, so that
+// every rank groups alike without a word to the others.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace h2::dicomm::detail {
+
+// The ranks 0 .. size - 1 grouped by links faster than the slowest between any two of them: the
+// connected components of those links, each in rank order, in order of their first rank. One island
+// where every link is alike (speeds unknown count as the slowest). `gbps(a, b)` is symmetric.
+std::vector<std::vector<int>> islands(int size, const std::function<double(int, int)>& gbps);
+
+// Whether recursive halving and doubling, which exchanges with the nearest rank first, already sums
+// island by island: a power-of-two count of ranks in islands of one power-of-two size, each a block
+// of consecutive ranks.
+bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int size);
+
+// Whether an allreduce over `islands` gains from running hierarchically: two islands or more, one of
+// them of two ranks or more.
+bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands);
+
+}  // namespace h2::dicomm::detail
