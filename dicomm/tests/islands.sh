@@ -124,10 +124,12 @@ if [ "$mode" = check ]; then
   if run_ranks "$program" check > /dev/null; then echo "FAILED: H2_DICOMM_NIC_GBPS=fast0=quick was accepted"; exit 1; fi
   grep -qF "H2_DICOMM_NIC_GBPS entry 'fast0=quick' is not NIC=GBITS_PER_S" /tmp/h2-islands-$suffix.* || { echo "FAILED: the bad speed was not named"; exit 1; }
   # Numbered across the islands (a1 b1 a2 b2), where halving-doubling's nearest partner is across
-  # the backbone, and three ranks (islands of two sizes): large allreduces sum island by island.
+  # the backbone: large allreduces sum island by island. Three ranks make islands of two sizes,
+  # which sum through their first ranks when asked to (H2_DICOMM_ALLREDUCE=hierarchical).
   for hosts_in_order in "a1 b1 a2 b2" "a1 b1 a2"; do
     read -ra order <<< "$hosts_in_order"
     extra=("${speeds[@]}" H2_LOG_LEVEL=info)
+    [ ${#order[@]} = 3 ] && extra+=(H2_DICOMM_ALLREDUCE=hierarchical)
     run_ranks "$program" check || exit 1
     want="large allreduces hierarchical over islands {0,2} {1$([ ${#order[@]} = 4 ] && echo ",3")}"
     grep -qF "$want" /tmp/h2-islands-$suffix.0 || { cat /tmp/h2-islands-$suffix.0; echo "FAILED: ranks $hosts_in_order: no '$want'"; exit 1; }

@@ -76,7 +76,11 @@ TEST(Islands, GroupRanksByLinksFasterThanTheSlowest) {
   EXPECT_EQ(islands(5, gbps), (Islands{{0, 2, 4}, {1, 3}}));
   EXPECT_EQ(islands(3, [](int, int) { return 10.0; }), (Islands{{0, 1, 2}}));  // alike: one island
   EXPECT_EQ(islands(3, [](int, int) { return 0.0; }), (Islands{{0, 1, 2}}));   // unknown: one
-  EXPECT_EQ(islands(4, [](int a, int b) { return a / 2 == b / 2 ? 0.0 : 0.0; }), (Islands{{0, 1, 2, 3}}));
+  // Links less than twice as fast as the slowest make no islands (a hierarchy would cost more
+  // steps than it saves); a link of unknown speed leaves only nodes told apart.
+  EXPECT_EQ(islands(4, [](int a, int b) { return a / 2 == b / 2 ? 150.0 : 100.0; }), (Islands{{0, 1, 2, 3}}));
+  EXPECT_EQ(islands(4, [](int a, int b) { return a / 2 == b / 2 ? 200.0 : 100.0; }), (Islands{{0, 1}, {2, 3}}));
+  EXPECT_EQ(islands(4, [](int a, int b) { return a / 2 == b / 2 ? 200.0 : 0.0; }), (Islands{{0, 1, 2, 3}}));
   // Nodes of two ranks whose NICs report no speed: the node transport makes each node an island.
   EXPECT_EQ(islands(6, [](int a, int b) { return a / 2 == b / 2 ? std::numeric_limits<double>::infinity() : 0.0; }),
             (Islands{{0, 1}, {2, 3}, {4, 5}}));
@@ -89,9 +93,12 @@ TEST(Islands, HalvingDoublingFollowsOnlyConsecutivePowerOfTwoBlocks) {
   EXPECT_FALSE(halving_doubling_follows(Islands{{0, 2}, {1, 3}}, 4));        // numbered across the islands
   EXPECT_FALSE(halving_doubling_follows(Islands{{0, 1, 2}, {3, 4, 5}}, 6));  // not a power of two
   EXPECT_FALSE(halving_doubling_follows(Islands{{0, 1, 2}, {3}}, 4));        // islands of two sizes
-  EXPECT_TRUE(worth_a_hierarchy(Islands{{0, 2}, {1, 3}}));
-  EXPECT_FALSE(worth_a_hierarchy(Islands{{0, 1, 2, 3}}));
-  EXPECT_FALSE(worth_a_hierarchy(Islands{{0}, {1}, {2}}));
+  EXPECT_TRUE(worth_a_hierarchy(Islands{{0, 2}, {1, 3}}, false));
+  EXPECT_FALSE(worth_a_hierarchy(Islands{{0, 1, 2, 3}}, true));
+  EXPECT_FALSE(worth_a_hierarchy(Islands{{0}, {1}, {2}}, true));
+  // Islands of several sizes only when asked for (H2_DICOMM_ALLREDUCE=hierarchical).
+  EXPECT_FALSE(worth_a_hierarchy(Islands{{0, 2}, {1}}, false));
+  EXPECT_TRUE(worth_a_hierarchy(Islands{{0, 2}, {1}}, true));
 }
 
 TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {

@@ -112,8 +112,11 @@ Link CostModel::link_between(const StageSpec& a, const StageSpec& b, bool same_n
   const GroupFacts fa = facts_of(*a.nodes), fb = facts_of(*b.nodes);
   const DeviceType &ta = *fa.type, &tb = *fb.type;
   const bool direct = &ta == &tb ? fa.point_to_point_direct : cluster_.device_direct(ta.vendor, tb.vendor);
-  Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us),
-            la.host_staged || lb.host_staged || !direct, std::min(ta.host_link_gbps, tb.host_link_gbps)};
+  // Staged where either NIC is plain Ethernet or the pair's own fact says so (for two vendors, the
+  // pair's, not each vendor's with itself).
+  const bool ethernet = fa.nic->kind == NicKind::ethernet || fb.nic->kind == NicKind::ethernet;
+  Link link{std::min(la.bandwidth_gbps, lb.bandwidth_gbps), std::max(la.latency_us, lb.latency_us), ethernet || !direct,
+            std::min(ta.host_link_gbps, tb.host_link_gbps)};
   if (a.nodes->cluster != b.nodes->cluster) {
     const InterClusterLink* inter = cluster_.inter_cluster_link(a.nodes->cluster, b.nodes->cluster);
     const int crossing = std::max({1, senders, a.replicas * a.tp});

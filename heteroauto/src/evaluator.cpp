@@ -40,6 +40,7 @@ Evaluator::Evaluator(const CanonicalCluster& canonical, const Model& model, Sche
   for (const NodeGroup& g : c.nodes) {
     nic_all_at_once_.push_back(cost_.nic_link(g, g.devices_per_node, CostModel::Traffic::collective));
     nic_one_.push_back(cost_.nic_link(g, 1, CostModel::Traffic::collective).bandwidth_gbps);
+    nic_ethernet_.push_back(c.nic(g.nic).kind == NicKind::ethernet);
   }
   for (const NodeGroup& g : c.nodes) {
     between_.emplace_back();
@@ -220,12 +221,17 @@ Link Evaluator::ring_link(unsigned groups, int rings) const {
   for (int g = 0; g < static_cast<int>(nic_all_at_once_.size()); ++g) {
     if (!(groups & (1u << g))) continue;
     const Link& nic = nic_all_at_once_[g];
-    if (first) link = nic;
+    if (first) {
+      link = nic;
+      link.host_staged = false;  // as the facts below say
+    }
     first = false;
     link.bandwidth_gbps = std::min(link.bandwidth_gbps, nic.bandwidth_gbps);
     link.latency_us = std::max(link.latency_us, nic.latency_us);
     link.host_link_gbps = std::min(link.host_link_gbps, nic.host_link_gbps);
-    link.host_staged = link.host_staged || nic.host_staged;
+    // Staged over plain Ethernet, or where the pairs' facts say so (between_ below, this group with
+    // itself included): between two vendors the pair's fact counts, not each vendor's own.
+    link.host_staged = link.host_staged || nic_ethernet_[g];
     for (int other = 0; other < static_cast<int>(nic_all_at_once_.size()); ++other) {
       if (!(groups & (1u << other))) continue;
       const Between& between = between_[g][other];

@@ -23,8 +23,7 @@ std::optional<PluginPaths> paths_of(const Runtime& runtime, const std::string& p
   if (loaded == runtime.plugins().end()) return std::nullopt;
   const std::vector<Device> devices = runtime.devices(plugin);
   if (devices.empty()) return std::nullopt;
-  return PluginPaths{dicomm::device_memory_path(devices.front().properties()),
-                     dicomm::collective_path(devices.front())};
+  return PluginPaths{dicomm::device_memory_path(devices.front()), dicomm::collective_path(devices.front())};
 }
 
 }  // namespace
@@ -52,9 +51,13 @@ std::vector<std::string> device_direct_disagreements(const heteroauto::Cluster& 
   };
   for (const heteroauto::DeviceType& a : cluster.device_types) {
     const std::optional<PluginPaths>& here = paths(a);
-    if (!here) continue;
+    // Plain Ethernet is staged in the plan whatever the description says: nothing to warn of.
+    const bool on_rdma = std::any_of(cluster.nodes.begin(), cluster.nodes.end(), [&](const heteroauto::NodeGroup& g) {
+      return g.device_type == a.name && cluster.nic(g.nic).kind != heteroauto::NicKind::ethernet;
+    });
+    if (!here || !on_rdma) continue;
     for (const heteroauto::DeviceType& b : cluster.device_types) {
-      if (paths(b) && cluster.device_direct(a.vendor, b.vendor) && !here->point_to_point.direct)
+      if (cluster.device_direct(a.vendor, b.vendor) && !here->point_to_point.direct)
         say("device_direct_rdma pairs " + a.vendor + " with " + b.vendor + ", but plugin " + a.plugin +
             "'s memory is " + here->point_to_point.why);
     }

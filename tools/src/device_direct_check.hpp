@@ -14,8 +14,9 @@ namespace h2::tools {
 
 // One sentence per disagreement, naming the description's field, the vendor, the plugin and why
 // DiComm stages. Device types without a "plugin", or whose plugin has no device here, are not held
-// to anything (nothing here says how their memory would move). Throws dicomm::CommError(usage) for
-// an H2_DICOMM_VENDOR_COLLECTIVES value DiComm does not know.
+// to anything (nothing here says how their memory would move), nor those only on Ethernet NICs
+// (the plan stages those). Throws dicomm::CommError(usage) for an H2_DICOMM_* setting DiComm does
+// not know.
 std::vector<std::string> device_direct_disagreements(const heteroauto::Cluster& cluster, const Runtime& runtime);
 
 // Whether the description says any transfer goes device-direct (nothing to check otherwise).

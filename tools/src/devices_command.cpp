@@ -356,11 +356,12 @@ int run_nics(bool json_output) {
   for (const PluginInfo& info : runtime.plugins()) {
     const std::vector<Device> devices = info.loaded() ? runtime.devices(info.name) : std::vector<Device>{};
     if (devices.empty()) continue;
-    const dicomm::DeviceMemoryPath path = dicomm::device_memory_path(devices.front().properties());
+    dicomm::DeviceMemoryPath path;
     dicomm::CollectivePath sums;
     try {
+      path = dicomm::device_memory_path(devices.front());
       sums = dicomm::collective_path(devices.front());
-    } catch (const std::exception& error) {  // a bad H2_DICOMM_VENDOR_COLLECTIVES
+    } catch (const std::exception& error) {  // a bad H2_DICOMM_* setting
       std::cerr << "h2 devices --nics: " << error.what() << "\n";
       return 1;
     }

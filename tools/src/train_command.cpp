@@ -312,9 +312,16 @@ int run_worker(const TrainCommandOptions& options) {
 
 // Where the description lets the plan count on device-direct transfers that DiComm would stage
 // here, the prediction is optimistic: said before the ranks start, with the field to change.
-void warn_where_transfers_are_staged(const heteroauto::Cluster& cluster) {
+void warn_where_transfers_are_staged(const heteroauto::Cluster& cluster, const PluginOptionsByName& plugin_options) {
   if (!claims_device_direct(cluster)) return;  // nothing to hold against the plugins; none loaded
-  const Runtime runtime{RuntimeOptions{}};
+  RuntimeOptions options;                      // the description's plugins only, with the user's options
+  for (const heteroauto::DeviceType& type : cluster.device_types)
+    if (!type.plugin.empty() &&
+        std::find(options.plugins.begin(), options.plugins.end(), type.plugin) == options.plugins.end())
+      options.plugins.push_back(type.plugin);
+  if (options.plugins.empty()) return;
+  options.plugin_options = plugin_options;
+  const Runtime runtime{options};
   for (const std::string& disagreement : device_direct_disagreements(cluster, runtime))
     std::cerr << "h2 train: warning: " << disagreement
               << "; the plan counted on device-direct transfers, so its predicted step time is optimistic\n";
@@ -369,7 +376,7 @@ int run_driver(const TrainCommandOptions& options) {
     std::cout << "HeteroAuto's plan for " << model.name << " on " << cluster.name << ": " << plan_summary(plan) << "\n";
   }
   print_plan(plan, std::cout);
-  warn_where_transfers_are_staged(cluster);
+  warn_where_transfers_are_staged(cluster, user_plugin_options);
   const heteropp::LocalDevices devices = heteropp::local_devices(plan, cluster);
 
   fs::create_directories(options.out);

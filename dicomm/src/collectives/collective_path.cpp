@@ -1,13 +1,20 @@
-// Which library a data-parallel sum among one plugin's devices on several nodes would run on, and
-// so whether its transfers are staged (vendor_path.cpp decides the same for a live communicator).
+// How this process's settings make DiComm move a device's memory: the point-to-point path with
+// H2_DICOMM_STAGING, and which library a data-parallel sum among one plugin's devices on several
+// nodes would run on (vendor_path.cpp decides the same for a live communicator).
 #include "h2/dicomm/data_paths.hpp"
 #include "h2/plugin_comm.hpp"
 #include "world_settings.hpp"
 
 namespace h2::dicomm {
 
+DeviceMemoryPath device_memory_path(const Device& device) {
+  if (detail::read_world_settings({}).force_staging)
+    return {false, "staged through pinned host memory: H2_DICOMM_STAGING=1 asks for it"};
+  return device_memory_path(device.properties());
+}
+
 CollectivePath collective_path(const Device& device) {
-  const DeviceMemoryPath own = device_memory_path(device.properties());
+  const DeviceMemoryPath own = device_memory_path(device);
   const auto dicomm = [&](const std::string& because) {
     return CollectivePath{own.direct, false, "DiComm's own algorithms (" + because + "), " + own.why};
   };

@@ -6,13 +6,14 @@
 // Recursive halving and doubling does the same where it applies and the islands are blocks of
 // consecutive ranks (it exchanges with the nearest rank first): then it runs instead.
 //
-// H2_DICOMM_ALLREDUCE=auto chooses this above H2_DICOMM_SMALL_BYTES where the islands call for it;
+// H2_DICOMM_ALLREDUCE=auto chooses this above H2_DICOMM_SMALL_BYTES for islands of one size;
 // `hierarchical` wherever there are islands; `ring` and `halving_doubling` never. The members decide
 // alike from the links every rank published when the world met, at the communicator's first large
 // allreduce, and make the two communicators of the steps then (a round through the store).
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "world.hpp"
 
@@ -20,6 +21,7 @@ namespace h2::dicomm::detail {
 
 struct IslandPath {
   bool hierarchical = false;
+  std::string failure;  // when making the steps' communicators failed: every later allreduce is refused
   int island_size = 1, island_rank = 0;
   bool equal_islands = false;
   std::shared_ptr<CommState> inner;  // this rank's island; null for an island of one

@@ -15,10 +15,13 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
       speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] = s;
       slowest = std::min(slowest, s);
     }
+  const auto faster = [&](int a, int b) {
+    const double s = speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)];
+    return s == std::numeric_limits<double>::infinity() ? slowest < s : slowest > 0 && s >= 2 * slowest;
+  };
   bool alike = true;
   for (int a = 0; a < size && alike; ++a)
-    for (int b = a + 1; b < size && alike; ++b)
-      alike = !(speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] > slowest);
+    for (int b = a + 1; b < size && alike; ++b) alike = !faster(a, b);
   if (alike) {
     std::vector<int> all(static_cast<size_t>(size));
     std::iota(all.begin(), all.end(), 0);
@@ -34,7 +37,7 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
   };
   for (int a = 0; a < size; ++a)
     for (int b = a + 1; b < size; ++b)
-      if (speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)] > slowest) {
+      if (faster(a, b)) {
         const int ra = find(a), rb = find(b);
         root[static_cast<size_t>(std::max(ra, rb))] = std::min(ra, rb);
       }
@@ -64,9 +67,13 @@ bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int 
   return true;
 }
 
-bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands) {
-  return islands.size() >= 2 &&
-         std::any_of(islands.begin(), islands.end(), [](const std::vector<int>& island) { return island.size() >= 2; });
+bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced) {
+  if (islands.size() < 2) return false;
+  const auto several = [](const std::vector<int>& island) { return island.size() >= 2; };
+  if (forced) return std::any_of(islands.begin(), islands.end(), several);
+  return several(islands.front()) && std::all_of(islands.begin(), islands.end(), [&](const std::vector<int>& island) {
+           return island.size() == islands.front().size();
+         });
 }
 
 }  // namespace h2::dicomm::detail

@@ -9,9 +9,11 @@
 
 namespace h2::dicomm::detail {
 
-// The ranks 0 .. size - 1 grouped by links faster than the slowest between any two of them: the
-// connected components of those links, each in rank order, in order of their first rank. One island
-// where every link is alike (speeds unknown count as the slowest). `gbps(a, b)` is symmetric.
+// The ranks 0 .. size - 1 grouped by links clearly faster than the slowest between any two of them
+// (twice its speed, or ranks of one node, whose links are without limit): the connected components
+// of those links, each in rank order, in order of their first rank. Where some link's speed is
+// unknown (0), only nodes are told apart. One island where no link is clearly faster. `gbps(a, b)`
+// is symmetric. A hierarchy over links that differ less costs more steps than it saves.
 std::vector<std::vector<int>> islands(int size, const std::function<double(int, int)>& gbps);
 
 // Whether recursive halving and doubling, which exchanges with the nearest rank first, already sums
@@ -20,7 +22,8 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
 bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int size);
 
 // Whether an allreduce over `islands` gains from running hierarchically: two islands or more, one of
-// them of two ranks or more.
-bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands);
+// them of two ranks or more; and, unless `forced`, islands of one size (islands of several sizes
+// sum through their first ranks, the whole tensor on every step, which a ring can beat).
+bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced);
 
 }  // namespace h2::dicomm::detail

@@ -17,12 +17,15 @@ struct DeviceMemoryPath {
   std::string why;
 };
 DeviceMemoryPath device_memory_path(const DeviceProperties& properties);
+// The same for `device` as this process's settings make it: H2_DICOMM_STAGING=1 stages every
+// device's memory. Throws CommError(usage) for a DiComm setting it does not know, as a rank would.
+DeviceMemoryPath device_memory_path(const Device& device);
 
 // Collectives among devices of `device`'s plugin on several nodes (a data-parallel sum): on the
 // plugin's collective library where H2_DICOMM_VENDOR_COLLECTIVES allows it and the library reaches
 // across nodes (the library then moves the memory as the vendor's hardware lets it: device-direct
-// in H2's terms), else on DiComm's own algorithms, as device_memory_path says. Reads
-// H2_DICOMM_VENDOR_COLLECTIVES; throws CommError(usage) for a value it does not know, as a rank would.
+// in H2's terms), else on DiComm's own algorithms, as device_memory_path says. Reads the H2_DICOMM_*
+// settings; throws CommError(usage) for one it does not know, as a rank would.
 struct CollectivePath {
   bool direct = false;
   bool vendor_library = false;  // the plugin's library carries the transfers between nodes

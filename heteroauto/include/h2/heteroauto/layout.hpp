@@ -225,7 +225,8 @@ class Evaluator {
     const InterClusterLink* inter_cluster = nullptr;  // null: one sub-cluster
   };
   std::vector<Link> nic_all_at_once_;
-  std::vector<double> nic_one_;  // what one of a node's NICs achieves (Gbit/s)
+  std::vector<double> nic_one_;     // what one of a node's NICs achieves (Gbit/s)
+  std::vector<bool> nic_ethernet_;  // whether a group's NIC is plain Ethernet (always staged)
   std::vector<std::vector<Between>> between_;
 };
 
