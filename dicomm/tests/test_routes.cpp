@@ -101,6 +101,22 @@ TEST(Islands, HalvingDoublingFollowsOnlyConsecutivePowerOfTwoBlocks) {
   EXPECT_TRUE(worth_a_hierarchy(Islands{{0, 2}, {1}}, true));
 }
 
+// Whom each rank meets between the groups: its place in every group where they are one size, else
+// the first ranks (for a first rank only).
+TEST(Islands, EachRankMeetsItsPlaceInEveryGroupOrTheFirstRanks) {
+  const std::vector<std::vector<int>> equal = {{0, 2}, {1, 3}}, unequal = {{0, 2}, {1}};
+  const GroupPlace three = place_in(equal, 3);
+  EXPECT_EQ(three.group, 1u);
+  EXPECT_EQ(three.rank, 1);
+  EXPECT_TRUE(three.equal);
+  EXPECT_EQ(three.across, (std::vector<int>{2, 3}));
+  const GroupPlace two = place_in(unequal, 2), one = place_in(unequal, 1);
+  EXPECT_FALSE(two.equal);
+  EXPECT_TRUE(two.across.empty());
+  EXPECT_EQ(one.across, (std::vector<int>{0, 1}));
+  EXPECT_EQ(one.across_index, 0u);
+}
+
 TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {
   // Holmes' cluster: InfiniBand inside an island, a faster-looking Ethernet everywhere.
   const Network ib = net("verbs;ofi_rxm", "IB-0xfe80000000000000", "mlx5_0", 200);

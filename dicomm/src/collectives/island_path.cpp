@@ -34,24 +34,17 @@ void decide_islands(CommState& s, const Device& device, IslandPath& path) {
       worth_a_hierarchy(found, setting == "hierarchical") &&
       (setting == "hierarchical" || !(world.halving_doubling(size) && halving_doubling_follows(found, size)));
   if (!path.hierarchical) return;
-  size_t mine = 0;
-  while (std::find(found[mine].begin(), found[mine].end(), s.rank) == found[mine].end()) ++mine;
-  const std::vector<int>& island = found[mine];
-  path.island_size = static_cast<int>(island.size());
-  path.island_rank = static_cast<int>(std::find(island.begin(), island.end(), s.rank) - island.begin());
-  path.equal_islands =
-      std::all_of(found.begin(), found.end(), [&](const auto& other) { return other.size() == island.size(); });
+  const GroupPlace place = place_in(found, s.rank);
+  path.island_size = place.size;
+  path.island_rank = place.rank;
+  path.equal_islands = place.equal;
   const std::string prefix = "dicomm/islands/" + std::to_string(s.id) + "/";
-  if (island.size() > 1)
-    path.inner = sub_communicator(s, device, island, prefix + "island/" + std::to_string(mine),
-                                  "island(" + std::to_string(mine) + ")");
-  if (path.equal_islands || path.island_rank == 0) {
-    const size_t index = path.equal_islands ? static_cast<size_t>(path.island_rank) : 0;
-    std::vector<int> across;
-    for (const auto& other : found) across.push_back(other[index]);
-    path.across = sub_communicator(s, device, across, prefix + "across/" + std::to_string(index),
-                                   "across(" + std::to_string(index) + ")");
-  }
+  if (place.size > 1)
+    path.inner = sub_communicator(s, device, found[place.group], prefix + "island/" + std::to_string(place.group),
+                                  "island(" + std::to_string(place.group) + ")");
+  if (!place.across.empty())
+    path.across = sub_communicator(s, device, place.across, prefix + "across/" + std::to_string(place.across_index),
+                                   "across(" + std::to_string(place.across_index) + ")");
   log(LogLevel::info, "dicomm",
       "communicator '" + s.name + "': large allreduces hierarchical over islands " + describe(found) +
           (path.equal_islands ? " (shard by shard between them)" : " (first ranks between them)"));

@@ -76,4 +76,19 @@ bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced
          });
 }
 
+GroupPlace place_in(const std::vector<std::vector<int>>& groups, int rank) {
+  GroupPlace place;
+  while (std::find(groups[place.group].begin(), groups[place.group].end(), rank) == groups[place.group].end())
+    ++place.group;
+  const std::vector<int>& group = groups[place.group];
+  place.size = static_cast<int>(group.size());
+  place.rank = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+  place.equal = std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.size() == group.size(); });
+  if (place.equal || place.rank == 0) {
+    place.across_index = place.equal ? static_cast<size_t>(place.rank) : 0;
+    for (const auto& g : groups) place.across.push_back(g[place.across_index]);
+  }
+  return place;
+}
+
 }  // namespace h2::dicomm::detail

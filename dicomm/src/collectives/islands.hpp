@@ -26,4 +26,17 @@ bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int 
 // sum through their first ranks, the whole tensor on every step, which a ring can beat).
 bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced);
 
+// Where a rank stands among the groups of a hierarchical collective (islands, or plugins' library
+// groups): its group, its place there, whether every group is one size, and whom it meets between
+// the groups: its place in every group where they are one size (each sums a shard), else the
+// groups' first ranks, for a first rank (empty for the others).
+struct GroupPlace {
+  size_t group = 0;
+  int size = 1, rank = 0;
+  bool equal = false;
+  size_t across_index = 0;  // the place in each group of the members it meets between them
+  std::vector<int> across;
+};
+GroupPlace place_in(const std::vector<std::vector<int>>& groups, int rank);
+
 }  // namespace h2::dicomm::detail

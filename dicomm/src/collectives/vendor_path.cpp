@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "collectives/islands.hpp"
 #include "common/hex.hpp"
 #include "h2/log.hpp"
 
@@ -154,21 +155,15 @@ void decide(CommState& s, const Device& device, VendorPath& path) {
   }
   // Several groups: the library inside each, DiComm between them. With groups of one size, rank i of
   // every group meets rank i of the others (each sums a shard); else the groups' first ranks meet.
-  size_t mine = 0;
-  while (std::find(groups[mine].begin(), groups[mine].end(), s.rank) == groups[mine].end()) ++mine;
-  const std::vector<int>& group = groups[mine];
-  path.group_size = static_cast<int>(group.size());
-  path.group_rank = static_cast<int>(std::find(group.begin(), group.end(), s.rank) - group.begin());
-  path.equal_groups =
-      std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.size() == group.size(); });
-  if (group.size() > 1) path.inner = join_library(s, device, group, prefix + "group/" + std::to_string(mine));
-  if (path.equal_groups || path.group_rank == 0) {
-    const size_t index = path.equal_groups ? static_cast<size_t>(path.group_rank) : 0;
-    std::vector<int> across;
-    for (const auto& g : groups) across.push_back(g[index]);
-    path.across = sub_communicator(s, device, across, prefix + "across/" + std::to_string(index),
-                                   "across(" + std::to_string(index) + ")");
-  }
+  const GroupPlace place = place_in(groups, s.rank);
+  path.group_size = place.size;
+  path.group_rank = place.rank;
+  path.equal_groups = place.equal;
+  if (place.size > 1)
+    path.inner = join_library(s, device, groups[place.group], prefix + "group/" + std::to_string(place.group));
+  if (!place.across.empty())
+    path.across = sub_communicator(s, device, place.across, prefix + "across/" + std::to_string(place.across_index),
+                                   "across(" + std::to_string(place.across_index) + ")");
   log(LogLevel::info, "dicomm",
       "communicator '" + s.name + "': allreduce hierarchical over " + std::to_string(groups.size()) +
           " groups (the plugins' libraries inside, DiComm between" +
