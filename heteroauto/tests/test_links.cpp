@@ -251,6 +251,26 @@ TEST(Links, PipelineSendsAndGradientSumsAreStagedByTheirOwnFacts) {
   EXPECT_GT(sums_apart.evaluator.dp_allreduce_time({sums_apart.partitioned(replicas)}), sum);
 }
 
+// Between two vendors the pair's fact counts, not each vendor's own: vendors V and W whose pair is
+// device-direct but neither with itself (a runtime with one library across both). The hop from a
+// (V) to b (W) was charged staging from V's own fact.
+TEST(Links, AHopBetweenTwoVendorsGoesByThePairsFact) {
+  json cluster = consumer_cluster();
+  json other = cluster["device_types"][0];
+  other["name"] = "gpu-w";
+  other["vendor"] = "W";
+  cluster["device_types"].push_back(other);
+  cluster["nodes"][1]["device_type"] = "gpu-w";
+  cluster["device_direct_rdma"] = json::array({json::array({"V", "W"})});
+  const Planner s(cluster);
+  const ClassLayout across{{{0, 1, 1}, {1, 1, 1}}, 1};
+  EXPECT_DOUBLE_EQ(s.evaluator.pipeline_times(s.partitioned(across), 1).transfer[0], s.nic_time(100));
+  cluster["device_direct_rdma"] = json::array();
+  const Planner staged(cluster);
+  EXPECT_DOUBLE_EQ(staged.evaluator.pipeline_times(staged.partitioned(across), 1).transfer[0],
+                   s.nic_time(100) + 2 * s.bytes() * 8 / 200e9);
+}
+
 // Two classes, one per group, each of 8 one-stage replicas: the gradients are summed inside each
 // group over its own links, then only a group's shard (an eighth) crosses between the groups; or one
 // flat ring over all 16 passes every node's NIC once per ring, whichever is faster. A ring over every
