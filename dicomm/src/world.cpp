@@ -1,6 +1,7 @@
 #include "world.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "h2/log.hpp"
 #include "store/missing_ranks.hpp"
@@ -41,8 +42,18 @@ std::shared_ptr<World> World::create(const CommOptions& options) {
   }
   const ProviderProbe probe = probe_providers();
   Meeting meeting = meet_ranks(world->store_.get(), info, settings, probe, world->node_, store_interface);
-  world->rank_networks_ = meeting.ranks;
   world->route_rules_ = meeting.rules;
+  // Ranks that published the same networks from the same node link alike: the links between such
+  // classes are found once each (a node's ranks usually share its NICs, so 1,024 ranks on 128 nodes
+  // need 8 thousand route choices, not half a million).
+  std::map<std::string, int> classes;
+  for (const RankNetworks& rank : meeting.ranks) {
+    std::string key = rank.node + '\n' + rank.island;
+    for (const Network& n : rank.networks) key += '\n' + nlohmann::json(n).dump();
+    const auto [found, added] = classes.emplace(key, static_cast<int>(world->class_networks_.size()));
+    if (added) world->class_networks_.push_back(rank);
+    world->network_class_.push_back(found->second);
+  }
   Wires opened = open_wires(meeting, settings);
   std::vector<Route> routes = exchange_addresses(world->store_.get(), info, opened, meeting, settings);
   std::vector<std::string> region_names;
@@ -117,10 +128,17 @@ bool World::halving_doubling(int ranks) const {
   return allreduce_ == "halving_doubling" || ranks > 2;  // at 2 ranks both are the same exchange
 }
 
-double World::link_gbps(int a, int b) const {
-  if (static_cast<size_t>(std::max(a, b)) >= rank_networks_.size()) return 0;  // a job of one rank
-  return detail::link_gbps(rank_networks_[static_cast<size_t>(a)], rank_networks_[static_cast<size_t>(b)],
-                           route_rules_);
+double World::link_gbps(int a, int b) {
+  if (static_cast<size_t>(std::max(a, b)) >= network_class_.size()) return 0;  // a job of one rank
+  const int ca = network_class_[static_cast<size_t>(a)], cb = network_class_[static_cast<size_t>(b)];
+  const std::pair<int, int> pair{std::min(ca, cb), std::max(ca, cb)};
+  std::lock_guard lock(class_links_mutex_);
+  const auto known = class_links_.find(pair);
+  if (known != class_links_.end()) return known->second;
+  const double gbps = detail::link_gbps(class_networks_[static_cast<size_t>(pair.first)],
+                                        class_networks_[static_cast<size_t>(pair.second)], route_rules_);
+  class_links_.emplace(pair, gbps);
+  return gbps;
 }
 
 Link& World::link(const Device& device) {

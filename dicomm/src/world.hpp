@@ -47,7 +47,7 @@ class World {
   // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical.
   const std::string& allreduce_setting() const { return allreduce_; }
   // The link between world ranks a and b, in Gbit/s (routes.hpp's link_gbps): what islands group by.
-  double link_gbps(int a, int b) const;
+  double link_gbps(int a, int b);
   // The Link of `device`, created on first use. Call with the engine's lock held or before any
   // task runs on that device (Link is not thread-safe; the engine serialises tasks).
   Link& link(const Device& device);
@@ -88,9 +88,13 @@ class World {
   std::string node_;
   std::mutex vendor_mutex_;
   std::vector<std::weak_ptr<PluginComm>> vendor_comms_;
-  std::string allreduce_;                    // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical
-  std::vector<RankNetworks> rank_networks_;  // every rank's, as the ranks met
+  std::string allreduce_;  // H2_DICOMM_ALLREDUCE: auto, ring, halving_doubling or hierarchical
+  // Every rank's networks as the ranks met, by class: ranks of one node that published the same.
+  std::vector<RankNetworks> class_networks_;
+  std::vector<int> network_class_;  // per world rank
   RouteRules route_rules_;
+  std::mutex class_links_mutex_;
+  std::map<std::pair<int, int>, double> class_links_;  // link_gbps between two classes, found once
   std::unique_ptr<Store> store_;
   std::unique_ptr<Engine> engine_;
   std::mutex links_mutex_;
