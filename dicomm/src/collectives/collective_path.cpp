@@ -7,19 +7,26 @@
 
 namespace h2::dicomm {
 
-DeviceMemoryPath device_memory_path(const Device& device) {
-  if (detail::read_world_settings({}).force_staging)
-    return {false, "staged through pinned host memory: H2_DICOMM_STAGING=1 asks for it"};
+namespace {
+
+DeviceMemoryPath memory_path(const Device& device, const detail::WorldSettings& settings) {
+  if (settings.force_staging) return {false, "staged through pinned host memory: H2_DICOMM_STAGING=1 asks for it"};
   return device_memory_path(device.properties());
 }
 
+}  // namespace
+
+DeviceMemoryPath device_memory_path(const Device& device) {
+  return memory_path(device, detail::read_world_settings({}));
+}
+
 CollectivePath collective_path(const Device& device) {
-  const DeviceMemoryPath own = device_memory_path(device);
+  const detail::WorldSettings settings = detail::read_world_settings({});  // read once for both answers
+  const DeviceMemoryPath own = memory_path(device, settings);
   const auto dicomm = [&](const std::string& because) {
     return CollectivePath{own.direct, false, "DiComm's own algorithms (" + because + "), " + own.why};
   };
-  if (!detail::read_world_settings({}).vendor_collectives)
-    return dicomm("H2_DICOMM_VENDOR_COLLECTIVES is off, the default");
+  if (!settings.vendor_collectives) return dicomm("H2_DICOMM_VENDOR_COLLECTIVES is off, the default");
   const std::optional<CollectiveLibrary> library = PluginComm::library(device);
   if (!library) return dicomm("the plugin has no collective library");
   if (library->scope == CommScope::node) return dicomm(library->name + " reaches one node only");

@@ -19,14 +19,6 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
     const double s = speed[static_cast<size_t>(a) * static_cast<size_t>(size) + static_cast<size_t>(b)];
     return s == std::numeric_limits<double>::infinity() ? slowest < s : slowest > 0 && s >= 2 * slowest;
   };
-  bool alike = true;
-  for (int a = 0; a < size && alike; ++a)
-    for (int b = a + 1; b < size && alike; ++b) alike = !faster(a, b);
-  if (alike) {
-    std::vector<int> all(static_cast<size_t>(size));
-    std::iota(all.begin(), all.end(), 0);
-    return {all};
-  }
   // Union-find over the links faster than the slowest; the smallest rank roots each component.
   std::vector<int> root(static_cast<size_t>(size));
   std::iota(root.begin(), root.end(), 0);
@@ -35,12 +27,19 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
       r = root[static_cast<size_t>(r)] = root[static_cast<size_t>(root[static_cast<size_t>(r)])];
     return r;
   };
+  bool alike = true;
   for (int a = 0; a < size; ++a)
     for (int b = a + 1; b < size; ++b)
       if (faster(a, b)) {
+        alike = false;
         const int ra = find(a), rb = find(b);
         root[static_cast<size_t>(std::max(ra, rb))] = std::min(ra, rb);
       }
+  if (alike) {  // no link clearly faster: one island, not one per rank
+    std::vector<int> all(static_cast<size_t>(size));
+    std::iota(all.begin(), all.end(), 0);
+    return {all};
+  }
   std::vector<std::vector<int>> found;
   std::vector<int> index_of(static_cast<size_t>(size), -1);
   for (int r = 0; r < size; ++r) {
