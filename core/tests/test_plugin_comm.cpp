@@ -37,6 +37,16 @@ using RankBody = std::function<int(int rank, int ranks, const Device& device, co
     }                                                                                              \
   } while (0)
 
+// Exit code 3 (and the message) when `text` does not contain `words`.
+#define RANK_EXPECT_CONTAINS(text, words)                                                                            \
+  do {                                                                                                               \
+    const std::string said = (text);                                                                                 \
+    if (said.find(words) == std::string::npos) {                                                                     \
+      std::fprintf(stderr, "rank %d: %s:%d: expected '%s' in: %s\n", rank, __FILE__, __LINE__, words, said.c_str()); \
+      return 3;                                                                                                      \
+    }                                                                                                                \
+  } while (0)
+
 // Runs `ranks` processes of `body`; returns each one's exit code (-signal when killed).
 std::vector<int> run_ranks(int ranks, const RankBody& body, std::chrono::seconds limit = 60s) {
   std::vector<std::array<int, 2>> pipes(static_cast<size_t>(ranks));
@@ -252,8 +262,8 @@ TEST(PluginComm, ARankThatExitsFailsTheOthersNamingIt) {
     comm.allreduce(stream, x, x, H2_REDUCE_SUM);  // enqueued: the failure comes with the stream
     const std::string message = stream_error(stream);
     RANK_EXPECT(!message.empty());  // the allreduce must not succeed without rank 2
-    RANK_EXPECT(message.find("rank 2 (process ") != std::string::npos);
-    RANK_EXPECT(message.find("has exited") != std::string::npos);
+    RANK_EXPECT_CONTAINS(message, "rank 2 (process ");
+    RANK_EXPECT_CONTAINS(message, "has exited");
     RANK_EXPECT(std::chrono::steady_clock::now() - start < 20s);
     return 0;
   });
@@ -272,7 +282,7 @@ TEST(PluginComm, AnAbortReachesEveryRank) {
     Stream stream = device.create_stream();
     Tensor x = filled(stream, device, DType::f32, 1000, [](int64_t) { return 1.0; });
     comm.allreduce(stream, x, x, H2_REDUCE_SUM);
-    RANK_EXPECT(stream_error(stream).find("aborted by rank 1: the test gave up") != std::string::npos);
+    RANK_EXPECT_CONTAINS(stream_error(stream), "aborted by rank 1: the test gave up");
     return 0;
   });
   expect_all_passed(codes);
@@ -286,7 +296,7 @@ TEST(PluginComm, WorkIssuedAfterAnAbortFails) {
     Tensor x = filled(stream, device, DType::f32, 10, [](int64_t) { return 1.0; });
     comm.abort("given up before the allreduce");
     comm.allreduce(stream, x, x, H2_REDUCE_SUM);
-    RANK_EXPECT(stream_error(stream).find("aborted by rank 0: given up before the allreduce") != std::string::npos);
+    RANK_EXPECT_CONTAINS(stream_error(stream), "aborted by rank 0: given up before the allreduce");
     return 0;
   });
   expect_all_passed(codes);
@@ -299,7 +309,7 @@ TEST(PluginComm, JoiningTimesOutNamingTheRanksMissing) {
     try {
       PluginComm comm(device, id, 3, rank, 300ms);
     } catch (const Error& e) {
-      RANK_EXPECT(std::string(e.what()).find("waiting for ranks 1, 2 to join") != std::string::npos);
+      RANK_EXPECT_CONTAINS(std::string(e.what()), "waiting for ranks 1, 2 to join");
       RANK_EXPECT(std::chrono::steady_clock::now() - start < 10s);
       return 0;
     }

@@ -258,7 +258,7 @@ void ShmComm::ring() const {
   futex(&control().bell, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
-void ShmComm::wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) const {
+void ShmComm::wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) {
   Control& c = control();
   const auto start = std::chrono::steady_clock::now();
   auto next_liveness_check = start + std::chrono::milliseconds(100);
@@ -275,20 +275,29 @@ void ShmComm::wait(const std::function<bool()>& ready, const std::function<std::
       next_liveness_check = now + std::chrono::milliseconds(100);
       for (int r = 0; r < size_; ++r) {
         const int32_t pid = state(r).pid.load();
-        if (pid != 0 && kill(pid, 0) != 0 && errno == ESRCH)
-          fail(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(r) + " (process " + std::to_string(pid) +
-                                           ") has exited while rank " + std::to_string(rank_) + " waited for " +
-                                           waiting_for());
+        if (pid != 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+          // A rank that failed aborts before it exits: its reason names the rank that broke the
+          // communicator, which this rank's own check may have missed by a moment.
+          check_aborted();
+          give_up("rank " + std::to_string(r) + " (process " + std::to_string(pid) + ") has exited while rank " +
+                  std::to_string(rank_) + " waited for " + waiting_for());
+        }
       }
     }
     if (now - start >= timeout_)
-      fail(H2_STATUS_DEVICE_ERROR,
-           "rank " + std::to_string(rank_) + " timed out after " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count()) +
-               " ms waiting for " + waiting_for());
+      give_up("rank " + std::to_string(rank_) + " timed out after " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_).count()) +
+              " ms waiting for " + waiting_for());
     const timespec slice{0, 20'000'000};  // wake now and then for the liveness check and the deadline
     futex(&c.bell, FUTEX_WAIT, bell, &slice);
   }
+}
+
+void ShmComm::give_up(const std::string& why) {
+  // The communicator is broken for every rank: abort it with the cause, so that the other ranks fail
+  // now naming it, rather than later naming this rank's exit or their own timeout.
+  abort(why);
+  fail(H2_STATUS_DEVICE_ERROR, why);
 }
 
 void ShmComm::step(const char* call, const std::function<void(char*)>& put, const std::function<void()>& take,

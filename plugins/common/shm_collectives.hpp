@@ -17,6 +17,7 @@
 // stream, or the caller orders its streams). Waits sleep on a futex in the segment and end with a
 // PluginError(H2_STATUS_DEVICE_ERROR) naming what was awaited when: the communicator was aborted (by any rank: abort()
 // marks the segment), a rank's process has exited, or nothing arrived for the communicator's timeout.
+// The last two abort the communicator with that message, so every rank's failure names the cause.
 #pragma once
 
 #include <atomic>
@@ -85,8 +86,11 @@ class ShmComm {
   Channel& channel(int from, int to) const;
   char* slot(int rank) const;
   char* channel_data(int from, int to) const;
-  // Waits until `ready()` holds; `waiting_for()` says what, for the failure's message.
-  void wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for) const;
+  // Waits until `ready()` holds; `waiting_for()` says what, for the failure's message. A wait that
+  // fails on a rank's exit or the timeout aborts the communicator for every rank (give_up).
+  void wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for);
+  // Aborts the communicator with `why` and throws PluginError(DEVICE_ERROR) saying it.
+  [[noreturn]] void give_up(const std::string& why);
   void ring() const;
   // Throws PluginError(DEVICE_ERROR) naming who aborted and why, once the communicator is aborted.
   void check_aborted() const;
