@@ -20,8 +20,8 @@ std::optional<CollectiveLibrary> PluginComm::library(const Device& device) {
   const detail::PluginHandle& plugin = *device.plugin();
   if (!plugin.has_collectives()) return std::nullopt;
   const H2_CollectiveTable& table = plugin.collectives();
-  return CollectiveLibrary{table.library_name,
-                           table.scope == H2_COMM_SCOPE_NODE ? CommScope::node : CommScope::network};
+  return CollectiveLibrary{table.library_name, table.scope == H2_COMM_SCOPE_NODE ? CommScope::node : CommScope::network,
+                           table.unique_id_bytes};
 }
 
 H2_CommUniqueId PluginComm::unique_id(const Device& device) {

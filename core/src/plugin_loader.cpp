@@ -95,6 +95,9 @@ std::string collective_table_fault(const H2_CollectiveTable& table) {
     return "collective_table's library_name is NULL or empty";
   if (table.scope != H2_COMM_SCOPE_NODE && table.scope != H2_COMM_SCOPE_NETWORK)
     return "collective_table's scope " + std::to_string(table.scope) + " is not an H2_CommScope";
+  if (table.unique_id_bytes > H2_COMM_UNIQUE_ID_BYTES)
+    return "collective_table's unique_id_bytes " + std::to_string(table.unique_id_bytes) + " is more than the " +
+           std::to_string(H2_COMM_UNIQUE_ID_BYTES) + " an H2_CommUniqueId holds";
 #define H2_REQUIRE_COLLECTIVE_SLOT(slot) \
   if (table.slot == nullptr) return "collective_table's slot '" #slot "' is NULL (every slot is required)";
   H2_REQUIRE_COLLECTIVE_SLOT(get_unique_id)
@@ -282,6 +285,7 @@ LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, 
     if (const std::string fault = collective_table_fault(*api.collective_table); !fault.empty())
       return failure(info, PluginState::invalid_table, fault);
     std::memcpy(&collectives, api.collective_table, std::min(sizeof collectives, api.collective_table->struct_size));
+    if (collectives.unique_id_bytes == 0) collectives.unique_id_bytes = 128;  // a 1.5 table's reserved0
   }
 
   // ---- Options (ABI 1.4) ----

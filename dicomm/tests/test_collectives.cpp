@@ -183,6 +183,21 @@ TEST(Collectives, RanksOnTwoPluginsAllreduceHierarchically) {
                                        "libraries inside, DiComm between, first ranks)"));
 }
 
+// Two vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,
+// the Ascend plugin's HCCL (over the emulated CANN) on ranks 2 and 3, DiComm between them.
+TEST(Collectives, CpuReferenceAndAscendAllreduceOnTheirOwnLibraries) {
+  const std::string env =
+      "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME");
+  const CliResult result = launch(4, "check", env, "--devices cpu-reference:0,cpu-reference:0,ascend:0,ascend:0");
+  expect_all_passed(result, 4);
+  EXPECT_THAT(result.output, HasSubstr("[rank 0] h2 [info] dicomm: communicator 'world': allreduce hierarchical over 2 "
+                                       "groups (the plugins' libraries inside, DiComm between, shard by shard); this "
+                                       "rank's group: cpu-reference shared memory on ranks 0,1"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 2] h2 [info] dicomm: communicator 'world': allreduce hierarchical over 2 "
+                                       "groups (the plugins' libraries inside, DiComm between, shard by shard); this "
+                                       "rank's group: HCCL on ranks 2,3"));
+}
+
 TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const CliResult result = launch(3, "kill", "H2_DICOMM_TIMEOUT=60", "--grace 30");

@@ -34,7 +34,7 @@ struct IdLayout {
   char host[kHostBytes];
   uint8_t random[kRandomBytes];
 };
-static_assert(sizeof(IdLayout) <= H2_COMM_UNIQUE_ID_BYTES);
+static_assert(sizeof(IdLayout) == kShmCommIdBytes);
 
 std::string this_host() {
   char host[kHostBytes] = {};
@@ -137,22 +137,20 @@ struct alignas(64) ShmComm::Channel {
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
               "shared-memory counters must be lock-free to work across processes");
 
-H2_CommUniqueId new_shm_comm_id() {
-  H2_CommUniqueId id{};
+void new_shm_comm_id(uint8_t* id) {
   IdLayout layout{};
   std::memcpy(layout.magic, kMagic, sizeof kMagic);
   const std::string host = this_host();
   std::memcpy(layout.host, host.data(), std::min(host.size(), kHostBytes - 1));
   std::random_device random;
   for (uint8_t& b : layout.random) b = static_cast<uint8_t>(random());
-  std::memcpy(id.bytes, &layout, sizeof layout);
-  return id;
+  std::memcpy(id, &layout, sizeof layout);
 }
 
-ShmComm::ShmComm(const H2_CommUniqueId& id, int ranks, int rank, std::chrono::milliseconds timeout)
+ShmComm::ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout)
     : size_(ranks), rank_(rank), timeout_(timeout) {
   IdLayout layout;
-  std::memcpy(&layout, id.bytes, sizeof layout);
+  std::memcpy(&layout, id, sizeof layout);
   if (std::memcmp(layout.magic, kMagic, sizeof kMagic) != 0)
     fail(H2_STATUS_INVALID_ARGUMENT, "the unique id is not one this plugin's get_unique_id made");
   layout.host[kHostBytes - 1] = '\0';

@@ -31,8 +31,13 @@
 
 namespace h2::plugin {
 
-// A new id: this host's name (ranks on another host are refused) and 16 random bytes naming the segment.
-H2_CommUniqueId new_shm_comm_id();
+// The bytes of an id: a magic word, this host's name (ranks on another host are refused) and 16
+// random bytes naming the segment. A library's larger id type (H2_CommUniqueId, an emulated HCCL's
+// HcclRootInfo) carries them first.
+constexpr size_t kShmCommIdBytes = 88;
+
+// Writes a new id to `id`'s first kShmCommIdBytes bytes.
+void new_shm_comm_id(uint8_t* id);
 
 class ShmComm {
  public:
@@ -42,10 +47,13 @@ class ShmComm {
   // PluginError: INVALID_ARGUMENT for a foreign id or ranks that disagree on the count, UNSUPPORTED
   // for an id made on another host, OUT_OF_MEMORY when the segment does not fit /dev/shm,
   // DEVICE_ERROR naming the ranks missing after `timeout`.
-  ShmComm(const H2_CommUniqueId& id, int ranks, int rank, std::chrono::milliseconds timeout);
+  ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout);
   ~ShmComm();
   ShmComm(const ShmComm&) = delete;
   ShmComm& operator=(const ShmComm&) = delete;
+
+  // How long each later wait may last (the constructor's `timeout` bounds joining).
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
   int rank() const { return rank_; }
   int size() const { return size_; }

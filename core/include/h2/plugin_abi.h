@@ -22,6 +22,9 @@
  *   1.4  mem_alloc_async and mem_free_async (memory ordered by a stream, as cudaMallocAsync);
  *        plugin options in H2_InitArgs (options, option_count: H2_Option) and option_list (H2_OptionInfo)
  *   1.5  collective_table (section 9): the vendor's collective library on the plugin's own devices
+ *   1.6  room for every vendor library's unique id: H2_CommUniqueId grows from 128 to 4,352 bytes
+ *        (HCCL's HcclRootInfo is 4,108, CNCL's cnclCliqueId 136), and H2_CollectiveTable's
+ *        reserved0 becomes unique_id_bytes, how many of them the library's ids use
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -80,7 +83,7 @@ extern "C" {
  * covers the fields it reads, and ignores the bytes it does not know.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 5
+#define H2_ABI_MINOR 6
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 #define H2_ARRAY_AT(type, array, index) \
@@ -761,8 +764,12 @@ typedef struct H2_OpTable {
 typedef struct H2_Comm H2_Comm; /* opaque; created by comm_init_rank and owned by the caller */
 
 /* What one rank hands every other rank to make one communicator: plain bytes, opaque to the caller,
- * which may copy and send them as they are. NCCL's ncclUniqueId (128 bytes) fits. */
-#define H2_COMM_UNIQUE_ID_BYTES 128
+ * which may copy and send them as they are. The library's id fills the first
+ * H2_CollectiveTable.unique_id_bytes of them; the rest are zero. Room for NCCL's ncclUniqueId (128
+ * bytes), CNCL's cnclCliqueId (136) and HCCL's HcclRootInfo (4,108).
+ * ABI 1.5 had 128 bytes. The struct only ever travels by pointer, and a plugin's minor is never newer
+ * than the core's, so a 1.5 plugin writes and reads the first 128 bytes of the core's larger id. */
+#define H2_COMM_UNIQUE_ID_BYTES 4352
 typedef struct H2_CommUniqueId {
   uint8_t bytes[H2_COMM_UNIQUE_ID_BYTES];
 } H2_CommUniqueId;
@@ -777,8 +784,11 @@ typedef struct H2_CollectiveTable {
   size_t struct_size; /* sizeof the table as the plugin was built */
   /* The library and its version, "NCCL 2.21.5". Static, NUL-terminated, never NULL. */
   const char* library_name;
-  uint32_t scope;     /* an H2_CommScope */
-  uint32_t reserved0; /* 0 */
+  uint32_t scope; /* an H2_CommScope */
+  /* How many leading bytes of an H2_CommUniqueId the library's ids use (1 to H2_COMM_UNIQUE_ID_BYTES):
+   * a caller that carries an id to other ranks may send only these. 0 (a 1.5 table, where this field
+   * was reserved0) means 128. Since ABI 1.6. */
+  uint32_t unique_id_bytes;
 
   /* Writes a new unique id to `*id` (written by the plugin, owned by the caller). Called on one rank
    * per communicator. Blocks briefly (the library may open a listening socket). */
@@ -825,8 +835,7 @@ typedef struct H2_CollectiveTable {
 
   /* Sends `count` elements of `buffer` to rank `peer`, which receives them with recv. Outside a
    * group the work may wait on the stream until `peer` receives. */
-  H2_Status (*send)(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer,
-                    H2_Stream* stream);
+  H2_Status (*send)(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream);
 
   /* Receives into `buffer` `count` elements that rank `peer` sends with send. */
   H2_Status (*recv)(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream);
@@ -1080,7 +1089,8 @@ typedef struct H2_PluginApi {
 #define H2_PLUGIN_API_SIZE_1_2 H2_STRUCT_SIZE(H2_PluginApi, stream_create_with_flags)
 #define H2_PLUGIN_API_SIZE_1_3 H2_STRUCT_SIZE(H2_PluginApi, mem_close)
 #define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, option_list)
-#define H2_PLUGIN_API_SIZE_1_5 H2_STRUCT_SIZE(H2_PluginApi, collective_table) /* ends at 1.5's last slot */
+#define H2_PLUGIN_API_SIZE_1_5 H2_STRUCT_SIZE(H2_PluginApi, collective_table)
+#define H2_PLUGIN_API_SIZE_1_6 H2_PLUGIN_API_SIZE_1_5 /* 1.6 grew the unique id, adding no slot here */
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -1119,7 +1129,7 @@ H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 280, "H2_PluginApi 1.4 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_5 == 288, "H2_PluginApi 1.5 layout changed");
 H2_STATIC_ASSERT(H2_COLLECTIVE_TABLE_SIZE_1_5 == 120, "H2_CollectiveTable 1.5 layout changed");
-H2_STATIC_ASSERT(sizeof(H2_CommUniqueId) == 128, "H2_CommUniqueId layout changed");
+H2_STATIC_ASSERT(sizeof(H2_CommUniqueId) == 4352, "H2_CommUniqueId layout changed (128 bytes in 1.5)");
 H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");
 H2_STATIC_ASSERT(sizeof(H2_Tensor) == 144, "H2_Tensor layout changed (it is frozen: a major bump)");
 H2_STATIC_ASSERT(H2_OP_CAPABILITY_SIZE_1_1 == 24, "H2_OpCapability 1.1 layout changed");

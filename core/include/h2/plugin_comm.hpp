@@ -28,6 +28,8 @@ enum class CommScope { node, network };
 struct CollectiveLibrary {
   std::string name;  // "NCCL 2.21.5"
   CommScope scope;   // node: every rank on one node
+  // How many leading bytes of an H2_CommUniqueId its ids use: all another rank needs to be sent.
+  size_t unique_id_bytes = 0;
 };
 
 class PluginComm {

@@ -4,6 +4,7 @@
 
 #include "collectives/islands.hpp"
 #include "collectives/vendor_path.hpp"
+#include "common/rank_list.hpp"
 #include "h2/dicomm/error.hpp"
 #include "h2/log.hpp"
 
@@ -14,9 +15,7 @@ namespace {
 std::string describe(const std::vector<std::vector<int>>& found) {
   std::string text;
   for (const auto& island : found) {
-    text += text.empty() ? "{" : " {";
-    for (size_t i = 0; i < island.size(); ++i) text += (i ? "," : "") + std::to_string(island[i]);
-    text += "}";
+    text += (text.empty() ? "{" : " {") + rank_list(island) + "}";
   }
   return text;
 }

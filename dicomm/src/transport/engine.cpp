@@ -1,5 +1,7 @@
 #include "engine.hpp"
 
+#include "common/rank_list.hpp"
+
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
@@ -39,11 +41,6 @@ Engine::Engine(std::vector<Wire> wires, std::vector<Route> routes, std::unique_p
 }
 
 std::string Engine::transports() const {
-  auto list = [](const std::vector<int>& ranks) {
-    std::string text;
-    for (int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
-    return text;
-  };
   std::vector<std::vector<int>> by_wire(wires_.size());
   for (int r = 0; r < world_size(); ++r)
     if (r != rank_ && !via_node(r)) by_wire[routes_[static_cast<size_t>(r)].wire].push_back(r);
@@ -53,13 +50,13 @@ std::string Engine::transports() const {
   for (size_t w = 0; w < wires_.size(); ++w) {
     if (used > 0 && by_wire[w].empty()) continue;  // a wire only for this rank's messages to itself
     text += (text.empty() ? "" : "; ") + wires_[w].fabric->network().describe();
-    if (used > 1) text += " to ranks " + list(by_wire[w]);
+    if (used > 1) text += " to ranks " + rank_list(by_wire[w]);
     if (used == 0) break;
   }
   const std::vector<int> node = node_peers();
   if (node.empty()) return text;
   const char* how = node_->maps_shared_memory() ? " (mapped device memory, else cma)" : " (cma)";
-  return text + "; node transport" + how + " to ranks " + list(node);
+  return text + "; node transport" + how + " to ranks " + rank_list(node);
 }
 
 std::vector<int> Engine::node_peers() const {

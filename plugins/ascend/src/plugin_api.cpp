@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "acl_error.hpp"
+#include "collectives.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/device_copies.hpp"
 #include "ops/op_table.hpp"
@@ -108,6 +109,12 @@ const H2_PluginApi kApi = Slots::api_table(kPluginName, {
 }  // namespace
 }  // namespace h2::ascend
 
+// The collective section is offered only where HCCL loads, which is known at run time.
 extern "C" H2_PLUGIN_EXPORT const H2_PluginApi* h2_plugin_get_api(uint32_t /*abi_major*/) {
-  return &h2::ascend::kApi;
+  static const H2_PluginApi api = [] {
+    H2_PluginApi with_hccl = h2::ascend::kApi;
+    with_hccl.collective_table = h2::ascend::collective_table();
+    return with_hccl;
+  }();
+  return &api;
 }

@@ -86,7 +86,8 @@ void transfer(H2_Comm* handle, ShmComm::Transfer t, H2_Stream* stream_handle) {
 H2_Status get_unique_id(H2_CommUniqueId* id) {
   return guarded("get_unique_id", [&] {
     require(id, "id");
-    *id = h2::plugin::new_shm_comm_id();
+    *id = H2_CommUniqueId{};
+    h2::plugin::new_shm_comm_id(id->bytes);
   });
 }
 
@@ -97,7 +98,7 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     require(comm, "comm");
     runtime().memory(device);  // a device of this plugin
     const std::chrono::milliseconds timeout(timeout_ms > 0 ? timeout_ms : 300'000);
-    auto made = std::shared_ptr<Comm>(new Comm{device, ShmComm(*id, nranks, rank, timeout)});
+    auto made = std::shared_ptr<Comm>(new Comm{device, ShmComm(id->bytes, nranks, rank, timeout)});
     *comm = comms().add(std::move(made));
   });
 }
@@ -201,7 +202,7 @@ const H2_CollectiveTable kCollectiveTable = {
     .struct_size = sizeof(H2_CollectiveTable),
     .library_name = "cpu-reference shared memory",
     .scope = H2_COMM_SCOPE_NODE,
-    .reserved0 = 0,
+    .unique_id_bytes = h2::plugin::kShmCommIdBytes,
     .get_unique_id = get_unique_id,
     .comm_init_rank = comm_init_rank,
     .comm_destroy = comm_destroy,

@@ -367,7 +367,7 @@ H2_CollectiveTable make_table(const NcclLibrary& nccl) {
       .struct_size = sizeof(H2_CollectiveTable),
       .library_name = nccl.name.c_str(),
       .scope = H2_COMM_SCOPE_NETWORK,
-      .reserved0 = 0,
+      .unique_id_bytes = sizeof(ncclUniqueId),
       .get_unique_id = get_unique_id,
       .comm_init_rank = comm_init_rank,
       .comm_destroy = comm_destroy,

@@ -1,0 +1,393 @@
+// HCCL behind the ABI's collective section. Three things HCCL does not do as the ABI asks, and what
+// the plugin does instead:
+// - Joining has no timeout argument (HCCL waits HCCL_CONNECT_TIMEOUT seconds): HcclCommInitRootInfo
+//   runs on a helper thread, and comm_init_rank fails at `timeout_ms`; a join that ends later is
+//   destroyed by that thread.
+// - There is no average: MEAN is HCCL's sum divided by the rank count (aclnnDivs) on the same stream.
+// - There is no abort: comm_abort refuses every later call and fails the streams the communicator
+//   used with its reason; work already inside HCCL ends when its peer fails or at HCCL_EXEC_TIMEOUT.
+// Point-to-point calls inside a group go to HcclBatchSendRecv at group_end (CANN 8.0.0 has no
+// HcclGroupStart); collectives inside a group are issued at once, in order.
+#include "collectives.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective_checks.hpp"
+#include "handle_registry.hpp"
+#include "hccl_library.hpp"
+#include "ops/device_copies.hpp"
+#include "ops/tensor_ops.hpp"
+#include "plugin_error.hpp"
+#include "runtime.hpp"
+
+namespace h2::ascend {
+namespace {
+
+using h2::plugin::fail;
+using h2::plugin::guarded;
+using h2::plugin::require;
+
+static_assert(sizeof(HcclRootInfo) <= H2_COMM_UNIQUE_ID_BYTES, "an HcclRootInfo must fit an H2_CommUniqueId");
+
+struct Comm {
+  int32_t device = 0;
+  int rank = 0, size = 0;
+  HcclComm hccl = nullptr;
+  std::atomic<bool> aborted = false;
+  std::mutex mutex;  // guards `reason` and `streams`
+  std::string reason;
+  std::vector<std::weak_ptr<Stream>> streams;  // where work was issued: their error on an abort
+};
+
+h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
+  static h2::plugin::HandleRegistry<H2_Comm, Comm> registry("communicator");
+  return registry;
+}
+
+const HcclLibrary& library() {
+  std::string why;
+  const HcclLibrary* loaded = hccl(&why);
+  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
+  return *loaded;
+}
+
+// Throws for anything but success, naming the call, HCCL's words for the code and AscendCL's recent
+// message (where HCCL's runtime leaves its detail).
+void check(HcclResult result, const char* call) {
+  if (result == HCCL_SUCCESS) return;
+  const char* words = library().HcclGetErrorString(result);
+  const char* detail = runtime().acl().aclGetRecentErrMsg();
+  fail(result == HCCL_E_PARA || result == HCCL_E_PTR ? H2_STATUS_INVALID_ARGUMENT
+       : result == HCCL_E_NOT_SUPPORT                ? H2_STATUS_UNSUPPORTED
+       : result == HCCL_E_MEMORY                     ? H2_STATUS_OUT_OF_MEMORY
+                                                     : H2_STATUS_DEVICE_ERROR,
+       std::string(call) + ": HCCL error " + std::to_string(result) +
+           (words != nullptr && *words ? std::string(" (") + words + ")" : "") +
+           (detail != nullptr && *detail ? std::string(": ") + detail : ""));
+}
+
+std::string aborted_message(Comm& comm) {
+  std::lock_guard lock(comm.mutex);
+  return "the HCCL communicator was aborted: " + comm.reason;
+}
+
+HcclDataType hccl_type(uint32_t dtype) {
+  switch (dtype) {
+    case H2_DTYPE_F32: return HCCL_DATA_TYPE_FP32;
+    case H2_DTYPE_F16: return HCCL_DATA_TYPE_FP16;
+    case H2_DTYPE_BF16: return HCCL_DATA_TYPE_BFP16;
+    case H2_DTYPE_F64: return HCCL_DATA_TYPE_FP64;
+    case H2_DTYPE_I32: return HCCL_DATA_TYPE_INT32;
+    case H2_DTYPE_I64: return HCCL_DATA_TYPE_INT64;
+    case H2_DTYPE_U8:
+    case H2_DTYPE_BOOL: return HCCL_DATA_TYPE_UINT8;      // moved, never reduced (check_collective_reduction)
+    default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
+  }
+  fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no HCCL type");
+}
+
+HcclReduceOp hccl_op(uint32_t dtype, uint32_t op) {
+  h2::plugin::check_collective_reduction(dtype, op);
+  return op == H2_REDUCE_MAX ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;  // MEAN: the sum, then divided
+}
+
+// `count` elements of `dtype` from `data` on the communicator's device, checked to lie in one
+// allocation (HCCL would fault on anything else).
+void* device_buffer(const void* data, uint64_t count, uint32_t dtype, const char* role) {
+  const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
+  if (bytes == 0) return const_cast<void*>(data);
+  require(data, role);
+  if (!runtime().is_device_memory(data, bytes))
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
+                                         std::to_string(bytes) + " bytes)");
+  return const_cast<void*>(data);
+}
+
+// The calls of this thread between group_start and group_end: its point-to-point items per
+// communicator, issued at group_end on the group's one stream.
+struct Group {
+  int depth = 0;
+  H2_Stream* stream = nullptr;
+  std::map<std::shared_ptr<Comm>, std::vector<HcclSendRecvItem>> items;
+};
+thread_local Group group;
+
+// The stream `handle` names, checked against the communicator, bound, and remembered for an abort.
+std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream* handle, const char* name) {
+  if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
+  std::shared_ptr<Stream> stream = runtime().stream(handle);
+  if (stream->device != comm->device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
+                                         ", the communicator to device " + std::to_string(comm->device));
+  {
+    std::lock_guard lock(comm->mutex);
+    std::erase_if(comm->streams, [](const std::weak_ptr<Stream>& s) { return s.expired(); });
+    bool known = false;
+    for (const auto& s : comm->streams) known = known || s.lock() == stream;
+    if (!known) comm->streams.push_back(stream);
+  }
+  runtime().bind(comm->device);
+  return stream;
+}
+
+// Whether this thread is inside a group, which then takes a point-to-point call.
+bool joins_group(H2_Stream* handle) {
+  if (group.depth == 0) return false;
+  if (group.stream != nullptr && group.stream != handle)
+    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+  group.stream = handle;
+  return true;
+}
+
+// recv /= the rank count, after HCCL's sum, for MEAN.
+void divide_by_ranks(Stream& stream, void* recv, uint64_t count, uint32_t dtype, int ranks) {
+  H2_Tensor t{};
+  t.data = recv;
+  t.dtype = dtype;
+  t.rank = 1;
+  t.shape[0] = static_cast<int64_t>(count);
+  t.strides[0] = 1;
+  TensorOps{stream}.divs(t, t, static_cast<double>(ranks));
+}
+
+H2_Status get_unique_id(H2_CommUniqueId* id) {
+  return guarded("get_unique_id", [&] {
+    require(id, "id");
+    std::memset(id, 0, sizeof *id);
+    HcclRootInfo root;
+    check(library().HcclGetRootInfo(&root), "HcclGetRootInfo");
+    std::memcpy(id->bytes, &root, sizeof root);
+  });
+}
+
+// A join on the helper thread: what it ended with, and whether comm_init_rank still waits for it.
+struct Join {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  bool abandoned = false;
+  HcclResult result = HCCL_SUCCESS;
+  HcclComm comm = nullptr;
+};
+
+H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank, uint32_t timeout_ms,
+                         H2_Comm** out) {
+  return guarded("comm_init_rank", [&] {
+    require(id, "id");
+    require(out, "comm");
+    if (nranks < 1 || rank < 0 || rank >= nranks)
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           "rank " + std::to_string(rank) + " of a communicator of " + std::to_string(nranks) + " ranks");
+    runtime().check_device(device);
+    const HcclLibrary& hccl = library();
+    auto root = std::make_shared<HcclRootInfo>();
+    std::memcpy(root.get(), id->bytes, sizeof *root);
+    auto join = std::make_shared<Join>();
+    const AclLibrary& acl = runtime().acl();
+    const aclrtSetDeviceFn set_device = acl.aclrtSetDevice;
+    std::thread([join, root, set_device, device, nranks, rank, &hccl] {
+      HcclComm made = nullptr;
+      HcclResult result =
+          set_device(device) == ACL_SUCCESS
+              ? hccl.HcclCommInitRootInfo(static_cast<uint32_t>(nranks), root.get(), static_cast<uint32_t>(rank), &made)
+              : HCCL_E_RUNTIME;
+      std::lock_guard lock(join->mutex);
+      if (join->abandoned) {
+        if (result == HCCL_SUCCESS) hccl.HcclCommDestroy(made);
+        return;
+      }
+      join->result = result;
+      join->comm = made;
+      join->done = true;
+      join->done_cv.notify_all();
+    }).detach();
+    const auto timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 300'000);
+    std::unique_lock lock(join->mutex);
+    if (!join->done_cv.wait_for(lock, timeout, [&] { return join->done; })) {
+      join->abandoned = true;
+      // HCCL's bootstrap does not say which ranks it waits for.
+      fail(H2_STATUS_DEVICE_ERROR, "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
+                                       std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
+    }
+    lock.unlock();
+    check(join->result, "HcclCommInitRootInfo");
+    auto comm = std::make_shared<Comm>();
+    comm->device = device;
+    comm->rank = rank;
+    comm->size = nranks;
+    comm->hccl = join->comm;
+    *out = comms().add(std::move(comm));
+  });
+}
+
+H2_Status comm_abort(H2_Comm* handle, const char* reason) {
+  return guarded("comm_abort", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    {
+      std::lock_guard lock(comm->mutex);
+      if (comm->reason.empty()) comm->reason = reason != nullptr ? reason : "aborted";
+    }
+    if (comm->aborted.exchange(true)) return;  // once
+    const std::string message = aborted_message(*comm);
+    std::lock_guard lock(comm->mutex);
+    for (const auto& weak : comm->streams)
+      if (auto stream = weak.lock()) {
+        std::lock_guard stream_lock(stream->mutex);
+        if (stream->sticky_status == H2_STATUS_OK) {
+          stream->sticky_status = H2_STATUS_DEVICE_ERROR;
+          stream->sticky = message;
+        }
+      }
+  });
+}
+
+H2_Status comm_destroy(H2_Comm* handle) {
+  return guarded("comm_destroy", [&] {
+    std::shared_ptr<Comm> comm = comms().take(handle);
+    runtime().bind(comm->device);
+    check(library().HcclCommDestroy(comm->hccl), "HcclCommDestroy");
+  });
+}
+
+H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                    H2_Stream* stream_handle) {
+  return guarded("allreduce", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const HcclReduceOp reduce = hccl_op(dtype, op);
+    const HcclDataType type = hccl_type(dtype);
+    void* from = device_buffer(send, count, dtype, "send");
+    void* into = device_buffer(recv, count, dtype, "recv");
+    auto stream = stream_for(comm, stream_handle, "HcclAllReduce");
+    check(library().HcclAllReduce(from, into, count, type, reduce, comm->hccl, stream->stream), "HcclAllReduce");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size);
+  });
+}
+
+H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t recv_count, uint32_t dtype,
+                         uint32_t op, H2_Stream* stream_handle) {
+  return guarded("reduce_scatter", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const HcclReduceOp reduce = hccl_op(dtype, op);
+    const HcclDataType type = hccl_type(dtype);
+    void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size), dtype, "send");
+    void* into = device_buffer(recv, recv_count, dtype, "recv");
+    auto stream = stream_for(comm, stream_handle, "HcclReduceScatter");
+    check(library().HcclReduceScatter(from, into, recv_count, type, reduce, comm->hccl, stream->stream),
+          "HcclReduceScatter");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size);
+  });
+}
+
+H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send_count, uint32_t dtype,
+                    H2_Stream* stream_handle) {
+  return guarded("allgather", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const HcclDataType type = hccl_type(dtype);
+    void* from = device_buffer(send, send_count, dtype, "send");
+    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size), dtype, "recv");
+    auto stream = stream_for(comm, stream_handle, "HcclAllGather");
+    check(library().HcclAllGather(from, into, send_count, type, comm->hccl, stream->stream), "HcclAllGather");
+  });
+}
+
+H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, int32_t root,
+                    H2_Stream* stream_handle) {
+  return guarded("broadcast", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    if (root < 0 || root >= comm->size)
+      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size));
+    const HcclDataType type = hccl_type(dtype);
+    void* into = device_buffer(recv, count, dtype, "recv");
+    const void* from = comm->rank == root ? device_buffer(send, count, dtype, "send") : nullptr;
+    auto stream = stream_for(comm, stream_handle, "HcclBroadcast");
+    // HCCL broadcasts in place: the root's data goes to its receive buffer first.
+    const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
+    if (from != nullptr && from != into && bytes > 0)
+      copy_async(*stream, into, from, bytes, H2_MEMCPY_DEVICE_TO_DEVICE);
+    check(library().HcclBroadcast(into, count, type, static_cast<uint32_t>(root), comm->hccl, stream->stream),
+          "HcclBroadcast");
+  });
+}
+
+// A send (`is_send`) or receive of `count` elements with `peer`: at once, or at group_end in a group.
+void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count, uint32_t dtype, int32_t peer,
+                    H2_Stream* stream_handle) {
+  std::shared_ptr<Comm> comm = comms().get(handle);
+  const HcclDataType type = hccl_type(dtype);
+  h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
+  void* data = device_buffer(buffer, count, dtype, "buffer");
+  const char* name = is_send ? "HcclSend" : "HcclRecv";
+  auto stream = stream_for(comm, stream_handle, name);
+  if (joins_group(stream_handle)) {
+    group.items[comm].push_back(
+        HcclSendRecvItem{is_send ? HCCL_SEND : HCCL_RECV, data, count, type, static_cast<uint32_t>(peer)});
+    return;
+  }
+  const auto to = static_cast<uint32_t>(peer);
+  check(is_send ? library().HcclSend(data, count, type, to, comm->hccl, stream->stream)
+                : library().HcclRecv(data, count, type, to, comm->hccl, stream->stream),
+        name);
+}
+
+H2_Status send(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("send", [&] { point_to_point(comm, true, const_cast<void*>(buffer), count, dtype, peer, stream); });
+}
+
+H2_Status recv(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("recv", [&] { point_to_point(comm, false, buffer, count, dtype, peer, stream); });
+}
+
+H2_Status group_start() {
+  return guarded("group_start", [&] { ++group.depth; });
+}
+
+H2_Status group_end() {
+  return guarded("group_end", [&] {
+    if (group.depth == 0) fail(H2_STATUS_INVALID_ARGUMENT, "group_end without group_start");
+    if (--group.depth > 0) return;
+    Group issued = std::move(group);
+    group = Group{};
+    for (auto& [comm, items] : issued.items) {
+      auto stream = stream_for(comm, issued.stream, "HcclBatchSendRecv");
+      check(library().HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm->hccl, stream->stream),
+            "HcclBatchSendRecv");
+    }
+  });
+}
+
+const H2_CollectiveTable kTable = {
+    .struct_size = sizeof(H2_CollectiveTable),
+    .library_name = "HCCL",
+    .scope = H2_COMM_SCOPE_NETWORK,
+    .unique_id_bytes = sizeof(HcclRootInfo),
+    .get_unique_id = get_unique_id,
+    .comm_init_rank = comm_init_rank,
+    .comm_destroy = comm_destroy,
+    .comm_abort = comm_abort,
+    .allreduce = allreduce,
+    .reduce_scatter = reduce_scatter,
+    .allgather = allgather,
+    .broadcast = broadcast,
+    .send = send,
+    .recv = recv,
+    .group_start = group_start,
+    .group_end = group_end,
+};
+
+}  // namespace
+
+const H2_CollectiveTable* collective_table() {
+  static const H2_CollectiveTable* table = hccl() != nullptr ? &kTable : nullptr;
+  return table;
+}
+
+}  // namespace h2::ascend
