@@ -28,6 +28,7 @@
 #include "ops/tensor_ops.hpp"
 #include "plugin_error.hpp"
 #include "runtime.hpp"
+#include "streams_used.hpp"
 
 namespace h2::ascend {
 namespace {
@@ -43,9 +44,9 @@ struct Comm {
   int rank = 0, size = 0;
   HcclComm hccl = nullptr;
   std::atomic<bool> aborted = false;
-  std::mutex mutex;  // guards `reason` and `streams`
+  std::mutex mutex;  // guards `reason`
   std::string reason;
-  std::vector<std::weak_ptr<Stream>> streams;  // where work was issued: their error on an abort
+  h2::plugin::StreamsUsed<Stream> streams;  // where work was issued: their error on an abort
 };
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
@@ -128,13 +129,7 @@ std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream*
   if (stream->device != comm->device)
     fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
                                          ", the communicator to device " + std::to_string(comm->device));
-  {
-    std::lock_guard lock(comm->mutex);
-    std::erase_if(comm->streams, [](const std::weak_ptr<Stream>& s) { return s.expired(); });
-    bool known = false;
-    for (const auto& s : comm->streams) known = known || s.lock() == stream;
-    if (!known) comm->streams.push_back(stream);
-  }
+  comm->streams.add(stream);
   runtime().bind(comm->device);
   return stream;
 }
@@ -238,15 +233,13 @@ H2_Status comm_abort(H2_Comm* handle, const char* reason) {
     }
     if (comm->aborted.exchange(true)) return;  // once
     const std::string message = aborted_message(*comm);
-    std::lock_guard lock(comm->mutex);
-    for (const auto& weak : comm->streams)
-      if (auto stream = weak.lock()) {
-        std::lock_guard stream_lock(stream->mutex);
-        if (stream->sticky_status == H2_STATUS_OK) {
-          stream->sticky_status = H2_STATUS_DEVICE_ERROR;
-          stream->sticky = message;
-        }
+    comm->streams.for_each([&](Stream& stream) {
+      std::lock_guard lock(stream.mutex);
+      if (stream.sticky_status == H2_STATUS_OK) {
+        stream.sticky_status = H2_STATUS_DEVICE_ERROR;
+        stream.sticky = message;
       }
+    });
   });
 }
 

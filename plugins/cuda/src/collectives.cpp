@@ -21,6 +21,7 @@
 #include "handle_registry.hpp"
 #include "nccl_library.hpp"
 #include "runtime.hpp"
+#include "streams_used.hpp"
 
 namespace h2::cuda {
 namespace {
@@ -36,9 +37,9 @@ struct Comm {
   std::atomic<bool> aborted = false;
   std::shared_mutex calls;
   bool freed = false;  // by ncclCommAbort or ncclCommDestroy; written under `calls` held exclusively
-  std::mutex mutex;    // guards `reason` and `streams`
+  std::mutex mutex;    // guards `reason`
   std::string reason;
-  std::vector<std::weak_ptr<Stream>> streams;  // where work was issued: their error on an abort
+  h2::plugin::StreamsUsed<Stream> streams;  // where work was issued: their error on an abort
 };
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
@@ -134,13 +135,7 @@ void issue(const std::shared_ptr<Comm>& comm, H2_Stream* stream_handle, const ch
     group.stream = stream_handle;
     group.comms.push_back(comm);
   }
-  {
-    std::lock_guard lock(comm->mutex);
-    std::erase_if(comm->streams, [](const std::weak_ptr<Stream>& s) { return s.expired(); });
-    bool known = false;
-    for (const auto& s : comm->streams) known = known || s.lock() == stream;
-    if (!known) comm->streams.push_back(stream);
-  }
+  comm->streams.add(stream);
   use_device(comm->device);
   std::shared_lock calls(comm->calls);
   if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
@@ -211,11 +206,7 @@ H2_Status comm_abort(H2_Comm* handle, const char* reason) {
     if (comm->aborted.exchange(true)) return;  // once
     // What waits for the streams' work learns why before NCCL ends that work.
     const std::string message = aborted_message(*comm);
-    {
-      std::lock_guard lock(comm->mutex);
-      for (const auto& weak : comm->streams)
-        if (auto stream = weak.lock()) stream->set_sticky(message);
-    }
+    comm->streams.for_each([&](Stream& stream) { stream.set_sticky(message); });
     std::unique_lock calls(comm->calls);  // no call is inside NCCL with it now, nor will be
     if (!comm->freed) library().comm_abort(comm->nccl);
     comm->freed = true;
