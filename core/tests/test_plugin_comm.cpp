@@ -1,8 +1,8 @@
 // The collective section of the ABI (1.5) through the core's PluginComm, on the plugin under test:
-// cpu-reference's shared memory library, or the Ascend plugin's HCCL over the emulated CANN (whose
-// HCCL runs on the same shared memory). Ranks are processes forked before any of them loads the
-// plugin (plugin threads do not survive fork); rank 0 makes the unique id and hands it to the others
-// through pipes. Every rank reports what failed on stderr and in its exit code; the test bounds every
+// cpu-reference's shared memory library, the Ascend plugin's HCCL over the emulated CANN, or the MLU
+// plugin's CNCL over the emulated Neuware (both emulated libraries run on the same shared memory). Ranks are processes
+// forked before any of them loads the plugin (plugin threads do not survive fork); rank 0 makes the unique id and hands
+// it to the others through pipes. Every rank reports what failed on stderr and in its exit code; the test bounds every
 // rank's time.
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -135,25 +135,42 @@ Tensor filled(Stream& stream, const Device& device, DType dtype, int64_t n, cons
 // every call runs several steps.
 constexpr int64_t kCount = 300'001;
 
-// Whether the plugin under test is the Ascend one, whose HCCL cannot abort the other ranks and does
-// not say which ranks a join misses.
-bool is_hccl() {
-  return test::plugin_under_test() == "ascend";
+// What the library of the plugin under test is, and where it differs from the ABI's best case.
+struct LibraryFacts {
+  std::string name;
+  CommScope scope;
+  size_t id_bytes;
+  std::string abort_seen_by_others;  // what another rank's failure says after rank 1 aborts
+  std::string join_timeout;          // what a join that times out says
+};
+
+LibraryFacts library_facts() {
+  const std::string plugin = test::plugin_under_test();
+  // HCCL cannot abort another rank (its work fails once the aborting rank has exited) and, as CNCL,
+  // does not say which ranks a join misses; CNCL's abort carries no reason.
+  if (plugin == "ascend")
+    return {"HCCL", CommScope::network, 4108, "rank 1 (process ",
+            "not all 3 ranks joined the HCCL communicator within 300 ms"};
+  if (plugin == "mlu")
+    return {"CNCL 1.25.0", CommScope::network, 136, "aborted by rank 1: cnclAbortComm on rank 1",
+            "not all 3 ranks joined the CNCL communicator within 300 ms"};
+  return {"cpu-reference shared memory", CommScope::node, 88, "aborted by rank 1: the test gave up",
+          "waiting for ranks 1, 2 to join"};
+}
+
+// Whether the library's own join goes on after the plugin gave up (until the timeout set below).
+bool join_outlives_the_plugin() {
+  return test::plugin_under_test() != "cpu-reference";
 }
 
 TEST(PluginComm, ThePluginOffersItsLibrary) {
   const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId&) {
     const auto library = PluginComm::library(device);
+    const LibraryFacts facts = library_facts();
     RANK_EXPECT(library.has_value());
-    if (is_hccl()) {
-      RANK_EXPECT(library->name == "HCCL");
-      RANK_EXPECT(library->scope == CommScope::network);
-      RANK_EXPECT(library->unique_id_bytes == 4108);  // an HcclRootInfo, the largest id the ABI carries
-    } else {
-      RANK_EXPECT(library->name == "cpu-reference shared memory");
-      RANK_EXPECT(library->scope == CommScope::node);
-      RANK_EXPECT(library->unique_id_bytes == 88);
-    }
+    RANK_EXPECT(library->name == facts.name);
+    RANK_EXPECT(library->scope == facts.scope);
+    RANK_EXPECT(library->unique_id_bytes == facts.id_bytes);  // HCCL's 4,108: the largest the ABI carries
     return 0;
   });
   expect_all_passed(codes);
@@ -287,7 +304,8 @@ TEST(PluginComm, ARankThatExitsFailsTheOthersNamingIt) {
 }
 
 // comm_abort on one rank fails the other's pending collective, naming the rank and the reason. HCCL
-// cannot abort another rank: there the other's collective fails once the aborting rank has exited.
+// cannot abort another rank: there the other's collective fails once the aborting rank has exited;
+// CNCL's abort carries no reason.
 TEST(PluginComm, AnAbortReachesEveryRank) {
   const std::vector<int> codes = run_ranks(2, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
     PluginComm comm(device, id, ranks, rank, 60s);
@@ -299,7 +317,7 @@ TEST(PluginComm, AnAbortReachesEveryRank) {
     Stream stream = device.create_stream();
     Tensor x = filled(stream, device, DType::f32, 1000, [](int64_t) { return 1.0; });
     comm.allreduce(stream, x, x, H2_REDUCE_SUM);
-    RANK_EXPECT_CONTAINS(stream_error(stream), is_hccl() ? "rank 1 (process " : "aborted by rank 1: the test gave up");
+    RANK_EXPECT_CONTAINS(stream_error(stream), library_facts().abort_seen_by_others.c_str());
     return 0;
   });
   expect_all_passed(codes);
@@ -330,17 +348,16 @@ TEST(PluginComm, WorkIssuedAfterAnAbortFails) {
 // Joining a communicator whose other ranks never come ends at the timeout, naming them.
 TEST(PluginComm, JoiningTimesOutNamingTheRanksMissing) {
   const std::vector<int> codes = run_ranks(1, [](int rank, int, const Device& device, const H2_CommUniqueId& id) {
-    setenv("HCCL_CONNECT_TIMEOUT", "1", 1);  // HCCL's own limit on joining, in seconds
+    setenv("HCCL_CONNECT_TIMEOUT", "1", 1);       // HCCL's own limit on joining, in seconds
+    setenv("MLU_EMULATOR_CNCL_TIMEOUT", "1", 1);  // the emulated CNCL's
     const auto start = std::chrono::steady_clock::now();
     try {
       PluginComm comm(device, id, 3, rank, 300ms);
     } catch (const Error& e) {
-      RANK_EXPECT_CONTAINS(std::string(e.what()), is_hccl()
-                                                      ? "not all 3 ranks joined the HCCL communicator within 300 ms"
-                                                      : "waiting for ranks 1, 2 to join");
+      RANK_EXPECT_CONTAINS(std::string(e.what()), library_facts().join_timeout.c_str());
       RANK_EXPECT(std::chrono::steady_clock::now() - start < 10s);
-      // HCCL's own join goes on to HCCL_CONNECT_TIMEOUT (1 s in this test), then removes its segment.
-      if (is_hccl()) std::this_thread::sleep_for(1500ms);
+      // The library's own join goes on to its timeout (1 s here), then removes its segment.
+      if (join_outlives_the_plugin()) std::this_thread::sleep_for(1500ms);
       return 0;
     }
     RANK_EXPECT(!"a 3-rank communicator formed with one rank");

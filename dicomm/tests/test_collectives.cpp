@@ -183,19 +183,22 @@ TEST(Collectives, RanksOnTwoPluginsAllreduceHierarchically) {
                                        "libraries inside, DiComm between, first ranks)"));
 }
 
-// Two vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,
-// the Ascend plugin's HCCL (over the emulated CANN) on ranks 2 and 3, DiComm between them.
-TEST(Collectives, CpuReferenceAndAscendAllreduceOnTheirOwnLibraries) {
+// Three vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,
+// the Ascend plugin's HCCL (over the emulated CANN) on ranks 2 and 3, the MLU plugin's CNCL (over
+// the emulated Neuware) on ranks 4 and 5, DiComm between them.
+TEST(Collectives, ThreeVendorsAllreduceOnTheirOwnLibraries) {
   const std::string env =
-      "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME");
-  const CliResult result = launch(4, "check", env, "--devices cpu-reference:0,cpu-reference:0,ascend:0,ascend:0");
-  expect_all_passed(result, 4);
-  EXPECT_THAT(result.output, HasSubstr("[rank 0] h2 [info] dicomm: communicator 'world': allreduce hierarchical over 2 "
-                                       "groups (the plugins' libraries inside, DiComm between, shard by shard); this "
-                                       "rank's group: cpu-reference shared memory on ranks 0,1"));
-  EXPECT_THAT(result.output, HasSubstr("[rank 2] h2 [info] dicomm: communicator 'world': allreduce hierarchical over 2 "
-                                       "groups (the plugins' libraries inside, DiComm between, shard by shard); this "
-                                       "rank's group: HCCL on ranks 2,3"));
+      "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME") +
+      " NEUWARE_HOME=" + env_or_fail("H2_TEST_NEUWARE_HOME");
+  const CliResult result =
+      launch(6, "check", env, "--devices cpu-reference:0,cpu-reference:0,ascend:0,ascend:0,mlu:0,mlu:0");
+  expect_all_passed(result, 6);
+  const std::string hierarchy =
+      "h2 [info] dicomm: communicator 'world': allreduce hierarchical over 3 groups (the "
+      "plugins' libraries inside, DiComm between, shard by shard); this rank's group: ";
+  EXPECT_THAT(result.output, HasSubstr("[rank 0] " + hierarchy + "cpu-reference shared memory on ranks 0,1"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 2] " + hierarchy + "HCCL on ranks 2,3"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 4] " + hierarchy + "CNCL 1.25.0 on ranks 4,5"));
 }
 
 TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {

@@ -5,6 +5,8 @@
 // resolved by name, so a runtime older than the plugin needs is named too.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,5 +55,45 @@ class VendorLibrary {
   void* handle_ = nullptr;
   std::string path_;
 };
+
+// A vendor library a plugin can do without (NCCL, HCCL, CNCL: the collective section is offered only
+// where it loads): opened at the first call and never closed, since such libraries start threads and
+// exit handlers of their own. `bind` resolves its functions into a `Library` (it may throw PluginError
+// to refuse one, too old say). Returns nullptr where the library is missing or refused, and then
+// `why` says which. Later calls return the first call's answer.
+template <typename Library>
+const Library* optional_library(const VendorSearch& search,
+                                const std::function<void(const VendorLibrary&, Library&)>& bind,
+                                std::string* why = nullptr);
+
+}  // namespace h2::plugin
+
+#include "plugin_error.hpp"
+
+namespace h2::plugin {
+
+template <typename Library>
+const Library* optional_library(const VendorSearch& search,
+                                const std::function<void(const VendorLibrary&, Library&)>& bind, std::string* why) {
+  struct Loaded {
+    std::unique_ptr<VendorLibrary> file;
+    std::unique_ptr<Library> library;
+    std::string why;
+  };
+  static const Loaded& loaded = *new Loaded([&] {
+    Loaded attempt;
+    try {
+      attempt.file = std::make_unique<VendorLibrary>(search);
+      auto library = std::make_unique<Library>();
+      bind(*attempt.file, *library);
+      attempt.library = std::move(library);
+    } catch (const PluginError& e) {
+      attempt.why = e.what();
+    }
+    return attempt;
+  }());
+  if (why != nullptr) *why = loaded.why;
+  return loaded.library.get();
+}
 
 }  // namespace h2::plugin

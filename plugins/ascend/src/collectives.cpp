@@ -12,16 +12,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collective_checks.hpp"
+#include "deadline_join.hpp"
 #include "handle_registry.hpp"
 #include "hccl_library.hpp"
 #include "ops/device_copies.hpp"
@@ -164,16 +163,6 @@ H2_Status get_unique_id(H2_CommUniqueId* id) {
   });
 }
 
-// A join on the helper thread: what it ended with, and whether comm_init_rank still waits for it.
-struct Join {
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  bool abandoned = false;
-  HcclResult result = HCCL_SUCCESS;
-  HcclComm comm = nullptr;
-};
-
 H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank, uint32_t timeout_ms,
                          H2_Comm** out) {
   return guarded("comm_init_rank", [&] {
@@ -186,40 +175,27 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     const HcclLibrary& hccl = library();
     auto root = std::make_shared<HcclRootInfo>();
     std::memcpy(root.get(), id->bytes, sizeof *root);
-    auto join = std::make_shared<Join>();
-    const AclLibrary& acl = runtime().acl();
-    const aclrtSetDeviceFn set_device = acl.aclrtSetDevice;
-    std::thread([join, root, set_device, device, nranks, rank, &hccl] {
-      HcclComm made = nullptr;
-      HcclResult result =
-          set_device(device) == ACL_SUCCESS
-              ? hccl.HcclCommInitRootInfo(static_cast<uint32_t>(nranks), root.get(), static_cast<uint32_t>(rank), &made)
-              : HCCL_E_RUNTIME;
-      std::lock_guard lock(join->mutex);
-      if (join->abandoned) {
-        if (result == HCCL_SUCCESS) hccl.HcclCommDestroy(made);
-        return;
-      }
-      join->result = result;
-      join->comm = made;
-      join->done = true;
-      join->done_cv.notify_all();
-    }).detach();
+    const aclrtSetDeviceFn set_device = runtime().acl().aclrtSetDevice;
     const auto timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 300'000);
-    std::unique_lock lock(join->mutex);
-    if (!join->done_cv.wait_for(lock, timeout, [&] { return join->done; })) {
-      join->abandoned = true;
-      // HCCL's bootstrap does not say which ranks it waits for.
-      fail(H2_STATUS_DEVICE_ERROR, "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
-                                       std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
-    }
-    lock.unlock();
-    check(join->result, "HcclCommInitRootInfo");
+    HcclComm made = nullptr;
+    // HCCL's bootstrap does not say which ranks it waits for.
+    const int code = h2::plugin::join_by_deadline<HcclComm>(
+        timeout, HCCL_SUCCESS,
+        [root, set_device, device, nranks, rank, &hccl](HcclComm& comm) {
+          return set_device(device) == ACL_SUCCESS
+                     ? hccl.HcclCommInitRootInfo(static_cast<uint32_t>(nranks), root.get(), static_cast<uint32_t>(rank),
+                                                 &comm)
+                     : HCCL_E_RUNTIME;
+        },
+        [&hccl](HcclComm comm) { hccl.HcclCommDestroy(comm); }, made,
+        "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
+            std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
+    check(static_cast<HcclResult>(code), "HcclCommInitRootInfo");
     auto comm = std::make_shared<Comm>();
     comm->device = device;
     comm->rank = rank;
     comm->size = nranks;
-    comm->hccl = join->comm;
+    comm->hccl = made;
     *out = comms().add(std::move(comm));
   });
 }

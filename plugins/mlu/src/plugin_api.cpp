@@ -1,6 +1,7 @@
 // The MLU plugin's C ABI table and its one exported entry point. Streams map one to one onto CNRT
 // queues (each with its CNNL handle) and events onto notifiers; each slot checks what the ABI lets it
 // check, forwards to the Runtime, and maps failures to a status plus the thread's last error.
+#include "collectives.hpp"
 #include "h2/plugin_abi.h"
 #include "mlu_error.hpp"
 #include "ops/op_table.hpp"
@@ -119,6 +120,12 @@ const H2_PluginApi kApi = Slots::api_table(kPluginName, {
 }  // namespace
 }  // namespace h2::mlu
 
+// The collective section is offered only where CNCL loads, which is known at run time.
 extern "C" H2_PLUGIN_EXPORT const H2_PluginApi* h2_plugin_get_api(uint32_t /*abi_major*/) {
-  return &h2::mlu::kApi;
+  static const H2_PluginApi api = [] {
+    H2_PluginApi with_cncl = h2::mlu::kApi;
+    with_cncl.collective_table = h2::mlu::collective_table();
+    return with_cncl;
+  }();
+  return &api;
 }

@@ -1,0 +1,340 @@
+// CNCL behind the ABI's collective section: one communicator per process and clique (cnclInitComms
+// with one device), the data calls on the stream's CNRT queue, groups as CNCL's own. Two things CNCL
+// does not do as the ABI asks, and what the plugin does instead:
+// - Joining has no timeout: cnclInitComms runs on a helper thread and comm_init_rank fails at
+//   `timeout_ms` (plugins/common/deadline_join.hpp).
+// - There is no average: MEAN is CNCL's sum divided by the rank count (CNNL) on the same queue.
+// comm_abort marks the streams the communicator used with its reason, then cnclAbortComm ends the
+// work CNCL holds.
+#include "collectives.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cncl_library.hpp"
+#include "collective_checks.hpp"
+#include "deadline_join.hpp"
+#include "handle_registry.hpp"
+#include "ops/cnnl_math.hpp"
+#include "plugin_error.hpp"
+#include "runtime.hpp"
+#include "streams_used.hpp"
+
+namespace h2::mlu {
+namespace {
+
+using h2::plugin::fail;
+using h2::plugin::guarded;
+using h2::plugin::require;
+
+static_assert(sizeof(cnclCliqueId) <= H2_COMM_UNIQUE_ID_BYTES, "a cnclCliqueId must fit an H2_CommUniqueId");
+
+struct Comm {
+  int32_t device = 0;
+  int rank = 0, size = 0;
+  cnclComm_t cncl = nullptr;
+  std::atomic<bool> aborted = false;
+  std::mutex mutex;  // guards `reason`
+  std::string reason;
+  h2::plugin::StreamsUsed<Stream> streams;  // where work was issued: their error on an abort
+};
+
+h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
+  static h2::plugin::HandleRegistry<H2_Comm, Comm> registry("communicator");
+  return registry;
+}
+
+const CnclLibrary& library() {
+  std::string why;
+  const CnclLibrary* loaded = cncl(&why);
+  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
+  return *loaded;
+}
+
+// Throws for anything but success, naming the call and CNCL's words for the code.
+void check(cnclResult_t result, const char* call) {
+  if (result == CNCL_RET_SUCCESS) return;
+  const char* words = library().cnclGetErrorStr(result);
+  fail(result == CNCL_RET_ERR_ARGUMENTS || result == CNCL_RET_ERR_NULL_POINTER ? H2_STATUS_INVALID_ARGUMENT
+       : result == CNCL_RET_ERR_UNSUPPORTED                                    ? H2_STATUS_UNSUPPORTED
+                                                                               : H2_STATUS_DEVICE_ERROR,
+       std::string(call) + ": CNCL error " + std::to_string(static_cast<int>(result)) +
+           (words != nullptr && *words ? std::string(" (") + words + ")" : ""));
+}
+
+std::string aborted_message(Comm& comm) {
+  std::lock_guard lock(comm.mutex);
+  return "the CNCL communicator was aborted: " + comm.reason;
+}
+
+cnclDataType_t cncl_type(uint32_t dtype) {
+  switch (dtype) {
+    case H2_DTYPE_F32: return cnclFloat32;
+    case H2_DTYPE_F16: return cnclFloat16;
+    case H2_DTYPE_BF16: return cnclBfloat16;
+    case H2_DTYPE_I32: return cnclInt32;
+    case H2_DTYPE_I64: return cnclInt64;
+    case H2_DTYPE_U8:
+    case H2_DTYPE_BOOL: return cnclUint8;                 // moved, never reduced (check_collective_reduction)
+    default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
+  }
+  fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no CNCL type (CNCL has no 64-bit float)");
+}
+
+cnclReduceOp_t cncl_op(uint32_t dtype, uint32_t op) {
+  h2::plugin::check_collective_reduction(dtype, op);
+  return op == H2_REDUCE_MAX ? cnclMax : cnclSum;  // MEAN: the sum, then divided
+}
+
+// `count` elements of `dtype` at `data`, checked to lie in one device allocation of this plugin
+// (CNCL would fault on anything else).
+void* device_buffer(const void* data, uint64_t count, uint32_t dtype, const char* role) {
+  const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
+  if (bytes == 0) return const_cast<void*>(data);
+  require(data, role);
+  if (!runtime().is_device_memory(data, bytes))
+    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
+                                         std::to_string(bytes) + " bytes)");
+  return const_cast<void*>(data);
+}
+
+// The stream `handle` names, checked against the communicator, bound, and remembered for an abort.
+std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream* handle, const char* name) {
+  if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
+  std::shared_ptr<Stream> stream = runtime().stream(handle);
+  if (stream->device != comm->device)
+    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
+                                         ", the communicator to device " + std::to_string(comm->device));
+  comm->streams.add(stream);
+  runtime().bind(comm->device);
+  return stream;
+}
+
+// recv /= the rank count, after CNCL's sum, for MEAN.
+void divide_by_ranks(Stream& stream, void* recv, uint64_t count, uint32_t dtype, int ranks) {
+  H2_Tensor t{};
+  t.data = recv;
+  t.dtype = dtype;
+  t.rank = 1;
+  t.shape[0] = static_cast<int64_t>(count);
+  t.strides[0] = 1;
+  CnnlMath(stream).divide(t, t, static_cast<double>(ranks));
+}
+
+// Every call of a group must use one stream (the ABI); CNCL checks nothing of the kind.
+thread_local int group_depth = 0;
+thread_local H2_Stream* group_stream = nullptr;
+
+void check_group_stream(H2_Stream* handle) {
+  if (group_depth == 0) return;
+  if (group_stream != nullptr && group_stream != handle)
+    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+  group_stream = handle;
+}
+
+H2_Status get_unique_id(H2_CommUniqueId* id) {
+  return guarded("get_unique_id", [&] {
+    require(id, "id");
+    std::memset(id, 0, sizeof *id);
+    cnclCliqueId clique;
+    check(library().cnclGetCliqueId(&clique), "cnclGetCliqueId");
+    std::memcpy(id->bytes, &clique, sizeof clique);
+  });
+}
+
+H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank, uint32_t timeout_ms,
+                         H2_Comm** out) {
+  return guarded("comm_init_rank", [&] {
+    require(id, "id");
+    require(out, "comm");
+    if (nranks < 1 || rank < 0 || rank >= nranks)
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           "rank " + std::to_string(rank) + " of a communicator of " + std::to_string(nranks) + " ranks");
+    runtime().check_device(device);
+    const CnclLibrary& cncl = library();
+    auto clique = std::make_shared<cnclCliqueId>();
+    std::memcpy(clique.get(), id->bytes, sizeof *clique);
+    const auto timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 300'000);
+    cnclComm_t made = nullptr;
+    const int code = h2::plugin::join_by_deadline<cnclComm_t>(
+        timeout, CNCL_RET_SUCCESS,
+        [clique, device, nranks, rank, &cncl](cnclComm_t& comm) {
+          return cncl.cnclInitComms(&comm, 1, &device, &rank, nranks, clique.get());
+        },
+        [&cncl](cnclComm_t comm) { cncl.cnclDestroyComms(&comm, 1); }, made,
+        "not all " + std::to_string(nranks) + " ranks joined the CNCL communicator within " +
+            std::to_string(timeout.count()) + " ms (CNCL does not say which are missing)");
+    check(static_cast<cnclResult_t>(code), "cnclInitComms");
+    auto comm = std::make_shared<Comm>();
+    comm->device = device;
+    comm->rank = rank;
+    comm->size = nranks;
+    comm->cncl = made;
+    *out = comms().add(std::move(comm));
+  });
+}
+
+H2_Status comm_abort(H2_Comm* handle, const char* reason) {
+  return guarded("comm_abort", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    {
+      std::lock_guard lock(comm->mutex);
+      if (comm->reason.empty()) comm->reason = reason != nullptr ? reason : "aborted";
+    }
+    if (comm->aborted.exchange(true)) return;  // once
+    // What waits for the streams' work learns why before CNCL ends that work.
+    const std::string message = aborted_message(*comm);
+    comm->streams.for_each([&](Stream& stream) {
+      std::lock_guard lock(stream.mutex);
+      if (stream.sticky_status == H2_STATUS_OK) {
+        stream.sticky_status = H2_STATUS_DEVICE_ERROR;
+        stream.sticky = message;
+      }
+    });
+    check(library().cnclAbortComm(comm->cncl), "cnclAbortComm");
+  });
+}
+
+H2_Status comm_destroy(H2_Comm* handle) {
+  return guarded("comm_destroy", [&] {
+    std::shared_ptr<Comm> comm = comms().take(handle);
+    runtime().bind(comm->device);
+    check(library().cnclDestroyComms(&comm->cncl, 1), "cnclDestroyComms");
+  });
+}
+
+H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                    H2_Stream* stream_handle) {
+  return guarded("allreduce", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const cnclReduceOp_t reduce = cncl_op(dtype, op);
+    const cnclDataType_t type = cncl_type(dtype);
+    const void* from = device_buffer(send, count, dtype, "send");
+    void* into = device_buffer(recv, count, dtype, "recv");
+    check_group_stream(stream_handle);
+    auto stream = stream_for(comm, stream_handle, "cnclAllReduce");
+    check(library().cnclAllReduce(from, into, count, type, reduce, comm->cncl, stream->queue), "cnclAllReduce");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size);
+  });
+}
+
+H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t recv_count, uint32_t dtype,
+                         uint32_t op, H2_Stream* stream_handle) {
+  return guarded("reduce_scatter", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const cnclReduceOp_t reduce = cncl_op(dtype, op);
+    const cnclDataType_t type = cncl_type(dtype);
+    const void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size), dtype, "send");
+    void* into = device_buffer(recv, recv_count, dtype, "recv");
+    check_group_stream(stream_handle);
+    auto stream = stream_for(comm, stream_handle, "cnclReduceScatter");
+    check(library().cnclReduceScatter(from, into, recv_count, type, reduce, comm->cncl, stream->queue),
+          "cnclReduceScatter");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size);
+  });
+}
+
+H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send_count, uint32_t dtype,
+                    H2_Stream* stream_handle) {
+  return guarded("allgather", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    const cnclDataType_t type = cncl_type(dtype);
+    const void* from = device_buffer(send, send_count, dtype, "send");
+    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size), dtype, "recv");
+    check_group_stream(stream_handle);
+    auto stream = stream_for(comm, stream_handle, "cnclAllGather");
+    check(library().cnclAllGather(from, into, send_count, type, comm->cncl, stream->queue), "cnclAllGather");
+  });
+}
+
+H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t count, uint32_t dtype, int32_t root,
+                    H2_Stream* stream_handle) {
+  return guarded("broadcast", [&] {
+    std::shared_ptr<Comm> comm = comms().get(handle);
+    if (root < 0 || root >= comm->size)
+      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size));
+    const cnclDataType_t type = cncl_type(dtype);
+    void* into = device_buffer(recv, count, dtype, "recv");
+    const void* from = comm->rank == root ? device_buffer(send, count, dtype, "send") : nullptr;
+    check_group_stream(stream_handle);
+    auto stream = stream_for(comm, stream_handle, "cnclBroadcast");
+    check(library().cnclBroadcast(from, into, count, type, root, comm->cncl, stream->queue), "cnclBroadcast");
+  });
+}
+
+void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count, uint32_t dtype, int32_t peer,
+                    H2_Stream* stream_handle) {
+  std::shared_ptr<Comm> comm = comms().get(handle);
+  const cnclDataType_t type = cncl_type(dtype);
+  h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
+  void* data = device_buffer(buffer, count, dtype, "buffer");
+  check_group_stream(stream_handle);
+  const char* name = is_send ? "cnclSend" : "cnclRecv";
+  auto stream = stream_for(comm, stream_handle, name);
+  check(is_send ? library().cnclSend(data, count, type, peer, comm->cncl, stream->queue)
+                : library().cnclRecv(data, count, type, peer, comm->cncl, stream->queue),
+        name);
+}
+
+H2_Status send(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("send", [&] { point_to_point(comm, true, const_cast<void*>(buffer), count, dtype, peer, stream); });
+}
+
+H2_Status recv(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  return guarded("recv", [&] { point_to_point(comm, false, buffer, count, dtype, peer, stream); });
+}
+
+H2_Status group_start() {
+  return guarded("group_start", [&] {
+    check(library().cnclGroupStart(), "cnclGroupStart");
+    ++group_depth;
+  });
+}
+
+H2_Status group_end() {
+  return guarded("group_end", [&] {
+    if (group_depth == 0) fail(H2_STATUS_INVALID_ARGUMENT, "group_end without group_start");
+    if (--group_depth == 0) group_stream = nullptr;
+    check(library().cnclGroupEnd(), "cnclGroupEnd");
+  });
+}
+
+H2_CollectiveTable make_table(const CnclLibrary& loaded) {
+  return {
+      .struct_size = sizeof(H2_CollectiveTable),
+      .library_name = loaded.name.c_str(),
+      .scope = H2_COMM_SCOPE_NETWORK,
+      .unique_id_bytes = sizeof(cnclCliqueId),
+      .get_unique_id = get_unique_id,
+      .comm_init_rank = comm_init_rank,
+      .comm_destroy = comm_destroy,
+      .comm_abort = comm_abort,
+      .allreduce = allreduce,
+      .reduce_scatter = reduce_scatter,
+      .allgather = allgather,
+      .broadcast = broadcast,
+      .send = send,
+      .recv = recv,
+      .group_start = group_start,
+      .group_end = group_end,
+  };
+}
+
+}  // namespace
+
+const H2_CollectiveTable* collective_table() {
+  static const H2_CollectiveTable* table = []() -> const H2_CollectiveTable* {
+    const CnclLibrary* loaded = cncl();
+    if (loaded == nullptr) return nullptr;
+    static const H2_CollectiveTable made = make_table(*loaded);
+    return &made;
+  }();
+  return table;
+}
+
+}  // namespace h2::mlu
