@@ -10,12 +10,10 @@
 // HcclGroupStart); collectives inside a group are issued at once, in order.
 #include "collectives.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,7 +25,7 @@
 #include "ops/tensor_ops.hpp"
 #include "plugin_error.hpp"
 #include "runtime.hpp"
-#include "streams_used.hpp"
+#include "vendor_comm.hpp"
 
 namespace h2::ascend {
 namespace {
@@ -38,15 +36,7 @@ using h2::plugin::require;
 
 static_assert(sizeof(HcclRootInfo) <= H2_COMM_UNIQUE_ID_BYTES, "an HcclRootInfo must fit an H2_CommUniqueId");
 
-struct Comm {
-  int32_t device = 0;
-  int rank = 0, size = 0;
-  HcclComm hccl = nullptr;
-  std::atomic<bool> aborted = false;
-  std::mutex mutex;  // guards `reason`
-  std::string reason;
-  h2::plugin::StreamsUsed<Stream> streams;  // where work was issued: their error on an abort
-};
+using Comm = h2::plugin::VendorComm<Stream, HcclComm>;
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
   static h2::plugin::HandleRegistry<H2_Comm, Comm> registry("communicator");
@@ -75,11 +65,6 @@ void check(HcclResult result, const char* call) {
            (detail != nullptr && *detail ? std::string(": ") + detail : ""));
 }
 
-std::string aborted_message(Comm& comm) {
-  std::lock_guard lock(comm.mutex);
-  return "the HCCL communicator was aborted: " + comm.reason;
-}
-
 HcclDataType hccl_type(uint32_t dtype) {
   switch (dtype) {
     case H2_DTYPE_F32: return HCCL_DATA_TYPE_FP32;
@@ -103,13 +88,8 @@ HcclReduceOp hccl_op(uint32_t dtype, uint32_t op) {
 // `count` elements of `dtype` from `data` on the communicator's device, checked to lie in one
 // allocation (HCCL would fault on anything else).
 void* device_buffer(const void* data, uint64_t count, uint32_t dtype, const char* role) {
-  const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
-  if (bytes == 0) return const_cast<void*>(data);
-  require(data, role);
-  if (!runtime().is_device_memory(data, bytes))
-    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
-                                         std::to_string(bytes) + " bytes)");
-  return const_cast<void*>(data);
+  return h2::plugin::library_buffer(data, count, dtype, role,
+                                    [](const void* p, uint64_t bytes) { return runtime().is_device_memory(p, bytes); });
 }
 
 // The calls of this thread between group_start and group_end: its point-to-point items per
@@ -123,13 +103,8 @@ thread_local Group group;
 
 // The stream `handle` names, checked against the communicator, bound, and remembered for an abort.
 std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream* handle, const char* name) {
-  if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
-  std::shared_ptr<Stream> stream = runtime().stream(handle);
-  if (stream->device != comm->device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
-                                         ", the communicator to device " + std::to_string(comm->device));
-  comm->streams.add(stream);
-  runtime().bind(comm->device);
+  std::shared_ptr<Stream> stream = comm->use(runtime().stream(handle), name);
+  runtime().bind(comm->device());
   return stream;
 }
 
@@ -191,39 +166,20 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
         "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
             std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
     check(static_cast<HcclResult>(code), "HcclCommInitRootInfo");
-    auto comm = std::make_shared<Comm>();
-    comm->device = device;
-    comm->rank = rank;
-    comm->size = nranks;
-    comm->hccl = made;
-    *out = comms().add(std::move(comm));
+    *out = comms().add(std::make_shared<Comm>("HCCL", device, rank, nranks, made));
   });
 }
 
 H2_Status comm_abort(H2_Comm* handle, const char* reason) {
-  return guarded("comm_abort", [&] {
-    std::shared_ptr<Comm> comm = comms().get(handle);
-    {
-      std::lock_guard lock(comm->mutex);
-      if (comm->reason.empty()) comm->reason = reason != nullptr ? reason : "aborted";
-    }
-    if (comm->aborted.exchange(true)) return;  // once
-    const std::string message = aborted_message(*comm);
-    comm->streams.for_each([&](Stream& stream) {
-      std::lock_guard lock(stream.mutex);
-      if (stream.sticky_status == H2_STATUS_OK) {
-        stream.sticky_status = H2_STATUS_DEVICE_ERROR;
-        stream.sticky = message;
-      }
-    });
-  });
+  // HCCL has no abort: later calls are refused and the streams used fail with the reason.
+  return guarded("comm_abort", [&] { comms().get(handle)->abort(reason); });
 }
 
 H2_Status comm_destroy(H2_Comm* handle) {
   return guarded("comm_destroy", [&] {
     std::shared_ptr<Comm> comm = comms().take(handle);
-    runtime().bind(comm->device);
-    check(library().HcclCommDestroy(comm->hccl), "HcclCommDestroy");
+    runtime().bind(comm->device());
+    check(library().HcclCommDestroy(comm->handle()), "HcclCommDestroy");
   });
 }
 
@@ -236,8 +192,8 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     void* from = device_buffer(send, count, dtype, "send");
     void* into = device_buffer(recv, count, dtype, "recv");
     auto stream = stream_for(comm, stream_handle, "HcclAllReduce");
-    check(library().HcclAllReduce(from, into, count, type, reduce, comm->hccl, stream->stream), "HcclAllReduce");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size);
+    check(library().HcclAllReduce(from, into, count, type, reduce, comm->handle(), stream->stream), "HcclAllReduce");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size());
   });
 }
 
@@ -247,12 +203,12 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
     std::shared_ptr<Comm> comm = comms().get(handle);
     const HcclReduceOp reduce = hccl_op(dtype, op);
     const HcclDataType type = hccl_type(dtype);
-    void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size), dtype, "send");
+    void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size()), dtype, "send");
     void* into = device_buffer(recv, recv_count, dtype, "recv");
     auto stream = stream_for(comm, stream_handle, "HcclReduceScatter");
-    check(library().HcclReduceScatter(from, into, recv_count, type, reduce, comm->hccl, stream->stream),
+    check(library().HcclReduceScatter(from, into, recv_count, type, reduce, comm->handle(), stream->stream),
           "HcclReduceScatter");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size);
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size());
   });
 }
 
@@ -262,9 +218,9 @@ H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send
     std::shared_ptr<Comm> comm = comms().get(handle);
     const HcclDataType type = hccl_type(dtype);
     void* from = device_buffer(send, send_count, dtype, "send");
-    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size), dtype, "recv");
+    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size()), dtype, "recv");
     auto stream = stream_for(comm, stream_handle, "HcclAllGather");
-    check(library().HcclAllGather(from, into, send_count, type, comm->hccl, stream->stream), "HcclAllGather");
+    check(library().HcclAllGather(from, into, send_count, type, comm->handle(), stream->stream), "HcclAllGather");
   });
 }
 
@@ -272,17 +228,17 @@ H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t coun
                     H2_Stream* stream_handle) {
   return guarded("broadcast", [&] {
     std::shared_ptr<Comm> comm = comms().get(handle);
-    if (root < 0 || root >= comm->size)
-      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size));
+    if (root < 0 || root >= comm->size())
+      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size()));
     const HcclDataType type = hccl_type(dtype);
     void* into = device_buffer(recv, count, dtype, "recv");
-    const void* from = comm->rank == root ? device_buffer(send, count, dtype, "send") : nullptr;
+    const void* from = comm->rank() == root ? device_buffer(send, count, dtype, "send") : nullptr;
     auto stream = stream_for(comm, stream_handle, "HcclBroadcast");
     // HCCL broadcasts in place: the root's data goes to its receive buffer first.
     const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
     if (from != nullptr && from != into && bytes > 0)
       copy_async(*stream, into, from, bytes, H2_MEMCPY_DEVICE_TO_DEVICE);
-    check(library().HcclBroadcast(into, count, type, static_cast<uint32_t>(root), comm->hccl, stream->stream),
+    check(library().HcclBroadcast(into, count, type, static_cast<uint32_t>(root), comm->handle(), stream->stream),
           "HcclBroadcast");
   });
 }
@@ -292,7 +248,7 @@ void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count,
                     H2_Stream* stream_handle) {
   std::shared_ptr<Comm> comm = comms().get(handle);
   const HcclDataType type = hccl_type(dtype);
-  h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
+  h2::plugin::check_collective_peer(peer, comm->rank(), comm->size());
   void* data = device_buffer(buffer, count, dtype, "buffer");
   const char* name = is_send ? "HcclSend" : "HcclRecv";
   auto stream = stream_for(comm, stream_handle, name);
@@ -302,8 +258,8 @@ void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count,
     return;
   }
   const auto to = static_cast<uint32_t>(peer);
-  check(is_send ? library().HcclSend(data, count, type, to, comm->hccl, stream->stream)
-                : library().HcclRecv(data, count, type, to, comm->hccl, stream->stream),
+  check(is_send ? library().HcclSend(data, count, type, to, comm->handle(), stream->stream)
+                : library().HcclRecv(data, count, type, to, comm->handle(), stream->stream),
         name);
 }
 
@@ -327,7 +283,8 @@ H2_Status group_end() {
     group = Group{};
     for (auto& [comm, items] : issued.items) {
       auto stream = stream_for(comm, issued.stream, "HcclBatchSendRecv");
-      check(library().HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm->hccl, stream->stream),
+      check(library().HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm->handle(),
+                                        stream->stream),
             "HcclBatchSendRecv");
     }
   });

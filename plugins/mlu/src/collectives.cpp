@@ -8,11 +8,9 @@
 // work CNCL holds.
 #include "collectives.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,7 +21,7 @@
 #include "ops/cnnl_math.hpp"
 #include "plugin_error.hpp"
 #include "runtime.hpp"
-#include "streams_used.hpp"
+#include "vendor_comm.hpp"
 
 namespace h2::mlu {
 namespace {
@@ -34,15 +32,7 @@ using h2::plugin::require;
 
 static_assert(sizeof(cnclCliqueId) <= H2_COMM_UNIQUE_ID_BYTES, "a cnclCliqueId must fit an H2_CommUniqueId");
 
-struct Comm {
-  int32_t device = 0;
-  int rank = 0, size = 0;
-  cnclComm_t cncl = nullptr;
-  std::atomic<bool> aborted = false;
-  std::mutex mutex;  // guards `reason`
-  std::string reason;
-  h2::plugin::StreamsUsed<Stream> streams;  // where work was issued: their error on an abort
-};
+using Comm = h2::plugin::VendorComm<Stream, cnclComm_t>;
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
   static h2::plugin::HandleRegistry<H2_Comm, Comm> registry("communicator");
@@ -67,11 +57,6 @@ void check(cnclResult_t result, const char* call) {
            (words != nullptr && *words ? std::string(" (") + words + ")" : ""));
 }
 
-std::string aborted_message(Comm& comm) {
-  std::lock_guard lock(comm.mutex);
-  return "the CNCL communicator was aborted: " + comm.reason;
-}
-
 cnclDataType_t cncl_type(uint32_t dtype) {
   switch (dtype) {
     case H2_DTYPE_F32: return cnclFloat32;
@@ -94,24 +79,14 @@ cnclReduceOp_t cncl_op(uint32_t dtype, uint32_t op) {
 // `count` elements of `dtype` at `data`, checked to lie in one device allocation of this plugin
 // (CNCL would fault on anything else).
 void* device_buffer(const void* data, uint64_t count, uint32_t dtype, const char* role) {
-  const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
-  if (bytes == 0) return const_cast<void*>(data);
-  require(data, role);
-  if (!runtime().is_device_memory(data, bytes))
-    fail(H2_STATUS_INVALID_ARGUMENT, std::string(role) + " is not inside one live device allocation of this plugin (" +
-                                         std::to_string(bytes) + " bytes)");
-  return const_cast<void*>(data);
+  return h2::plugin::library_buffer(data, count, dtype, role,
+                                    [](const void* p, uint64_t bytes) { return runtime().is_device_memory(p, bytes); });
 }
 
 // The stream `handle` names, checked against the communicator, bound, and remembered for an abort.
 std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream* handle, const char* name) {
-  if (comm->aborted) fail(H2_STATUS_DEVICE_ERROR, std::string(name) + ": " + aborted_message(*comm));
-  std::shared_ptr<Stream> stream = runtime().stream(handle);
-  if (stream->device != comm->device)
-    fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
-                                         ", the communicator to device " + std::to_string(comm->device));
-  comm->streams.add(stream);
-  runtime().bind(comm->device);
+  std::shared_ptr<Stream> stream = comm->use(runtime().stream(handle), name);
+  runtime().bind(comm->device());
   return stream;
 }
 
@@ -170,41 +145,23 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
         "not all " + std::to_string(nranks) + " ranks joined the CNCL communicator within " +
             std::to_string(timeout.count()) + " ms (CNCL does not say which are missing)");
     check(static_cast<cnclResult_t>(code), "cnclInitComms");
-    auto comm = std::make_shared<Comm>();
-    comm->device = device;
-    comm->rank = rank;
-    comm->size = nranks;
-    comm->cncl = made;
-    *out = comms().add(std::move(comm));
+    *out = comms().add(std::make_shared<Comm>("CNCL", device, rank, nranks, made));
   });
 }
 
 H2_Status comm_abort(H2_Comm* handle, const char* reason) {
   return guarded("comm_abort", [&] {
     std::shared_ptr<Comm> comm = comms().get(handle);
-    {
-      std::lock_guard lock(comm->mutex);
-      if (comm->reason.empty()) comm->reason = reason != nullptr ? reason : "aborted";
-    }
-    if (comm->aborted.exchange(true)) return;  // once
     // What waits for the streams' work learns why before CNCL ends that work.
-    const std::string message = aborted_message(*comm);
-    comm->streams.for_each([&](Stream& stream) {
-      std::lock_guard lock(stream.mutex);
-      if (stream.sticky_status == H2_STATUS_OK) {
-        stream.sticky_status = H2_STATUS_DEVICE_ERROR;
-        stream.sticky = message;
-      }
-    });
-    check(library().cnclAbortComm(comm->cncl), "cnclAbortComm");
+    if (comm->abort(reason)) check(library().cnclAbortComm(comm->handle()), "cnclAbortComm");
   });
 }
 
 H2_Status comm_destroy(H2_Comm* handle) {
   return guarded("comm_destroy", [&] {
     std::shared_ptr<Comm> comm = comms().take(handle);
-    runtime().bind(comm->device);
-    check(library().cnclDestroyComms(&comm->cncl, 1), "cnclDestroyComms");
+    runtime().bind(comm->device());
+    check(library().cnclDestroyComms(&comm->handle(), 1), "cnclDestroyComms");
   });
 }
 
@@ -218,8 +175,8 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     void* into = device_buffer(recv, count, dtype, "recv");
     check_group_stream(stream_handle);
     auto stream = stream_for(comm, stream_handle, "cnclAllReduce");
-    check(library().cnclAllReduce(from, into, count, type, reduce, comm->cncl, stream->queue), "cnclAllReduce");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size);
+    check(library().cnclAllReduce(from, into, count, type, reduce, comm->handle(), stream->queue), "cnclAllReduce");
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size());
   });
 }
 
@@ -229,13 +186,13 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
     std::shared_ptr<Comm> comm = comms().get(handle);
     const cnclReduceOp_t reduce = cncl_op(dtype, op);
     const cnclDataType_t type = cncl_type(dtype);
-    const void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size), dtype, "send");
+    const void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size()), dtype, "send");
     void* into = device_buffer(recv, recv_count, dtype, "recv");
     check_group_stream(stream_handle);
     auto stream = stream_for(comm, stream_handle, "cnclReduceScatter");
-    check(library().cnclReduceScatter(from, into, recv_count, type, reduce, comm->cncl, stream->queue),
+    check(library().cnclReduceScatter(from, into, recv_count, type, reduce, comm->handle(), stream->queue),
           "cnclReduceScatter");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size);
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size());
   });
 }
 
@@ -245,10 +202,10 @@ H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send
     std::shared_ptr<Comm> comm = comms().get(handle);
     const cnclDataType_t type = cncl_type(dtype);
     const void* from = device_buffer(send, send_count, dtype, "send");
-    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size), dtype, "recv");
+    void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size()), dtype, "recv");
     check_group_stream(stream_handle);
     auto stream = stream_for(comm, stream_handle, "cnclAllGather");
-    check(library().cnclAllGather(from, into, send_count, type, comm->cncl, stream->queue), "cnclAllGather");
+    check(library().cnclAllGather(from, into, send_count, type, comm->handle(), stream->queue), "cnclAllGather");
   });
 }
 
@@ -256,14 +213,14 @@ H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t coun
                     H2_Stream* stream_handle) {
   return guarded("broadcast", [&] {
     std::shared_ptr<Comm> comm = comms().get(handle);
-    if (root < 0 || root >= comm->size)
-      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size));
+    if (root < 0 || root >= comm->size())
+      fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(comm->size()));
     const cnclDataType_t type = cncl_type(dtype);
     void* into = device_buffer(recv, count, dtype, "recv");
-    const void* from = comm->rank == root ? device_buffer(send, count, dtype, "send") : nullptr;
+    const void* from = comm->rank() == root ? device_buffer(send, count, dtype, "send") : nullptr;
     check_group_stream(stream_handle);
     auto stream = stream_for(comm, stream_handle, "cnclBroadcast");
-    check(library().cnclBroadcast(from, into, count, type, root, comm->cncl, stream->queue), "cnclBroadcast");
+    check(library().cnclBroadcast(from, into, count, type, root, comm->handle(), stream->queue), "cnclBroadcast");
   });
 }
 
@@ -271,13 +228,13 @@ void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count,
                     H2_Stream* stream_handle) {
   std::shared_ptr<Comm> comm = comms().get(handle);
   const cnclDataType_t type = cncl_type(dtype);
-  h2::plugin::check_collective_peer(peer, comm->rank, comm->size);
+  h2::plugin::check_collective_peer(peer, comm->rank(), comm->size());
   void* data = device_buffer(buffer, count, dtype, "buffer");
   check_group_stream(stream_handle);
   const char* name = is_send ? "cnclSend" : "cnclRecv";
   auto stream = stream_for(comm, stream_handle, name);
-  check(is_send ? library().cnclSend(data, count, type, peer, comm->cncl, stream->queue)
-                : library().cnclRecv(data, count, type, peer, comm->cncl, stream->queue),
+  check(is_send ? library().cnclSend(data, count, type, peer, comm->handle(), stream->queue)
+                : library().cnclRecv(data, count, type, peer, comm->handle(), stream->queue),
         name);
 }
 
