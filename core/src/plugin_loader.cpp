@@ -285,7 +285,13 @@ LoadedPlugin load_plugin_file(const fs::path& path, const std::map<std::string, 
     if (const std::string fault = collective_table_fault(*api.collective_table); !fault.empty())
       return failure(info, PluginState::invalid_table, fault);
     std::memcpy(&collectives, api.collective_table, std::min(sizeof collectives, api.collective_table->struct_size));
-    if (collectives.unique_id_bytes == 0) collectives.unique_id_bytes = 128;  // a 1.5 table's reserved0
+    if (collectives.unique_id_bytes == 0) {
+      // A 1.5 table's reserved0 means NCCL's 128 bytes; from 1.6 on the field is required.
+      if (info.abi_minor >= 6)
+        return failure(info, PluginState::invalid_table,
+                       "collective_table's unique_id_bytes is 0 (ABI 1.6 asks for the size of the library's id)");
+      collectives.unique_id_bytes = 128;
+    }
   }
 
   // ---- Options (ABI 1.4) ----

@@ -140,17 +140,16 @@ struct LibraryFacts {
   std::string name;
   CommScope scope;
   size_t id_bytes;
-  std::string abort_seen_by_others;  // what another rank's failure says after rank 1 aborts
+  std::string abort_seen_by_others;  // what another rank's failure says after rank 1 aborts (HCCL: none)
   std::string join_timeout;          // what a join that times out says
 };
 
 LibraryFacts library_facts() {
   const std::string plugin = test::plugin_under_test();
-  // HCCL cannot abort another rank (its work fails once the aborting rank has exited) and, as CNCL,
-  // does not say which ranks a join misses; CNCL's abort carries no reason.
+  // HCCL cannot abort another rank and, as CNCL, does not say which ranks a join misses; CNCL's abort
+  // carries no reason.
   if (plugin == "ascend")
-    return {"HCCL", CommScope::network, 4108, "rank 1 (process ",
-            "not all 3 ranks joined the HCCL communicator within 300 ms"};
+    return {"HCCL", CommScope::network, 4108, "", "not all 3 ranks joined the HCCL communicator within 300 ms"};
   if (plugin == "mlu")
     return {"CNCL 1.25.0", CommScope::network, 136, "aborted by rank 1: cnclAbortComm on rank 1",
             "not all 3 ranks joined the CNCL communicator within 300 ms"};
@@ -201,9 +200,9 @@ TEST(PluginComm, EveryCollectiveGivesTheReductionOnFourRanks) {
         const double rounded = dtype == DType::f32 ? expected : bf16_to_f32(f32_to_bf16(static_cast<float>(expected)));
         RANK_EXPECT(s[static_cast<size_t>(i)] == rounded);
         RANK_EXPECT(m[static_cast<size_t>(i)] == largest);
-        // One rounding of the f32 mean into the dtype; two where the library has no average (HCCL:
-        // the sum rounded to bf16, then divided and rounded again).
-        RANK_EXPECT(std::abs(mean[static_cast<size_t>(i)] - expected / ranks) <= (dtype == DType::f32 ? 1e-5 : 0.5));
+        // One rounding of the f32 mean into the dtype (HCCL and CNCL, which have no average, divide
+        // first, exactly here for these values, and round the sum once).
+        RANK_EXPECT(std::abs(mean[static_cast<size_t>(i)] - expected / ranks) <= (dtype == DType::f32 ? 1e-5 : 0.25));
         sum_all += 1;
       }
     }
@@ -303,10 +302,11 @@ TEST(PluginComm, ARankThatExitsFailsTheOthersNamingIt) {
   expect_all_passed(codes);
 }
 
-// comm_abort on one rank fails the other's pending collective, naming the rank and the reason. HCCL
-// cannot abort another rank: there the other's collective fails once the aborting rank has exited;
-// CNCL's abort carries no reason.
+// comm_abort on one rank fails the other's pending collective, naming the rank and the reason
+// (CNCL's abort carries none). HCCL cannot abort another rank.
 TEST(PluginComm, AnAbortReachesEveryRank) {
+  if (test::plugin_under_test() == "ascend")
+    GTEST_SKIP() << "HCCL has no abort: an aborting rank fails only its own later work";
   const std::vector<int> codes = run_ranks(2, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
     PluginComm comm(device, id, ranks, rank, 60s);
     if (rank == 1) {

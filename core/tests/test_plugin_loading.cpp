@@ -196,6 +196,17 @@ TEST(PluginLoading, ACollectiveTableMustHaveEverySlot) {
               HasSubstr("collective_table struct_size 16 is smaller than the 120 bytes ABI 1.5 requires"));
 }
 
+// The size of the library's unique id (ABI 1.6): a 1.5 table, whose field was reserved0 and 0, means
+// NCCL's 128 bytes; a 1.6 table must say it.
+TEST(PluginLoading, ACollectiveTableSaysHowLongItsIdsAre) {
+  PluginInfo old = load_one(fake_plugin("collectives-minor-5").string());
+  EXPECT_EQ(old.state, PluginState::loaded) << old.message;
+  PluginInfo unsized = load_one(fake_plugin("collectives-no-id-size").string());
+  EXPECT_EQ(unsized.state, PluginState::invalid_table);
+  EXPECT_THAT(unsized.message, HasSubstr("collective_table's unique_id_bytes is 0 (ABI 1.6 asks for the size of the "
+                                         "library's id)"));
+}
+
 TEST(PluginLoading, InitFailureCarriesThePluginsMessage) {
   PluginInfo info = load_one(fake_plugin("init-fails").string());
   EXPECT_EQ(info.state, PluginState::init_failed);
@@ -360,8 +371,11 @@ TEST(PluginLoading, DiscoveryFindsEveryPluginInTheSearchPathAndReportsEachState)
   EXPECT_EQ(states["no-entry"], PluginState::no_entry_point);
   EXPECT_EQ(states["ops-partial"], PluginState::loaded);
   EXPECT_EQ(states["partial-async"], PluginState::invalid_table);
-  // Only loaded plugins contribute devices: fake, old-minor, minor-3 and ops-partial, two each.
-  EXPECT_EQ(runtime.devices().size(), 8u);
+  EXPECT_EQ(states["collectives-minor-5"], PluginState::loaded);
+  EXPECT_EQ(states["collectives-no-id-size"], PluginState::invalid_table);
+  // Only loaded plugins contribute devices: fake, old-minor, minor-3, ops-partial and
+  // collectives-minor-5, two each.
+  EXPECT_EQ(runtime.devices().size(), 10u);
 }
 
 TEST(PluginLoading, TwoRuntimesShareOneInitializedPlugin) {

@@ -246,7 +246,13 @@ char* ShmComm::channel_data(int from, int to) const {
 
 void ShmComm::check_aborted() const {
   Control& c = control();
-  if (c.aborted.load() == 1)  // 2: its reason is being written
+  uint32_t state = c.aborted.load();
+  // 2: the aborting rank is writing its reason, which takes it a moment (unless it died meanwhile).
+  for (int waits = 0; state == 2 && waits < 100; ++waits) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    state = c.aborted.load();
+  }
+  if (state != 0)
     fail(H2_STATUS_DEVICE_ERROR, "the communicator was aborted by rank " + std::to_string(c.aborted_by.load()) + ": " +
                                      std::string(c.reason, strnlen(c.reason, sizeof c.reason)));
 }
@@ -294,7 +300,8 @@ void ShmComm::wait(const std::function<bool()>& ready, const std::function<std::
 void ShmComm::give_up(const std::string& why) {
   // The communicator is broken for every rank: abort it with the cause, so that the other ranks fail
   // now naming it, rather than later naming this rank's exit or their own timeout.
-  abort(why);
+  // Another rank may have aborted first, naming the cause this rank only saw the effect of.
+  if (!mark_aborted(why)) check_aborted();
   fail(H2_STATUS_DEVICE_ERROR, why);
 }
 
@@ -474,9 +481,14 @@ void ShmComm::exchange(std::vector<Transfer>& transfers) {
 }
 
 void ShmComm::abort(const std::string& reason) noexcept {
+  mark_aborted(reason);
+}
+
+bool ShmComm::mark_aborted(const std::string& reason) noexcept {
   Control& c = control();
   uint32_t expected = 0;
-  if (c.aborted.compare_exchange_strong(expected, 2)) {  // 2: being written; readers wait for 1
+  const bool first = c.aborted.compare_exchange_strong(expected, 2);  // 2: being written; check_aborted waits
+  if (first) {
     c.aborted_by.store(rank_);
     const size_t n = std::min(reason.size(), sizeof c.reason - 1);
     std::memcpy(c.reason, reason.data(), n);
@@ -484,6 +496,7 @@ void ShmComm::abort(const std::string& reason) noexcept {
     c.aborted.store(1);
   }
   ring();
+  return first;
 }
 
 }  // namespace h2::plugin

@@ -99,6 +99,8 @@ class ShmComm {
   void wait(const std::function<bool()>& ready, const std::function<std::string()>& waiting_for);
   // Aborts the communicator with `why` and throws PluginError(DEVICE_ERROR) saying it.
   [[noreturn]] void give_up(const std::string& why);
+  // abort(); true when this call was the first abort of the communicator.
+  bool mark_aborted(const std::string& reason) noexcept;
   void ring() const;
   // Throws PluginError(DEVICE_ERROR) naming who aborted and why, once the communicator is aborted.
   void check_aborted() const;

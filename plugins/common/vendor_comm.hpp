@@ -32,16 +32,21 @@ class VendorComm {
     if (aborted_) fail(H2_STATUS_DEVICE_ERROR, std::string(call) + ": " + aborted_message());
   }
 
-  // `stream` for a call of this communicator: refused when aborted or of another device, else
-  // remembered (an abort fails it).
+  // `stream` for a call of this communicator: refused when the communicator is destroyed or aborted or
+  // the stream is of another device, else remembered (an abort fails it). Remembered before the
+  // abort is checked, so that an abort in between still reaches the stream.
   const std::shared_ptr<Stream>& use(const std::shared_ptr<Stream>& stream, const char* call) {
-    throw_if_aborted(call);
     if (stream->device != device_)
       fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
                                            ", the communicator to device " + std::to_string(device_));
+    if (destroyed_) fail(H2_STATUS_INVALID_ARGUMENT, std::string(call) + ": the communicator was destroyed");
     streams_.add(stream);
+    throw_if_aborted(call);
     return stream;
   }
+
+  // Says the library's handle is gone (comm_destroy), for calls still holding the record (a group).
+  void destroyed() { destroyed_ = true; }
 
   // Marks the communicator aborted for `reason` (NULL: "aborted") and fails every stream it used
   // with that, unless they failed already. Returns false when it was aborted before.
@@ -73,6 +78,7 @@ class VendorComm {
   int rank_, size_;
   Handle handle_;
   std::atomic<bool> aborted_ = false;
+  std::atomic<bool> destroyed_ = false;
   std::mutex mutex_;  // guards reason_
   std::string reason_;
   StreamsUsed<Stream> streams_;

@@ -282,11 +282,69 @@ static H2_Status get_unique_id(H2_CommUniqueId* id) {
   return H2_STATUS_OK;
 }
 
+#ifdef FAKE_UNIQUE_ID_BYTES
+/* Every slot set (none is ever called by the loader's tests), the id size as the variant says. */
+static H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nranks, int32_t rank,
+                                uint32_t timeout_ms, H2_Comm** comm) {
+  (void)device, (void)id, (void)nranks, (void)rank, (void)timeout_ms, (void)comm;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status comm_destroy(H2_Comm* comm) {
+  (void)comm;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status comm_abort(H2_Comm* comm, const char* reason) {
+  (void)comm, (void)reason;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status reduction(H2_Comm* comm, const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                           H2_Stream* stream) {
+  (void)comm, (void)send, (void)recv, (void)count, (void)dtype, (void)op, (void)stream;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status allgather(H2_Comm* comm, const void* send, void* recv, uint64_t count, uint32_t dtype,
+                           H2_Stream* stream) {
+  (void)comm, (void)send, (void)recv, (void)count, (void)dtype, (void)stream;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status broadcast(H2_Comm* comm, const void* send, void* recv, uint64_t count, uint32_t dtype, int32_t root,
+                           H2_Stream* stream) {
+  (void)comm, (void)send, (void)recv, (void)count, (void)dtype, (void)root, (void)stream;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status send(H2_Comm* comm, const void* buffer, uint64_t count, uint32_t dtype, int32_t peer,
+                      H2_Stream* stream) {
+  (void)comm, (void)buffer, (void)count, (void)dtype, (void)peer, (void)stream;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status recv(H2_Comm* comm, void* buffer, uint64_t count, uint32_t dtype, int32_t peer, H2_Stream* stream) {
+  (void)comm, (void)buffer, (void)count, (void)dtype, (void)peer, (void)stream;
+  return H2_STATUS_UNSUPPORTED;
+}
+static H2_Status group_call(void) {
+  return H2_STATUS_UNSUPPORTED;
+}
+#endif
+
 static const H2_CollectiveTable collective_table = {
     .struct_size = FAKE_COLLECTIVE_TABLE_SIZE,
     .library_name = "fake collectives",
     .scope = H2_COMM_SCOPE_NODE,
-    .get_unique_id = get_unique_id, /* and nothing else */
+    .get_unique_id = get_unique_id,
+#ifdef FAKE_UNIQUE_ID_BYTES
+    .unique_id_bytes = FAKE_UNIQUE_ID_BYTES,
+    .comm_init_rank = comm_init_rank,
+    .comm_destroy = comm_destroy,
+    .comm_abort = comm_abort,
+    .allreduce = reduction,
+    .reduce_scatter = reduction,
+    .allgather = allgather,
+    .broadcast = broadcast,
+    .send = send,
+    .recv = recv,
+    .group_start = group_call,
+    .group_end = group_call,
+#endif
 };
 #endif
 

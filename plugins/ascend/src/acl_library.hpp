@@ -13,19 +13,20 @@ struct AclLibrary {
   AclLibrary();  // throws PluginError(RUNTIME_MISSING)
 
   h2::plugin::VendorLibrary library;
-#define H2_ACL_FUNCTIONS(X)                                                                                        \
-  X(aclGetRecentErrMsg)                                                                                            \
-  X(aclInit)                                                                                                       \
-  X(aclFinalize)                                                                                                   \
-  X(aclrtGetDeviceCount)                                                                                           \
-  X(aclrtSetDevice)                                                                                                \
-  X(aclrtResetDevice)                                                                                              \
-  X(aclrtGetSocName)                                                                                               \
-  X(aclrtCtxSetSysParamOpt) X(aclrtMalloc) X(aclrtFree) X(aclrtGetMemInfo) X(aclrtMallocHost) X(aclrtFreeHost)     \
-      X(aclrtCreateStream) X(aclrtDestroyStream) X(aclrtSynchronizeStream) X(aclrtStreamQuery) X(aclrtMemcpyAsync) \
-          X(aclrtMemsetAsync) X(aclrtCreateEventWithFlag) X(aclrtDestroyEvent) X(aclrtRecordEvent)                 \
-              X(aclrtQueryEventStatus) X(aclrtSynchronizeEvent) X(aclrtStreamWaitEvent) X(aclrtEventElapsedTime)   \
-                  X(aclrtSubscribeReport) X(aclrtUnSubscribeReport) X(aclrtLaunchCallback) X(aclrtProcessReport)
+#define H2_ACL_FUNCTIONS(X)                                                                                       \
+  X(aclGetRecentErrMsg)                                                                                           \
+  X(aclInit)                                                                                                      \
+  X(aclFinalize)                                                                                                  \
+  X(aclrtGetDeviceCount)                                                                                          \
+  X(aclrtSetDevice)                                                                                               \
+  X(aclrtResetDevice)                                                                                             \
+  X(aclrtGetSocName)                                                                                              \
+  X(aclrtCtxSetSysParamOpt)                                                                                       \
+  X(aclrtMalloc) X(aclrtFree) X(aclrtGetMemInfo) X(aclrtMallocHost) X(aclrtFreeHost) X(aclrtCreateStream)         \
+      X(aclrtDestroyStream) X(aclrtSynchronizeStream) X(aclrtStreamQuery) X(aclrtMemcpyAsync) X(aclrtMemsetAsync) \
+          X(aclrtCreateEventWithFlag) X(aclrtDestroyEvent) X(aclrtRecordEvent) X(aclrtQueryEventStatus)           \
+              X(aclrtSynchronizeEvent) X(aclrtStreamWaitEvent) X(aclrtEventElapsedTime) X(aclrtSubscribeReport)   \
+                  X(aclrtUnSubscribeReport) X(aclrtLaunchCallback) X(aclrtProcessReport)
 #define H2_ACL_MEMBER(name) name##Fn name;
   H2_ACL_FUNCTIONS(H2_ACL_MEMBER)
 #undef H2_ACL_MEMBER

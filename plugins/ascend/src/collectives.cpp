@@ -3,11 +3,13 @@
 // - Joining has no timeout argument (HCCL waits HCCL_CONNECT_TIMEOUT seconds): HcclCommInitRootInfo
 //   runs on a helper thread, and comm_init_rank fails at `timeout_ms`; a join that ends later is
 //   destroyed by that thread.
-// - There is no average: MEAN is HCCL's sum divided by the rank count (aclnnDivs) on the same stream.
+// - There is no average: MEAN divides by the rank count (aclnnDivs) on the same stream, before the
+//   sum of an allreduce, after that of a reduce-scatter.
 // - There is no abort: comm_abort refuses every later call and fails the streams the communicator
 //   used with its reason; work already inside HCCL ends when its peer fails or at HCCL_EXEC_TIMEOUT.
 // Point-to-point calls inside a group go to HcclBatchSendRecv at group_end (CANN 8.0.0 has no
-// HcclGroupStart); collectives inside a group are issued at once, in order.
+// HcclGroupStart); a collective inside a group is issued in its place, after the sends and
+// receives before it.
 #include "collectives.hpp"
 
 #include <chrono>
@@ -51,11 +53,12 @@ const HcclLibrary& library() {
 }
 
 // Throws for anything but success, naming the call, HCCL's words for the code and AscendCL's recent
-// message (where HCCL's runtime leaves its detail).
-void check(HcclResult result, const char* call) {
+// message (where HCCL's runtime leaves its detail, for the calling thread; `detail` when the call ran
+// on another).
+void check(HcclResult result, const char* call, const char* detail = nullptr) {
   if (result == HCCL_SUCCESS) return;
   const char* words = library().HcclGetErrorString(result);
-  const char* detail = runtime().acl().aclGetRecentErrMsg();
+  if (detail == nullptr) detail = runtime().acl().aclGetRecentErrMsg();
   fail(result == HCCL_E_PARA || result == HCCL_E_PTR ? H2_STATUS_INVALID_ARGUMENT
        : result == HCCL_E_NOT_SUPPORT                ? H2_STATUS_UNSUPPORTED
        : result == HCCL_E_MEMORY                     ? H2_STATUS_OUT_OF_MEMORY
@@ -74,7 +77,8 @@ HcclDataType hccl_type(uint32_t dtype) {
     case H2_DTYPE_I32: return HCCL_DATA_TYPE_INT32;
     case H2_DTYPE_I64: return HCCL_DATA_TYPE_INT64;
     case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return HCCL_DATA_TYPE_UINT8;      // moved, never reduced (check_collective_reduction)
+    case H2_DTYPE_BOOL:
+      return HCCL_DATA_TYPE_UINT8;  // U8 reduced as bytes; BOOL only moved (check_collective_reduction)
     default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
   }
   fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no HCCL type");
@@ -93,11 +97,18 @@ void* device_buffer(const void* data, uint64_t count, uint32_t dtype, const char
 }
 
 // The calls of this thread between group_start and group_end: its point-to-point items per
-// communicator, issued at group_end on the group's one stream.
+// communicator (in the order of each communicator's first call, the same on every rank), issued at
+// group_end, or before a collective of the group, on the group's one stream.
 struct Group {
   int depth = 0;
   H2_Stream* stream = nullptr;
-  std::map<std::shared_ptr<Comm>, std::vector<HcclSendRecvItem>> items;
+  std::vector<std::pair<std::shared_ptr<Comm>, std::vector<HcclSendRecvItem>>> items;
+
+  std::vector<HcclSendRecvItem>& items_of(const std::shared_ptr<Comm>& comm) {
+    for (auto& [owner, list] : items)
+      if (owner == comm) return list;
+    return items.emplace_back(comm, std::vector<HcclSendRecvItem>{}).second;
+  }
 };
 thread_local Group group;
 
@@ -117,15 +128,44 @@ bool joins_group(H2_Stream* handle) {
   return true;
 }
 
-// recv /= the rank count, after HCCL's sum, for MEAN.
-void divide_by_ranks(Stream& stream, void* recv, uint64_t count, uint32_t dtype, int ranks) {
-  H2_Tensor t{};
-  t.data = recv;
-  t.dtype = dtype;
-  t.rank = 1;
-  t.shape[0] = static_cast<int64_t>(count);
-  t.strides[0] = 1;
-  TensorOps{stream}.divs(t, t, static_cast<double>(ranks));
+// Issues the sends and receives `g` kept, one HcclBatchSendRecv per communicator; every one is
+// issued, and the first failure reported.
+void issue_sends_and_receives(Group& g) {
+  std::exception_ptr first;
+  for (auto& [comm, items] : g.items) {
+    try {
+      auto stream = stream_for(comm, g.stream, "HcclBatchSendRecv");
+      check(library().HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm->handle(),
+                                        stream->stream),
+            "HcclBatchSendRecv");
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  g.items.clear();
+  if (first) std::rethrow_exception(first);
+}
+
+// A collective inside a group goes after the group's sends and receives issued before it, as the
+// caller wrote them (HCCL's collectives are not grouped).
+void before_collective(H2_Stream* handle) {
+  if (joins_group(handle)) issue_sends_and_receives(group);
+}
+
+// into = from / the rank count, for MEAN: before HCCL's sum of an allreduce (so that an f16 sum does
+// not overflow where the mean fits, as NCCL's average), after it for a reduce-scatter (whose input
+// is the caller's, and larger).
+void divide_by_ranks(Stream& stream, const void* from, void* into, uint64_t count, uint32_t dtype, int ranks) {
+  const auto vector = [&](const void* data) {
+    H2_Tensor t{};
+    t.data = const_cast<void*>(data);
+    t.dtype = dtype;
+    t.rank = 1;
+    t.shape[0] = static_cast<int64_t>(count);
+    t.strides[0] = 1;
+    return t;
+  };
+  if (count > 0) TensorOps{stream}.divs(vector(into), vector(from), static_cast<double>(ranks));
 }
 
 H2_Status get_unique_id(H2_CommUniqueId* id) {
@@ -151,21 +191,26 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     auto root = std::make_shared<HcclRootInfo>();
     std::memcpy(root.get(), id->bytes, sizeof *root);
     const aclrtSetDeviceFn set_device = runtime().acl().aclrtSetDevice;
+    const aclGetRecentErrMsgFn recent = runtime().acl().aclGetRecentErrMsg;
+    auto detail = std::make_shared<std::string>();  // the helper thread's message of a failed join
     const auto timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 300'000);
     HcclComm made = nullptr;
     // HCCL's bootstrap does not say which ranks it waits for.
     const int code = h2::plugin::join_by_deadline<HcclComm>(
         timeout, HCCL_SUCCESS,
-        [root, set_device, device, nranks, rank, &hccl](HcclComm& comm) {
-          return set_device(device) == ACL_SUCCESS
-                     ? hccl.HcclCommInitRootInfo(static_cast<uint32_t>(nranks), root.get(), static_cast<uint32_t>(rank),
-                                                 &comm)
-                     : HCCL_E_RUNTIME;
+        [root, set_device, recent, detail, device, nranks, rank, &hccl](HcclComm& comm) {
+          const HcclResult result = set_device(device) == ACL_SUCCESS
+                                        ? hccl.HcclCommInitRootInfo(static_cast<uint32_t>(nranks), root.get(),
+                                                                    static_cast<uint32_t>(rank), &comm)
+                                        : HCCL_E_RUNTIME;
+          const char* message = result != HCCL_SUCCESS ? recent() : nullptr;
+          if (message != nullptr) *detail = message;
+          return result;
         },
         [&hccl](HcclComm comm) { hccl.HcclCommDestroy(comm); }, made,
         "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
             std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
-    check(static_cast<HcclResult>(code), "HcclCommInitRootInfo");
+    check(static_cast<HcclResult>(code), "HcclCommInitRootInfo", detail->c_str());
     *out = comms().add(std::make_shared<Comm>("HCCL", device, rank, nranks, made));
   });
 }
@@ -178,6 +223,7 @@ H2_Status comm_abort(H2_Comm* handle, const char* reason) {
 H2_Status comm_destroy(H2_Comm* handle) {
   return guarded("comm_destroy", [&] {
     std::shared_ptr<Comm> comm = comms().take(handle);
+    comm->destroyed();  // an open group holding it refuses to issue on it
     runtime().bind(comm->device());
     check(library().HcclCommDestroy(comm->handle()), "HcclCommDestroy");
   });
@@ -191,9 +237,13 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     const HcclDataType type = hccl_type(dtype);
     void* from = device_buffer(send, count, dtype, "send");
     void* into = device_buffer(recv, count, dtype, "recv");
+    before_collective(stream_handle);
     auto stream = stream_for(comm, stream_handle, "HcclAllReduce");
+    if (op == H2_REDUCE_MEAN) {
+      divide_by_ranks(*stream, from, into, count, dtype, comm->size());
+      from = into;
+    }
     check(library().HcclAllReduce(from, into, count, type, reduce, comm->handle(), stream->stream), "HcclAllReduce");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size());
   });
 }
 
@@ -205,10 +255,11 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
     const HcclDataType type = hccl_type(dtype);
     void* from = device_buffer(send, recv_count * static_cast<uint64_t>(comm->size()), dtype, "send");
     void* into = device_buffer(recv, recv_count, dtype, "recv");
+    before_collective(stream_handle);
     auto stream = stream_for(comm, stream_handle, "HcclReduceScatter");
     check(library().HcclReduceScatter(from, into, recv_count, type, reduce, comm->handle(), stream->stream),
           "HcclReduceScatter");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size());
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, into, recv_count, dtype, comm->size());
   });
 }
 
@@ -219,6 +270,7 @@ H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send
     const HcclDataType type = hccl_type(dtype);
     void* from = device_buffer(send, send_count, dtype, "send");
     void* into = device_buffer(recv, send_count * static_cast<uint64_t>(comm->size()), dtype, "recv");
+    before_collective(stream_handle);
     auto stream = stream_for(comm, stream_handle, "HcclAllGather");
     check(library().HcclAllGather(from, into, send_count, type, comm->handle(), stream->stream), "HcclAllGather");
   });
@@ -233,6 +285,7 @@ H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     const HcclDataType type = hccl_type(dtype);
     void* into = device_buffer(recv, count, dtype, "recv");
     const void* from = comm->rank() == root ? device_buffer(send, count, dtype, "send") : nullptr;
+    before_collective(stream_handle);
     auto stream = stream_for(comm, stream_handle, "HcclBroadcast");
     // HCCL broadcasts in place: the root's data goes to its receive buffer first.
     const uint64_t bytes = count * h2::plugin::collective_element_size(dtype);
@@ -253,7 +306,7 @@ void point_to_point(H2_Comm* handle, bool is_send, void* buffer, uint64_t count,
   const char* name = is_send ? "HcclSend" : "HcclRecv";
   auto stream = stream_for(comm, stream_handle, name);
   if (joins_group(stream_handle)) {
-    group.items[comm].push_back(
+    group.items_of(comm).push_back(
         HcclSendRecvItem{is_send ? HCCL_SEND : HCCL_RECV, data, count, type, static_cast<uint32_t>(peer)});
     return;
   }
@@ -281,12 +334,7 @@ H2_Status group_end() {
     if (--group.depth > 0) return;
     Group issued = std::move(group);
     group = Group{};
-    for (auto& [comm, items] : issued.items) {
-      auto stream = stream_for(comm, issued.stream, "HcclBatchSendRecv");
-      check(library().HcclBatchSendRecv(items.data(), static_cast<uint32_t>(items.size()), comm->handle(),
-                                        stream->stream),
-            "HcclBatchSendRecv");
-    }
+    issue_sends_and_receives(issued);
   });
 }
 

@@ -13,7 +13,6 @@ namespace h2::ascend {
   X(HcclGetRootInfo)         \
   X(HcclCommInitRootInfo)    \
   X(HcclCommDestroy)         \
-  X(HcclGetCommAsyncError)   \
   X(HcclGetErrorString)      \
   X(HcclAllReduce)           \
   X(HcclReduceScatter)       \

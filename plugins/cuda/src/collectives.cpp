@@ -100,7 +100,7 @@ ncclDataType_t nccl_type(uint32_t dtype) {
     case H2_DTYPE_I32: return ncclInt32;
     case H2_DTYPE_I64: return ncclInt64;
     case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return ncclUint8;                 // moved, never reduced (check_collective_reduction)
+    case H2_DTYPE_BOOL: return ncclUint8;                 // U8 reduced as bytes; BOOL only moved (check_collective_reduction)
     default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
   }
   fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no NCCL type");

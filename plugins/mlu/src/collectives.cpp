@@ -3,7 +3,8 @@
 // does not do as the ABI asks, and what the plugin does instead:
 // - Joining has no timeout: cnclInitComms runs on a helper thread and comm_init_rank fails at
 //   `timeout_ms` (plugins/common/deadline_join.hpp).
-// - There is no average: MEAN is CNCL's sum divided by the rank count (CNNL) on the same queue.
+// - There is no average: MEAN divides by the rank count (CNNL) on the same queue, before the sum of
+//   an allreduce, after that of a reduce-scatter.
 // comm_abort marks the streams the communicator used with its reason, then cnclAbortComm ends the
 // work CNCL holds.
 #include "collectives.hpp"
@@ -47,9 +48,10 @@ const CnclLibrary& library() {
 }
 
 // Throws for anything but success, naming the call and CNCL's words for the code.
-void check(cnclResult_t result, const char* call) {
+// `words`: CNCL's text as the thread that made the call read it (its detail is that thread's).
+void check(cnclResult_t result, const char* call, const char* words = nullptr) {
   if (result == CNCL_RET_SUCCESS) return;
-  const char* words = library().cnclGetErrorStr(result);
+  if (words == nullptr) words = library().cnclGetErrorStr(result);
   fail(result == CNCL_RET_ERR_ARGUMENTS || result == CNCL_RET_ERR_NULL_POINTER ? H2_STATUS_INVALID_ARGUMENT
        : result == CNCL_RET_ERR_UNSUPPORTED                                    ? H2_STATUS_UNSUPPORTED
                                                                                : H2_STATUS_DEVICE_ERROR,
@@ -65,7 +67,7 @@ cnclDataType_t cncl_type(uint32_t dtype) {
     case H2_DTYPE_I32: return cnclInt32;
     case H2_DTYPE_I64: return cnclInt64;
     case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return cnclUint8;                 // moved, never reduced (check_collective_reduction)
+    case H2_DTYPE_BOOL: return cnclUint8;  // U8 reduced as bytes; BOOL only moved (check_collective_reduction)
     default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
   }
   fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no CNCL type (CNCL has no 64-bit float)");
@@ -90,15 +92,20 @@ std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream*
   return stream;
 }
 
-// recv /= the rank count, after CNCL's sum, for MEAN.
-void divide_by_ranks(Stream& stream, void* recv, uint64_t count, uint32_t dtype, int ranks) {
-  H2_Tensor t{};
-  t.data = recv;
-  t.dtype = dtype;
-  t.rank = 1;
-  t.shape[0] = static_cast<int64_t>(count);
-  t.strides[0] = 1;
-  CnnlMath(stream).divide(t, t, static_cast<double>(ranks));
+// into = from / the rank count, for MEAN: before CNCL's sum of an allreduce (so that an f16 sum does
+// not overflow where the mean fits, as NCCL's average), after it for a reduce-scatter (whose input
+// is the caller's, and larger).
+void divide_by_ranks(Stream& stream, const void* from, void* into, uint64_t count, uint32_t dtype, int ranks) {
+  const auto vector = [&](const void* data) {
+    H2_Tensor t{};
+    t.data = const_cast<void*>(data);
+    t.dtype = dtype;
+    t.rank = 1;
+    t.shape[0] = static_cast<int64_t>(count);
+    t.strides[0] = 1;
+    return t;
+  };
+  if (count > 0) CnnlMath(stream).divide(vector(into), vector(from), static_cast<double>(ranks));
 }
 
 // Every call of a group must use one stream (the ABI); CNCL checks nothing of the kind.
@@ -136,15 +143,18 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     std::memcpy(clique.get(), id->bytes, sizeof *clique);
     const auto timeout = std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 300'000);
     cnclComm_t made = nullptr;
+    auto words = std::make_shared<std::string>();  // the helper thread's text of a failed join
     const int code = h2::plugin::join_by_deadline<cnclComm_t>(
         timeout, CNCL_RET_SUCCESS,
-        [clique, device, nranks, rank, &cncl](cnclComm_t& comm) {
-          return cncl.cnclInitComms(&comm, 1, &device, &rank, nranks, clique.get());
+        [clique, words, device, nranks, rank, &cncl](cnclComm_t& comm) {
+          const cnclResult_t result = cncl.cnclInitComms(&comm, 1, &device, &rank, nranks, clique.get());
+          if (result != CNCL_RET_SUCCESS) *words = cncl.cnclGetErrorStr(result);
+          return result;
         },
         [&cncl](cnclComm_t comm) { cncl.cnclDestroyComms(&comm, 1); }, made,
         "not all " + std::to_string(nranks) + " ranks joined the CNCL communicator within " +
             std::to_string(timeout.count()) + " ms (CNCL does not say which are missing)");
-    check(static_cast<cnclResult_t>(code), "cnclInitComms");
+    check(static_cast<cnclResult_t>(code), "cnclInitComms", words->c_str());
     *out = comms().add(std::make_shared<Comm>("CNCL", device, rank, nranks, made));
   });
 }
@@ -160,6 +170,7 @@ H2_Status comm_abort(H2_Comm* handle, const char* reason) {
 H2_Status comm_destroy(H2_Comm* handle) {
   return guarded("comm_destroy", [&] {
     std::shared_ptr<Comm> comm = comms().take(handle);
+    comm->destroyed();
     runtime().bind(comm->device());
     check(library().cnclDestroyComms(&comm->handle(), 1), "cnclDestroyComms");
   });
@@ -175,8 +186,11 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     void* into = device_buffer(recv, count, dtype, "recv");
     check_group_stream(stream_handle);
     auto stream = stream_for(comm, stream_handle, "cnclAllReduce");
+    if (op == H2_REDUCE_MEAN) {
+      divide_by_ranks(*stream, from, into, count, dtype, comm->size());
+      from = into;
+    }
     check(library().cnclAllReduce(from, into, count, type, reduce, comm->handle(), stream->queue), "cnclAllReduce");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, count, dtype, comm->size());
   });
 }
 
@@ -192,7 +206,7 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
     auto stream = stream_for(comm, stream_handle, "cnclReduceScatter");
     check(library().cnclReduceScatter(from, into, recv_count, type, reduce, comm->handle(), stream->queue),
           "cnclReduceScatter");
-    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, recv_count, dtype, comm->size());
+    if (op == H2_REDUCE_MEAN) divide_by_ranks(*stream, into, into, recv_count, dtype, comm->size());
   });
 }
 
