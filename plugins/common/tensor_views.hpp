@@ -63,4 +63,15 @@ inline H2_Tensor transposed(H2_Tensor t) {
   return t;
 }
 
+// `count` contiguous elements of `dtype` at `data`, as a one-dimensional tensor.
+inline H2_Tensor flat_tensor(const void* data, uint32_t dtype, uint64_t count) {
+  H2_Tensor t{};
+  t.data = const_cast<void*>(data);
+  t.dtype = dtype;
+  t.rank = 1;
+  t.shape[0] = static_cast<int64_t>(count);
+  t.strides[0] = 1;
+  return t;
+}
+
 }  // namespace h2::plugin

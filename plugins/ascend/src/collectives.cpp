@@ -156,16 +156,9 @@ void before_collective(H2_Stream* handle) {
 // not overflow where the mean fits, as NCCL's average), after it for a reduce-scatter (whose input
 // is the caller's, and larger).
 void divide_by_ranks(Stream& stream, const void* from, void* into, uint64_t count, uint32_t dtype, int ranks) {
-  const auto vector = [&](const void* data) {
-    H2_Tensor t{};
-    t.data = const_cast<void*>(data);
-    t.dtype = dtype;
-    t.rank = 1;
-    t.shape[0] = static_cast<int64_t>(count);
-    t.strides[0] = 1;
-    return t;
-  };
-  if (count > 0) TensorOps{stream}.divs(vector(into), vector(from), static_cast<double>(ranks));
+  if (count > 0)
+    TensorOps{stream}.divs(h2::plugin::flat_tensor(into, dtype, count), h2::plugin::flat_tensor(from, dtype, count),
+                           static_cast<double>(ranks));
 }
 
 H2_Status get_unique_id(H2_CommUniqueId* id) {

@@ -96,16 +96,9 @@ std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream*
 // not overflow where the mean fits, as NCCL's average), after it for a reduce-scatter (whose input
 // is the caller's, and larger).
 void divide_by_ranks(Stream& stream, const void* from, void* into, uint64_t count, uint32_t dtype, int ranks) {
-  const auto vector = [&](const void* data) {
-    H2_Tensor t{};
-    t.data = const_cast<void*>(data);
-    t.dtype = dtype;
-    t.rank = 1;
-    t.shape[0] = static_cast<int64_t>(count);
-    t.strides[0] = 1;
-    return t;
-  };
-  if (count > 0) CnnlMath(stream).divide(vector(into), vector(from), static_cast<double>(ranks));
+  if (count > 0)
+    CnnlMath(stream).divide(h2::plugin::flat_tensor(into, dtype, count), h2::plugin::flat_tensor(from, dtype, count),
+                            static_cast<double>(ranks));
 }
 
 // Every call of a group must use one stream (the ABI); CNCL checks nothing of the kind.
