@@ -30,4 +30,12 @@ void check_collective_peer(int peer, int rank, int size) {
                                          " in a communicator of " + std::to_string(size));
 }
 
+bool joins_group(int depth, H2_Stream*& group_stream, H2_Stream* stream) {
+  if (depth == 0) return false;
+  if (group_stream != nullptr && group_stream != stream)
+    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
+  group_stream = stream;
+  return true;
+}
+
 }  // namespace h2::plugin

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "h2/plugin_abi.h"
+
 namespace h2::plugin {
 
 // Bytes per element of `dtype`; throws PluginError(INVALID_ARGUMENT) for a value that is no H2_DType.
@@ -16,5 +18,9 @@ void check_collective_reduction(uint32_t dtype, uint32_t op);
 // Throws PluginError(INVALID_ARGUMENT) unless `peer` is another rank of a communicator of `size`
 // ranks in which this one is `rank`.
 void check_collective_peer(int peer, int rank, int size);
+// Whether a group is open (`depth` > 0), which then takes a call on `stream`: every call of one
+// group uses one stream (`group_stream`, nullptr until the group's first call, set by it). Throws
+// PluginError(INVALID_ARGUMENT) for a call on another.
+bool joins_group(int depth, H2_Stream*& group_stream, H2_Stream* stream);
 
 }  // namespace h2::plugin

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,7 +85,8 @@ HcclDataType hccl_type(uint32_t dtype) {
 
 HcclReduceOp hccl_op(uint32_t dtype, uint32_t op) {
   h2::plugin::check_collective_reduction(dtype, op);
-  return op == H2_REDUCE_MAX ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;  // MEAN: the sum, then divided
+  // MEAN: a sum of the values divided by the rank count (divide_by_ranks).
+  return op == H2_REDUCE_MAX ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;
 }
 
 // `count` elements of `dtype` from `data` on the communicator's device, checked to lie in one
@@ -119,13 +119,9 @@ std::shared_ptr<Stream> stream_for(const std::shared_ptr<Comm>& comm, H2_Stream*
   return stream;
 }
 
-// Whether this thread is inside a group, which then takes a point-to-point call.
+// Whether this thread is inside a group, which then takes the call (on the group's one stream).
 bool joins_group(H2_Stream* handle) {
-  if (group.depth == 0) return false;
-  if (group.stream != nullptr && group.stream != handle)
-    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-  group.stream = handle;
-  return true;
+  return h2::plugin::joins_group(group.depth, group.stream, handle);
 }
 
 // Issues the sends and receives `g` kept, one HcclBatchSendRecv per communicator; every one is

@@ -52,11 +52,7 @@ uint64_t bytes_of(uint64_t count, uint32_t dtype) {
 
 // Whether this thread is inside a group, which then takes the call (on the group's one stream).
 bool joins_group(H2_Stream* handle) {
-  if (group.depth == 0) return false;
-  if (group.stream != nullptr && group.stream != handle)
-    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-  group.stream = handle;
-  return true;
+  return h2::plugin::joins_group(group.depth, group.stream, handle);
 }
 
 // Runs `work` on the stream, or keeps it for group_end inside a group.

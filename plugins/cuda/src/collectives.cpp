@@ -100,7 +100,7 @@ ncclDataType_t nccl_type(uint32_t dtype) {
     case H2_DTYPE_I32: return ncclInt32;
     case H2_DTYPE_I64: return ncclInt64;
     case H2_DTYPE_U8:
-    case H2_DTYPE_BOOL: return ncclUint8;                 // U8 reduced as bytes; BOOL only moved (check_collective_reduction)
+    case H2_DTYPE_BOOL: return ncclUint8;  // U8 reduced as bytes; BOOL only moved (check_collective_reduction)
     default: h2::plugin::collective_element_size(dtype);  // throws for a value that is no H2_DType
   }
   fail(H2_STATUS_UNSUPPORTED, "dtype " + std::to_string(dtype) + " has no NCCL type");
@@ -129,12 +129,7 @@ void issue(const std::shared_ptr<Comm>& comm, H2_Stream* stream_handle, const ch
   if (stream->device != comm->device)
     fail(H2_STATUS_INVALID_ARGUMENT, "the stream belongs to device " + std::to_string(stream->device) +
                                          ", the communicator to device " + std::to_string(comm->device));
-  if (group.depth > 0) {
-    if (group.stream != nullptr && group.stream != stream_handle)
-      fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-    group.stream = stream_handle;
-    group.comms.push_back(comm);
-  }
+  if (h2::plugin::joins_group(group.depth, group.stream, stream_handle)) group.comms.push_back(comm);
   comm->streams.add(stream);
   use_device(comm->device);
   std::shared_lock calls(comm->calls);

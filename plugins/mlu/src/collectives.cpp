@@ -75,7 +75,8 @@ cnclDataType_t cncl_type(uint32_t dtype) {
 
 cnclReduceOp_t cncl_op(uint32_t dtype, uint32_t op) {
   h2::plugin::check_collective_reduction(dtype, op);
-  return op == H2_REDUCE_MAX ? cnclMax : cnclSum;  // MEAN: the sum, then divided
+  // MEAN: a sum of the values divided by the rank count (divide_by_ranks).
+  return op == H2_REDUCE_MAX ? cnclMax : cnclSum;
 }
 
 // `count` elements of `dtype` at `data`, checked to lie in one device allocation of this plugin
@@ -106,10 +107,7 @@ thread_local int group_depth = 0;
 thread_local H2_Stream* group_stream = nullptr;
 
 void check_group_stream(H2_Stream* handle) {
-  if (group_depth == 0) return;
-  if (group_stream != nullptr && group_stream != handle)
-    fail(H2_STATUS_INVALID_ARGUMENT, "every call in one group must use the same stream");
-  group_stream = handle;
+  h2::plugin::joins_group(group_depth, group_stream, handle);
 }
 
 H2_Status get_unique_id(H2_CommUniqueId* id) {
