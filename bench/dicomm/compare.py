@@ -123,8 +123,8 @@ class Contenders:
         print(f"  {name}: failed (exit {code}): {last}", flush=True)
 
     def dicomm(self, ranks, op="allreduce", provider=None, node_transport=None, plugin_library=False,
-               devices=None):
-        env = dict(self.env)
+               devices=None, extra_env=None):
+        env = dict(self.env, **(extra_env or {}))
         if plugin_library:  # the plugin's own collective library (ABI 1.5): cpu-reference's shared memory
             env["H2_DICOMM_VENDOR_COLLECTIVES"] = "auto"
         if provider:
@@ -293,9 +293,14 @@ def main():
                              "ping-pong under, each in a network namespace of its own (needs root and iproute2; "
                              "skipped with a message otherwise); the system's own always runs")
     parser.add_argument("--second-plugin", default="",
-                        help="a second plugin with a collective library (the path of cpu-reference's renamed test "
-                             "build): 4 ranks, two on each plugin, allreduce hierarchically (each plugin's library "
-                             "inside, DiComm between) against DiComm's flat algorithms")
+                        help="a second plugin with a collective library (a name, such as ascend with the emulated "
+                             "CANN, or a plugin's path): 4 ranks, two on each plugin, run allreduce, reduce-scatter, "
+                             "allgather and broadcast hierarchically (each plugin's library inside, DiComm between) "
+                             "against DiComm's flat algorithms")
+    parser.add_argument("--second-plugin-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="environment for the second plugin's ranks (ASCEND_HOME_PATH=the emulated CANN)")
+    parser.add_argument("--second-plugin-repeats", type=int, default=3,
+                        help="repeats of the two-plugin comparison (four collectives, two contenders each)")
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()
     for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
@@ -334,16 +339,26 @@ def main():
                 summary.append(f"allreduce {ranks} ranks: {ours}/best peer {min(ratios[ours]):.2f}x .. "
                                f"{max(ratios[ours]):.2f}x")
 
-    # Two plugins, two ranks each: hierarchical (H2_DICOMM_VENDOR_COLLECTIVES=auto) against flat.
+    # Two plugins, two ranks each: hierarchical (H2_DICOMM_VENDOR_COLLECTIVES=auto) against flat, for
+    # every collective. The ranks are numbered plugin by plugin, so a hierarchical reduce-scatter and
+    # allgather also reorder their blocks.
     if args.second_plugin:
         devices = f"cpu-reference:0,cpu-reference:0,{args.second_plugin}:0,{args.second_plugin}:0"
-        runs = {"dicomm flat": lambda: contenders.dicomm(4, devices=devices),
-                "dicomm hierarchical": lambda: contenders.dicomm(4, devices=devices, plugin_library=True)}
-        results = medians_by_contender(interleaved(runs, "allreduce, 2 + 2 ranks on two plugins"), all_rows)
-        ratios = print_table(f"allreduce f32 sum, 2 + 2 ranks on two plugins: busbw GB/s (median of {args.repeats})",
-                             list(runs), results, ["dicomm hierarchical"])["dicomm hierarchical"]
-        if ratios:
-            summary.append(f"allreduce on two plugins: hierarchical/flat {min(ratios):.2f}x .. {max(ratios):.2f}x")
+        extra = dict(item.split("=", 1) for item in args.second_plugin_env)
+        saved_repeats, args.repeats = args.repeats, args.second_plugin_repeats
+        for op in ("allreduce", "reduce_scatter", "allgather", "broadcast"):
+            runs = {"dicomm flat": lambda: contenders.dicomm(4, op, devices=devices, extra_env=extra),
+                    "dicomm hierarchical": lambda: contenders.dicomm(4, op, devices=devices, plugin_library=True,
+                                                                     extra_env=extra)}
+            results = medians_by_contender(interleaved(runs, f"{op}, 2 + 2 ranks on two plugins"), all_rows)
+            kind = "f32 sum" if op in ("allreduce", "reduce_scatter") else "f32"
+            ratios = print_table(f"{op} {kind}, 2 + 2 ranks on cpu-reference and {args.second_plugin}: busbw GB/s "
+                                 f"(median of {args.repeats})", list(runs), results,
+                                 ["dicomm hierarchical"])["dicomm hierarchical"]
+            if ratios:
+                summary.append(f"{op} on cpu-reference and {args.second_plugin}: hierarchical/flat "
+                               f"{min(ratios):.2f}x .. {max(ratios):.2f}x")
+        args.repeats = saved_repeats
 
     # DiComm on the same provider as fi_pingpong (asking for a provider keeps DiComm's node transport
     # out), and on shm's table also DiComm's own default between ranks of one node, the node transport.

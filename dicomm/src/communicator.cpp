@@ -43,10 +43,6 @@ bool widened(DType dtype) {
   return dtype == DType::f16 || dtype == DType::bf16;
 }
 
-H2_ReduceOp reduce_of(ReduceOp op) {
-  return op == ReduceOp::max ? H2_REDUCE_MAX : op == ReduceOp::avg ? H2_REDUCE_MEAN : H2_REDUCE_SUM;
-}
-
 ops::BinaryOp binary_of(ReduceOp op) {
   return op == ReduceOp::max ? ops::BinaryOp::maximum : ops::BinaryOp::add;
 }
@@ -119,17 +115,34 @@ bool single_operation(const CommState& s, Stream& stream, const Tensor& tensor, 
   return true;
 }
 
-// Average and cast back: the owner of each fully reduced piece does it once.
-void finalize(Stream& stream, double scale, const Tensor& reduced, const Tensor& out) {
-  if (scale != 1.0) ops::binary(stream, ops::BinaryOp::mul, reduced, scale, reduced);
+// Average and cast back: the owner of each fully reduced piece does it once (every rank, after a
+// recursive doubling). An average divides by the rank count rather than multiplying by its
+// inverse: a quotient of two exact operands rounds alike on every plugin, while 1/3 may reach one
+// plugin's kernel as a double and another's as a float, and ranks on two plugins then held results
+// a bit apart.
+void finalize(Stream& stream, int divisor, const Tensor& reduced, const Tensor& out) {
+  if (divisor != 1) ops::binary(stream, ops::BinaryOp::div, reduced, divisor, reduced);
   if (!reduced.same_view(out)) ops::copy(stream, reduced, out);
 }
 
-double scale_of(ReduceOp op, int ranks) {
-  return op == ReduceOp::avg ? 1.0 / ranks : 1.0;
+int divisor_of(ReduceOp op, int ranks) {
+  return op == ReduceOp::avg ? ranks : 1;
+}
+
+// The islands a collective on `tensor` (its largest buffer) runs over hierarchically, or nullptr:
+// above H2_DICOMM_SMALL_BYTES, where the islands' steps pay for themselves. Decided (collectively)
+// at the communicator's first large collective.
+const Hierarchy* large_over_islands(CommState& s, const Tensor& tensor) {
+  if (bytes_of(tensor) <= s.world->small_bytes()) return nullptr;
+  return island_hierarchy(s, tensor.device());
 }
 
 }  // namespace
+
+Communicator communicator_over(std::shared_ptr<CommState> state) {
+  return Communicator(std::move(state));
+}
+
 }  // namespace detail
 
 using namespace detail;
@@ -315,61 +328,28 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     ++s.sequence;
     return;  // sum, avg and max of one contribution are the contribution
   }
+  const std::string what = "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe();
   if (VendorPath* path = library_path(s, tensor.device())) {
     ++s.sequence;
-    const std::string what = "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe();
     const Tensor data = flat(tensor);
-    if (path->comm) {
-      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allreduce(stream, data, data, reduce_of(op)); });
-      return;
-    }
-    // Hierarchical: the groups' libraries inside, DiComm's own algorithms between the groups.
-    const int64_t n = data.numel(), m = path->group_size;
-    if (path->equal_groups && n % m == 0) {
-      // An average is the mean inside (over m) of the means between (over the groups): each rounds
-      // once, and no partial sum of f16 grows past its range.
-      const H2_ReduceOp inside = reduce_of(op);
-      const Tensor shard = data.slice(0, path->group_rank * (n / m), (path->group_rank + 1) * (n / m));
-      if (path->inner)
-        run_on_library(s, *path->inner, stream, what + ", reduce-scatter in the group",
-                       [&] { path->inner->reduce_scatter(stream, data, shard, inside); });
-      Communicator(path->across).allreduce(stream, shard, op, accumulation);
-      if (path->inner)
-        run_on_library(s, *path->inner, stream, what + ", allgather in the group",
-                       [&] { path->inner->allgather(stream, shard, data); });
-      return;
-    }
-    // Groups of several sizes (or a tensor the group cannot cut evenly): sum inside, between the
-    // groups' first ranks, broadcast inside. An average scales each contribution first, so that
-    // no partial sum grows past the dtype's range.
-    if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::mul, data, 1.0 / size(), data);
-    const H2_ReduceOp inside = op == ReduceOp::max ? H2_REDUCE_MAX : H2_REDUCE_SUM;
-    const ReduceOp between = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
-    if (path->inner)
-      run_on_library(s, *path->inner, stream, what + ", in the group",
-                     [&] { path->inner->allreduce(stream, data, data, inside); });
-    // With groups of one size `across` holds this rank's place in every group: only the first
-    // ranks' (place 0) take part.
-    if (path->across && path->group_rank == 0)
-      Communicator(path->across).allreduce(stream, data, between, accumulation);
-    if (path->inner)
-      run_on_library(s, *path->inner, stream, what + ", broadcast in the group",
-                     [&] { path->inner->broadcast(stream, data, data, 0); });
+    if (path->comm)
+      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allreduce(stream, data, data, library_op(op)); });
+    else
+      hierarchical_allreduce(s, *path->hierarchy, stream, data, op, accumulation, what);
     return;
   }
-  if (bytes_of(tensor) > s.world->small_bytes() && island_path(s, tensor.device()) != nullptr) {
+  if (const Hierarchy* islands = large_over_islands(s, tensor)) {
     ++s.sequence;
-    allreduce_over_islands(stream, flat(tensor), op, accumulation);
+    hierarchical_allreduce(s, *islands, stream, flat(tensor), op, accumulation, what);
     return;
   }
-  Collective c(s, stream, tensor.device(),
-               "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe());
+  Collective c(s, stream, tensor.device(), what);
   const Tensor data = flat(tensor);
   const bool widen = widened(data.dtype()) && accumulation == Accumulation::wide;
   const Tensor work = work_buffer(c, data, false, widen);
   // Also when the result may overwrite `data`: the widening copy reads it.
   const auto ready = widen ? c.record() : c.input_ready();
-  const double scale = scale_of(op, size());
+  const int divisor = divisor_of(op, size());
   const size_t bytes = bytes_of(work);
   if (bytes <= s.world->small_bytes()) {
     const Layout layout(work.numel(), 1, c.piece_elements(work.numel(), 1, work.dtype()));
@@ -377,7 +357,7 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     const Region other = c.region(c.scratch(work.numel(), work.dtype()), layout, nullptr);
     const Region result = recursive_doubling_allreduce(c, mine, other, layout, binary_of(op));
     c.run();
-    finalize(c.link().stream(), scale, result.flat, data);
+    finalize(c.link().stream(), divisor, result.flat, data);
   } else {
     // `work` (fp32 for 16-bit data) and `data` are cut alike, so a piece reduced in one is sent
     // from the other as soon as it is finished.
@@ -386,8 +366,8 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     const Region result = work.same_view(data) ? reduced : c.region(data, layout, ready);
     const FinishPiece finish = [&](Transfer::Recv& recv, const Layout::Piece& piece) {
       const Tensor from = reduced.piece(piece), to = result.piece(piece);
-      if (scale == 1.0 && from.same_view(to)) return;
-      recv.then = [from, to, scale](Stream& on) { finalize(on, scale, from, to); };
+      if (divisor == 1 && from.same_view(to)) return;
+      recv.then = [from, to, divisor](Stream& on) { finalize(on, divisor, from, to); };
       recv.then_piece = result.index(piece);
     };
     if (s.world->halving_doubling(size())) {
@@ -401,39 +381,6 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
   c.finish(stream);
 }
 
-void Communicator::allreduce_over_islands(Stream& stream, const Tensor& data, ReduceOp op,
-                                          Accumulation accumulation) const {
-  const IslandPath& path = *state().islands;
-  if (!path.equal_islands) {
-    allreduce_through_first_ranks(stream, data, op, accumulation);
-    return;
-  }
-  // Equal islands of m: rank i of each island sums shard i with rank i of the others. An average is
-  // the mean inside (over m) of the means between (over the islands): each rounds once.
-  const int64_t m = path.island_size, n = data.numel(), body = n - n % m;
-  if (body > 0) {
-    const Tensor head = data.slice(0, 0, body);
-    const Tensor shard = head.slice(0, path.island_rank * (body / m), (path.island_rank + 1) * (body / m));
-    if (path.inner) Communicator(path.inner).reduce_scatter(stream, head, shard, op, accumulation);
-    Communicator(path.across).allreduce(stream, shard, op, accumulation);
-    if (path.inner) Communicator(path.inner).allgather(stream, shard, head);
-  }
-  if (body < n) allreduce_through_first_ranks(stream, data.slice(0, body, n), op, accumulation);
-}
-
-// Sum (or max) inside the island, between the islands' first ranks, broadcast inside: for islands of
-// several sizes, and the last elements that equal islands cannot cut evenly. An average scales each
-// contribution first, so that no partial sum of f16 grows past its range.
-void Communicator::allreduce_through_first_ranks(Stream& stream, const Tensor& data, ReduceOp op,
-                                                 Accumulation accumulation) const {
-  const IslandPath& path = *state().islands;
-  if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::mul, data, 1.0 / size(), data);
-  const ReduceOp sum = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
-  if (path.inner) Communicator(path.inner).allreduce(stream, data, sum, accumulation);
-  if (path.island_rank == 0) Communicator(path.across).allreduce(stream, data, sum, accumulation);
-  if (path.inner) Communicator(path.inner).broadcast(stream, data, 0);
-}
-
 void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Tensor& output, ReduceOp op,
                                   Accumulation accumulation) const {
   check_tensor("reduce_scatter", "the input", input);
@@ -444,29 +391,38 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
     usage("reduce_scatter: the input " + input.describe() + " must hold size() = " + std::to_string(size()) +
           " times the output " + output.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
-  if (PluginComm* vendor = vendor_comm(s, input.device())) {
-    ++s.sequence;
-    run_on_library(s, *vendor, stream, "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe(),
-                   [&] { vendor->reduce_scatter(stream, flat(input), flat(output), reduce_of(op)); });
-    return;
+  const std::string what = "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe();
+  if (const Hierarchy* h = nullptr; size() > 1 && output.numel() > 0) {
+    VendorPath* path = library_path(s, input.device());
+    if (path != nullptr && path->comm) {
+      ++s.sequence;
+      run_on_library(s, *path->comm, stream, what,
+                     [&] { path->comm->reduce_scatter(stream, flat(input), flat(output), library_op(op)); });
+      return;
+    }
+    h = path != nullptr ? &*path->hierarchy : large_over_islands(s, input);
+    if (h != nullptr && h->equal()) {
+      ++s.sequence;
+      hierarchical_reduce_scatter(s, *h, stream, flat(input), flat(output), op, accumulation, what);
+      return;
+    }
   }
-  Collective c(s, stream, input.device(),
-               "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe());
+  Collective c(s, stream, input.device(), what);
   const Tensor work = work_buffer(c, flat(input), true, accumulation == Accumulation::wide);
   const Tensor out = flat(output);
   const int64_t n = out.numel(), mine = rank() * n;
-  const double scale = scale_of(op, size());
+  const int divisor = divisor_of(op, size());
   if (size() > 1 && n > 0) {
     // Segment rank() of the layout is exactly [rank() * n, (rank() + 1) * n).
     const Layout layout(work.numel(), size(), c.piece_elements(work.numel(), size(), work.dtype()));
     const Region reduced = c.region(work, layout, c.record());
     ring_reduce_scatter(c, reduced, layout, binary_of(op), [&](Transfer::Recv& recv, const Layout::Piece& piece) {
       const Tensor from = reduced.piece(piece), to = out.slice(0, piece.begin - mine, piece.end - mine);
-      recv.then = [from, to, scale](Stream& on) { finalize(on, scale, from, to); };
+      recv.then = [from, to, divisor](Stream& on) { finalize(on, divisor, from, to); };
     });
     c.run();
   } else {
-    finalize(c.link().stream(), scale, work.slice(0, mine, mine + n), out);
+    finalize(c.link().stream(), divisor, work.slice(0, mine, mine + n), out);
   }
   c.finish(stream);
 }
@@ -479,13 +435,22 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
     usage("allgather: the output " + output.describe() + " must hold size() = " + std::to_string(size()) +
           " times the input " + input.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
-  if (PluginComm* vendor = vendor_comm(s, input.device())) {
-    ++s.sequence;
-    run_on_library(s, *vendor, stream, "allgather of " + input.describe(),
-                   [&] { vendor->allgather(stream, flat(input), flat(output)); });
-    return;
+  const std::string what = "allgather of " + input.describe();
+  if (const Hierarchy* h = nullptr; size() > 1 && input.numel() > 0) {
+    VendorPath* path = library_path(s, input.device());
+    if (path != nullptr && path->comm) {
+      ++s.sequence;
+      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allgather(stream, flat(input), flat(output)); });
+      return;
+    }
+    h = path != nullptr ? &*path->hierarchy : large_over_islands(s, output);
+    if (h != nullptr && h->equal()) {
+      ++s.sequence;
+      hierarchical_allgather(s, *h, stream, flat(input), flat(output), what);
+      return;
+    }
   }
-  Collective c(s, stream, input.device(), "allgather of " + input.describe());
+  Collective c(s, stream, input.device(), what);
   const int64_t n = input.numel();
   const Tensor out = flat(output);
   // The rank's own part is a byte copy (input and output are contiguous and of one dtype): every
@@ -513,13 +478,22 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
     ++s.sequence;
     return;
   }
-  if (PluginComm* vendor = vendor_comm(s, tensor.device())) {
+  const std::string what = "broadcast from rank " + std::to_string(root) + " of " + tensor.describe();
+  if (VendorPath* path = library_path(s, tensor.device())) {
     ++s.sequence;
-    run_on_library(s, *vendor, stream, "broadcast from rank " + std::to_string(root) + " of " + tensor.describe(),
-                   [&] { vendor->broadcast(stream, flat(tensor), flat(tensor), root); });
+    const Tensor data = flat(tensor);
+    if (path->comm)
+      run_on_library(s, *path->comm, stream, what, [&] { path->comm->broadcast(stream, data, data, root); });
+    else
+      hierarchical_broadcast(s, *path->hierarchy, stream, data, root, what);
     return;
   }
-  Collective c(s, stream, tensor.device(), "broadcast from rank " + std::to_string(root) + " of " + tensor.describe());
+  if (const Hierarchy* islands = large_over_islands(s, tensor)) {
+    ++s.sequence;
+    hierarchical_broadcast(s, *islands, stream, flat(tensor), root, what);
+    return;
+  }
+  Collective c(s, stream, tensor.device(), what);
   const Tensor data = flat(tensor);
   const Layout layout(data.numel(), 1, c.piece_elements(data.numel(), 1, data.dtype()));
   const Region region = c.region(data, layout, c.input_ready());

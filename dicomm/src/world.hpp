@@ -120,7 +120,7 @@ struct CommState {
   uint32_t sequence = 0;     // collectives issued so far (every member issues the same ones)
   uint32_t splits = 0;
   std::shared_ptr<VendorPath> vendor;   // decided at the first collective (vendor_path.hpp)
-  std::shared_ptr<IslandPath> islands;  // decided at the first large allreduce (island_path.hpp)
+  std::shared_ptr<IslandPath> islands;  // decided at the first large collective (island_path.hpp)
 };
 
 }  // namespace h2::dicomm::detail

@@ -87,11 +87,15 @@ void check_allreduce(const Communicator& comm, h2::Stream& stream, const h2::Dev
     Tensor all = Tensor::empty(device, {size * n}, dtype);
     comm.allgather(stream, t, all);
     const std::vector<double> everyone = all.to_host(stream);
-    bool same = true;
-    for (int r = 0; r < size; ++r)
-      for (int64_t i = 0; i < n; ++i)
-        same = same && everyone[static_cast<size_t>(r * n + i)] == got[static_cast<size_t>(i)];
-    expect(same, name("allreduce", dtype, n) + " bit-identical on every rank");
+    std::string first_difference;
+    for (int r = 0; r < size && first_difference.empty(); ++r)
+      for (int64_t i = 0; i < n && first_difference.empty(); ++i)
+        if (everyone[static_cast<size_t>(r * n + i)] != got[static_cast<size_t>(i)])
+          first_difference = " (element " + std::to_string(i) + ": rank " + std::to_string(r) + " has " +
+                             std::to_string(everyone[static_cast<size_t>(r * n + i)]) + ", this rank " +
+                             std::to_string(got[static_cast<size_t>(i)]) + ")";
+    expect(first_difference.empty(), name("allreduce", dtype, n) + " " + h2::dicomm::reduce_op_name(op) +
+                                         " bit-identical on every rank" + first_difference);
   }
 }
 

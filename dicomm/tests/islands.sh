@@ -8,12 +8,13 @@
 #   islands.sh check COLLECTIVES_RANK   the test: each pair's network (fast inside an island, the
 #                                       backbone between), every collective check across both;
 #                                       without the speeds everything goes over the backbone; ranks
-#                                       numbered across the islands (and three of them) sum large
-#                                       allreduces island by island.
+#                                       numbered across the islands (and three of them) run large
+#                                       collectives island by island.
 #   islands.sh bench H2                 allreduce busbw with routes per link against everything on
 #                                       the slow backbone, ring and halving-doubling; then, ranks
 #                                       numbered across the islands, the hierarchy over the islands
-#                                       against the flat algorithms; ratios printed.
+#                                       against the flat algorithms, for allreduce, reduce-scatter,
+#                                       allgather and broadcast; ratios printed.
 # Skips (exit 77) where namespaces cannot be created.
 set -uo pipefail
 mode=$1
@@ -124,14 +125,18 @@ if [ "$mode" = check ]; then
   if run_ranks "$program" check > /dev/null; then echo "FAILED: H2_DICOMM_NIC_GBPS=fast0=quick was accepted"; exit 1; fi
   grep -qF "H2_DICOMM_NIC_GBPS entry 'fast0=quick' is not NIC=GBITS_PER_S" /tmp/h2-islands-$suffix.* || { echo "FAILED: the bad speed was not named"; exit 1; }
   # Numbered across the islands (a1 b1 a2 b2), where halving-doubling's nearest partner is across
-  # the backbone: large allreduces sum island by island. Three ranks make islands of two sizes,
-  # which sum through their first ranks when asked to (H2_DICOMM_ALLREDUCE=hierarchical).
+  # the backbone: large collectives run island by island. Three ranks make islands of two sizes,
+  # whose allreduces sum piece by piece when asked to (H2_DICOMM_ALLREDUCE=hierarchical).
   for hosts_in_order in "a1 b1 a2 b2" "a1 b1 a2"; do
     read -ra order <<< "$hosts_in_order"
     extra=("${speeds[@]}" H2_LOG_LEVEL=info)
     [ ${#order[@]} = 3 ] && extra+=(H2_DICOMM_ALLREDUCE=hierarchical)
     run_ranks "$program" check || exit 1
-    want="large allreduces hierarchical over islands {0,2} {1$([ ${#order[@]} = 4 ] && echo ",3")}"
+    if [ ${#order[@]} = 4 ]; then
+      want="large collectives hierarchical over islands {0,2} {1,3} (shard by shard between them)"
+    else
+      want="large allreduces and broadcasts (reduce-scatters and allgathers flat) hierarchical over islands {0,2} {1} (piece by piece between them)"
+    fi
     grep -qF "$want" /tmp/h2-islands-$suffix.0 || { cat /tmp/h2-islands-$suffix.0; echo "FAILED: ranks $hosts_in_order: no '$want'"; exit 1; }
     echo "ranks on $hosts_in_order: $want, every collective right"
   done
@@ -189,4 +194,27 @@ for bytes in 65536 262144 1048576 4194304; do
 b = sys.argv[1]; h, d, r = map(float, sys.argv[2:])
 print("%10s | %12.3f %12.3f %12.3f | %15.2fx %9.2fx" % (b, h, d, r, h / d if d else 0, h / r if r else 0))' \
     "$bytes" "${busbw[across,auto,$bytes]:-0}" "${busbw[across,halving_doubling,$bytes]:-0}" "${busbw[across,ring,$bytes]:-0}"
+done
+
+# The other collectives, ranks numbered across the islands: island by island (auto, above
+# H2_DICOMM_SMALL_BYTES) against flat (ring: no islands), whose ring crosses the backbone at every step.
+for op in reduce_scatter allgather broadcast; do
+  for algorithm in auto ring; do
+    extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
+    json=/tmp/h2-islands-$suffix.json
+    run_ranks "$program" bench comm --op $op --min-bytes 64K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
+      --json "$json" || exit 1
+    while read -r bytes value; do busbw[$op,$algorithm,$bytes]=$value; done < <(
+      python3 -c 'import json,sys
+for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
+  done
+  echo
+  echo "$op, 4 ranks numbered across the islands (a1 b1 a2 b2), routes per link, f32: busbw GB/s"
+  printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
+  for bytes in 65536 262144 1048576 4194304; do
+    python3 -c 'import sys
+b = sys.argv[1]; h, f = map(float, sys.argv[2:])
+print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
+      "$bytes" "${busbw[$op,auto,$bytes]:-0}" "${busbw[$op,ring,$bytes]:-0}"
+  done
 done

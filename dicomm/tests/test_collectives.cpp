@@ -165,28 +165,38 @@ TEST(Collectives, RanksOnTwoPlugins) {
   EXPECT_THAT(result.output, HasSubstr("rank 1: device cpu-reference-defective:0"));
 }
 
-// Ranks on two plugins, each with its collective library, told to use them: an allreduce runs as the
+// Ranks on two plugins, each with its collective library, told to use them: a collective runs as the
 // libraries' steps inside each plugin's group and DiComm's between the groups. With groups of one size
-// rank i of each group sums shard i; with groups of two sizes the groups' first ranks meet. Every check
-// still holds, and the other collectives run on DiComm's own algorithms.
-TEST(Collectives, RanksOnTwoPluginsAllreduceHierarchically) {
+// rank i of each group meets rank i of the others, whether the ranks are numbered group by group (a
+// reduce-scatter and an allgather then reorder the blocks) or alternately (they need not); with
+// groups of two sizes an allreduce sums each piece between the ranks whose shards hold it, and
+// reduce-scatter and allgather run flat. Every check still holds.
+TEST(Collectives, RanksOnTwoPluginsRunCollectivesHierarchically) {
   const std::string second = env_or_fail("H2_TEST_SECOND_PLUGIN");
   const std::string env = "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info";
+  const std::string equal =
+      "communicator 'world': collectives hierarchical over 2 groups (the plugins' libraries "
+      "inside, DiComm between, shard by shard); this rank's group: ";
   CliResult result =
       launch(4, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0," + second + ":0");
   expect_all_passed(result, 4);
-  EXPECT_THAT(result.output, HasSubstr("communicator 'world': allreduce hierarchical over 2 groups (the plugins' "
-                                       "libraries inside, DiComm between, shard by shard)"));
+  EXPECT_THAT(result.output, HasSubstr(equal + "cpu-reference shared memory on ranks 0,1"));
+  result = launch(4, "check", env, "--devices cpu-reference:0," + second + ":0,cpu-reference:0," + second + ":0");
+  expect_all_passed(result, 4);
+  EXPECT_THAT(result.output, HasSubstr(equal + "cpu-reference shared memory on ranks 0,2"));
   result = launch(3, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0");
   expect_all_passed(result, 3);
-  EXPECT_THAT(result.output, HasSubstr("communicator 'world': allreduce hierarchical over 2 groups (the plugins' "
-                                       "libraries inside, DiComm between, first ranks)"));
+  EXPECT_THAT(
+      result.output,
+      HasSubstr("communicator 'world': allreduce and broadcast (reduce-scatter and allgather flat) hierarchical "
+                "over 2 groups (the plugins' libraries inside, DiComm between, piece by piece); this rank's "
+                "group: itself alone on ranks 2"));
 }
 
 // Three vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,
 // the Ascend plugin's HCCL (over the emulated CANN) on ranks 2 and 3, the MLU plugin's CNCL (over
 // the emulated Neuware) on ranks 4 and 5, DiComm between them.
-TEST(Collectives, ThreeVendorsAllreduceOnTheirOwnLibraries) {
+TEST(Collectives, ThreeVendorsRunCollectivesOnTheirOwnLibraries) {
   const std::string env =
       "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME") +
       " NEUWARE_HOME=" + env_or_fail("H2_TEST_NEUWARE_HOME");
@@ -194,11 +204,21 @@ TEST(Collectives, ThreeVendorsAllreduceOnTheirOwnLibraries) {
       launch(6, "check", env, "--devices cpu-reference:0,cpu-reference:0,ascend:0,ascend:0,mlu:0,mlu:0");
   expect_all_passed(result, 6);
   const std::string hierarchy =
-      "h2 [info] dicomm: communicator 'world': allreduce hierarchical over 3 groups (the "
+      "h2 [info] dicomm: communicator 'world': collectives hierarchical over 3 groups (the "
       "plugins' libraries inside, DiComm between, shard by shard); this rank's group: ";
   EXPECT_THAT(result.output, HasSubstr("[rank 0] " + hierarchy + "cpu-reference shared memory on ranks 0,1"));
   EXPECT_THAT(result.output, HasSubstr("[rank 2] " + hierarchy + "HCCL on ranks 2,3"));
   EXPECT_THAT(result.output, HasSubstr("[rank 4] " + hierarchy + "CNCL 1.25.0 on ranks 4,5"));
+}
+
+// The same three plugins on DiComm's own algorithms alone: every rank still ends an average with the
+// same bits, though each plugin's kernels divide (an average that multiplied by 1/3 rounded it as a
+// double on one plugin and as a float on another).
+TEST(Collectives, ThreeVendorsOnDiCommAloneHoldTheSameBits) {
+  const std::string env =
+      "ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME") + " NEUWARE_HOME=" + env_or_fail("H2_TEST_NEUWARE_HOME");
+  const CliResult result = launch(3, "check", env, "--devices cpu-reference:0,ascend:0,mlu:0");
+  expect_all_passed(result, 3);
 }
 
 TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {

@@ -117,6 +117,30 @@ TEST(Islands, EachRankMeetsItsPlaceInEveryGroupOrTheFirstRanks) {
   EXPECT_EQ(one.across_index, 0u);
 }
 
+// Groups of several sizes sum a piece of the tensor between the ranks whose shards hold it: groups
+// of 4 and 2 (and 3) cut at 0, 1/4, 1/3, 1/2, 2/3 and 3/4; groups of one size m give m pieces, piece i
+// held by every group's rank i; sizes whose least common multiple is too large give none.
+TEST(Islands, GroupsOfSeveralSizesSumPiecesBetweenTheirHolders) {
+  const ShardPieces two_sizes = shard_pieces({{0, 1, 2, 3}, {4, 5}}, 4096);
+  EXPECT_EQ(two_sizes.unit, 4);
+  ASSERT_EQ(two_sizes.pieces.size(), 4u);
+  EXPECT_EQ(two_sizes.pieces[1].begin, 1);
+  EXPECT_EQ(two_sizes.pieces[1].end, 2);
+  EXPECT_EQ(two_sizes.pieces[1].holders, (std::vector<int>{1, 4}));
+  EXPECT_EQ(two_sizes.pieces[3].holders, (std::vector<int>{3, 5}));
+  const ShardPieces three_sizes = shard_pieces({{0, 1, 2, 3}, {4, 5}, {6, 7, 8}}, 4096);
+  EXPECT_EQ(three_sizes.unit, 12);
+  std::vector<int64_t> begins;
+  for (const ShardPiece& piece : three_sizes.pieces) begins.push_back(piece.begin);
+  EXPECT_EQ(begins, (std::vector<int64_t>{0, 3, 4, 6, 8, 9}));
+  EXPECT_EQ(three_sizes.pieces[2].holders, (std::vector<int>{1, 4, 7}));  // [4, 6) of 12
+  EXPECT_EQ(three_sizes.pieces.back().end, 12);
+  const ShardPieces one_size = shard_pieces({{0, 2}, {1, 3}}, 4096);
+  ASSERT_EQ(one_size.pieces.size(), 2u);
+  EXPECT_EQ(one_size.pieces[1].holders, (std::vector<int>{2, 3}));
+  EXPECT_EQ(shard_pieces({{0, 1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11}, {12, 13, 14}}, 64).unit, 0);  // 105 > 64
+}
+
 TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {
   // Holmes' cluster: InfiniBand inside an island, a faster-looking Ethernet everywhere.
   const Network ib = net("verbs;ofi_rxm", "IB-0xfe80000000000000", "mlx5_0", 200);

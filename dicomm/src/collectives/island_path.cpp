@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "collectives/islands.hpp"
-#include "collectives/vendor_path.hpp"
 #include "common/rank_list.hpp"
 #include "h2/dicomm/error.hpp"
 #include "h2/log.hpp"
@@ -29,37 +27,35 @@ void decide_islands(CommState& s, const Device& device, IslandPath& path) {
   const std::vector<std::vector<int>> found = islands(size, [&](int a, int b) {
     return world.link_gbps(s.members[static_cast<size_t>(a)], s.members[static_cast<size_t>(b)]);
   });
-  path.hierarchical =
+  const bool hierarchical =
       worth_a_hierarchy(found, setting == "hierarchical") &&
       (setting == "hierarchical" || !(world.halving_doubling(size) && halving_doubling_follows(found, size)));
-  if (!path.hierarchical) return;
-  const GroupPlace place = place_in(found, s.rank);
-  path.island_size = place.size;
-  path.island_rank = place.rank;
-  path.equal_islands = place.equal;
+  if (!hierarchical) return;
+  Hierarchy h = hierarchy_of(found, s.rank);
   const std::string prefix = "dicomm/islands/" + std::to_string(s.id) + "/";
-  if (place.size > 1)
-    path.inner = sub_communicator(s, device, found[place.group], prefix + "island/" + std::to_string(place.group),
-                                  "island(" + std::to_string(place.group) + ")");
-  if (!place.across.empty())
-    path.across = sub_communicator(s, device, place.across, prefix + "across/" + std::to_string(place.across_index),
-                                   "across(" + std::to_string(place.across_index) + ")");
+  if (h.place.size > 1) {
+    const std::string index = std::to_string(h.place.group);
+    h.inside = sub_communicator(s, device, found[h.place.group], prefix + "island/" + index, "island(" + index + ")");
+  }
+  join_across(s, device, h, prefix);
   log(LogLevel::info, "dicomm",
-      "communicator '" + s.name + "': large allreduces hierarchical over islands " + describe(found) +
-          (path.equal_islands ? " (shard by shard between them)" : " (first ranks between them)"));
+      "communicator '" + s.name + "': large " +
+          (h.equal() ? "collectives" : "allreduces and broadcasts (reduce-scatters and allgathers flat)") +
+          " hierarchical over islands " + describe(found) + " (" + h.between() + " between them)");
+  path.hierarchy = std::move(h);
 }
 
 }  // namespace
 
-IslandPath* island_path(CommState& s, const Device& device) {
+const Hierarchy* island_hierarchy(CommState& s, const Device& device) {
   if (s.islands) {
     if (!s.islands->failure.empty())
       throw CommError(CommErrorKind::transport, -1,
                       "DiComm: communicator '" + s.name + "' could not set up its islands: " + s.islands->failure);
-    return s.islands->hierarchical ? s.islands.get() : nullptr;
+    return s.islands->hierarchy ? &*s.islands->hierarchy : nullptr;
   }
   // Decided in full or not at all: a decision that failed half-way (a store timeout) leaves every
-  // later allreduce of the communicator refused, never ranks on different paths.
+  // later collective of the communicator refused, never ranks on different paths.
   auto path = std::make_shared<IslandPath>();
   try {
     decide_islands(s, device, *path);
@@ -69,7 +65,7 @@ IslandPath* island_path(CommState& s, const Device& device) {
     throw;
   }
   s.islands = path;
-  return path->hierarchical ? path.get() : nullptr;
+  return path->hierarchy ? &*path->hierarchy : nullptr;
 }
 
 }  // namespace h2::dicomm::detail

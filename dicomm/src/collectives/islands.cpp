@@ -1,8 +1,10 @@
 #include "islands.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <numeric>
+#include <set>
 
 namespace h2::dicomm::detail {
 
@@ -88,6 +90,30 @@ GroupPlace place_in(const std::vector<std::vector<int>>& groups, int rank) {
     for (const auto& g : groups) place.across.push_back(g[place.across_index]);
   }
   return place;
+}
+
+ShardPieces shard_pieces(const std::vector<std::vector<int>>& groups, int64_t max_unit) {
+  ShardPieces result;
+  int64_t unit = 1;
+  for (const std::vector<int>& group : groups) {
+    unit = std::lcm(unit, static_cast<int64_t>(group.size()));
+    if (unit > max_unit) return result;
+  }
+  std::set<int64_t> cuts;  // every group's shard boundaries, in units
+  for (const std::vector<int>& group : groups) {
+    const int64_t width = unit / static_cast<int64_t>(group.size());
+    for (int64_t at = 0; at < unit; at += width) cuts.insert(at);
+  }
+  result.unit = unit;
+  for (auto cut = cuts.begin(); cut != cuts.end(); ++cut) {
+    ShardPiece piece;
+    piece.begin = *cut;
+    piece.end = std::next(cut) == cuts.end() ? unit : *std::next(cut);
+    for (const std::vector<int>& group : groups)
+      piece.holders.push_back(group[static_cast<size_t>(piece.begin / (unit / static_cast<int64_t>(group.size())))]);
+    result.pieces.push_back(std::move(piece));
+  }
+  return result;
 }
 
 }  // namespace h2::dicomm::detail

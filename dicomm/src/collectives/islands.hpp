@@ -4,6 +4,7 @@
 // every rank groups alike without a word to the others.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -38,5 +39,21 @@ struct GroupPlace {
   std::vector<int> across;
 };
 GroupPlace place_in(const std::vector<std::vector<int>>& groups, int rank);
+
+// Where groups of several sizes each cut a tensor into shards, one per rank (m equal shards for a
+// group of m), the shards of different groups overlap. Cut at every group's shard boundaries, each
+// piece lies in one shard of every group: the ranks holding it, one per group, sum it between them.
+// Positions are in `unit`ths of the tensor, `unit` the sizes' least common multiple (0 where that
+// exceeds `max_unit`: no pieces). Groups of one size m give m pieces, piece i held by every group's
+// rank i.
+struct ShardPiece {
+  int64_t begin = 0, end = 0;
+  std::vector<int> holders;  // in group order
+};
+struct ShardPieces {
+  int64_t unit = 0;
+  std::vector<ShardPiece> pieces;
+};
+ShardPieces shard_pieces(const std::vector<std::vector<int>>& groups, int64_t max_unit);
 
 }  // namespace h2::dicomm::detail

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "collectives/islands.hpp"
 #include "common/hex.hpp"
 #include "common/rank_list.hpp"
 #include "h2/log.hpp"
@@ -65,27 +64,6 @@ std::shared_ptr<PluginComm> join_library(CommState& s, const Device& device, con
 
 // Fills `path` for communicator `s` on `device`, joining the libraries it uses. Collective.
 void decide(CommState& s, const Device& device, VendorPath& path);
-
-std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, const std::vector<int>& ranks,
-                                            const std::string& key, const std::string& name) {
-  World& world = *s.world;
-  auto sub = std::make_shared<CommState>();
-  sub->world = s.world;
-  sub->name = s.name + "/" + name;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    sub->members.push_back(s.members[static_cast<size_t>(ranks[i])]);
-    if (ranks[i] == s.rank) sub->rank = static_cast<int>(i);
-  }
-  if (sub->rank == 0) {
-    sub->id = world.new_comm_id();
-    world.store()->set(key, std::to_string(sub->id));
-  } else {
-    sub->id = static_cast<uint32_t>(std::stoul(world.store()->get(key)));
-  }
-  sub->vendor = std::make_shared<VendorPath>(device);
-  sub->vendor->why_not = "a step of a hierarchical collective";
-  return sub;
-}
 
 VendorPath* library_path(CommState& s, const Device& device) {
   World& world = *s.world;
@@ -156,28 +134,25 @@ void decide(CommState& s, const Device& device, VendorPath& path) {
     log(LogLevel::info, "dicomm", "communicator '" + s.name + "': collectives on " + library->name);
     return;
   }
-  // Several groups: the library inside each, DiComm between them. With groups of one size, rank i of
-  // every group meets rank i of the others (each sums a shard); else the groups' first ranks meet.
-  const GroupPlace place = place_in(groups, s.rank);
-  path.group_size = place.size;
-  path.group_rank = place.rank;
-  path.equal_groups = place.equal;
-  if (place.size > 1)
-    path.inner = join_library(s, device, groups[place.group], prefix + "group/" + std::to_string(place.group));
-  if (!place.across.empty())
-    path.across = sub_communicator(s, device, place.across, prefix + "across/" + std::to_string(place.across_index),
-                                   "across(" + std::to_string(place.across_index) + ")");
+  if (std::all_of(groups.begin(), groups.end(), [](const auto& group) { return group.size() == 1; })) {
+    // Nothing to run inside: the groups' libraries would add only steps.
+    path.why_not = "every rank's library group holds that rank alone";
+    log(LogLevel::info, "dicomm", "communicator '" + s.name + "': DiComm's own collectives: " + path.why_not);
+    return;
+  }
+  // Several groups: the library inside each, DiComm between them.
+  Hierarchy h = hierarchy_of(groups, s.rank);
+  if (h.place.size > 1)
+    h.library = join_library(s, device, groups[h.place.group], prefix + "group/" + std::to_string(h.place.group));
+  join_across(s, device, h, prefix);
   log(LogLevel::info, "dicomm",
-      "communicator '" + s.name + "': allreduce hierarchical over " + std::to_string(groups.size()) +
-          " groups (the plugins' libraries inside, DiComm between" +
-          (path.equal_groups ? ", shard by shard)" : ", first ranks)") +
-          "; this rank's group: " + (place.size > 1 ? library->name : std::string("itself alone")) + " on ranks " +
-          rank_list(groups[place.group]));
-}
-
-PluginComm* vendor_comm(CommState& s, const Device& device) {
-  VendorPath* path = library_path(s, device);
-  return path != nullptr ? path->comm.get() : nullptr;
+      "communicator '" + s.name +
+          "': " + (h.equal() ? "collectives" : "allreduce and broadcast (reduce-scatter and allgather flat)") +
+          " hierarchical over " + std::to_string(groups.size()) +
+          " groups (the plugins' libraries inside, DiComm between, " + h.between() +
+          "); this rank's group: " + (h.place.size > 1 ? library->name : std::string("itself alone")) + " on ranks " +
+          rank_list(groups[h.place.group]));
+  path.hierarchy = std::move(h);
 }
 
 void run_on_library(CommState& s, PluginComm& comm, Stream& stream, const std::string& what,

@@ -6,17 +6,18 @@
 // The members decide together, once per communicator, at its first collective: each says which
 // plugin, library and node its device is, through the store. Members on one library join it (the
 // first makes the library's unique id, the store carries it). Members on several (two plugins, or
-// nodes of a one-node library) form a group per library, each joins its group's, and an allreduce
-// runs hierarchically: reduce-scatter inside each group, allreduce between groups on DiComm's own
-// algorithms, allgather inside (groups of one size), else allreduce inside, between the groups'
-// first ranks, broadcast inside. Every later collective of the communicator must then use the same
+// nodes of a one-node library) form a group per library, each joins its group's, and the
+// collectives run hierarchically (hierarchy.hpp): each group's library inside, DiComm's own
+// algorithms between the groups. Every later collective of the communicator must then use the same
 // device on each rank (DiComm refuses another).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "collectives/hierarchy.hpp"
 #include "h2/plugin_comm.hpp"
 #include "world.hpp"
 
@@ -29,26 +30,14 @@ struct VendorPath {
   std::string failure;  // when joining the library failed: every later collective is refused
   // Every member on one library: the communicator's collectives run on it.
   std::shared_ptr<PluginComm> comm;
-  // Members in several groups (plugins, or nodes of a one-node library): an allreduce runs as the
-  // library's steps inside this rank's group (`inner`, null for a group of one) and DiComm's between
-  // groups (`across`: with groups of one size the members of this rank's place in every group, else
-  // the groups' first members; null for a rank that is not among them).
-  std::shared_ptr<PluginComm> inner;
-  std::shared_ptr<CommState> across;
-  int group_size = 1, group_rank = 0;
-  bool equal_groups = false;
+  // Members in several groups (plugins, or nodes of a one-node library): the collectives run as the
+  // libraries' steps inside each group and DiComm's between the groups.
+  std::optional<Hierarchy> hierarchy;
 };
 
 // How communicator `s`'s collectives on `device` run where a plugin library serves them, or nullptr
 // where DiComm's own algorithms must. Collective over the communicator's members the first time.
 VendorPath* library_path(CommState& s, const Device& device);
-// A DiComm communicator over communicator ranks `ranks` of `s` (this rank among them), on DiComm's own
-// algorithms: a step of a hierarchical collective. Its first member makes its id and publishes it
-// under `key` in the store; the others read it. Every member of `ranks` calls it, in one order.
-std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, const std::vector<int>& ranks,
-                                            const std::string& key, const std::string& name);
-// The library that runs every collective of the communicator (its `comm`), or nullptr.
-PluginComm* vendor_comm(CommState& s, const Device& device);
 
 // Issues `call` (one of `comm`'s data calls on `stream`) and waits until it has run, as DiComm's own
 // collectives do, so that a failure is a CommError of this call: the job's, naming the rank, when

@@ -21,6 +21,11 @@
 // device's plugin, several pieces in flight so device copies overlap the wire. Reductions always run
 // on the device, through the core's operators; fp16 and bf16 are reduced in fp32 and rounded once.
 //
+// Hierarchy: where the ranks form islands joined by slow links, or span plugins whose collective
+// libraries DiComm may use (H2_DICOMM_VENDOR_COLLECTIVES), a collective runs as steps inside each
+// group (DiComm's, or the group's library) and between the groups, so the slow links carry a shard
+// per rank rather than the whole tensor.
+//
 // Failures: every wait ends within the communicator's timeout (H2_DICOMM_TIMEOUT, seconds; default
 // 300). When another rank dies or aborts, every pending and later call on every communicator of
 // this process throws a CommError naming that rank.
@@ -54,9 +59,12 @@ struct CommOptions {
   std::string provider;
 };
 
+class Communicator;
 namespace detail {
 struct CommState;
 struct RequestState;
+// A Communicator over DiComm's state of one: for the steps of its hierarchical collectives.
+Communicator communicator_over(std::shared_ptr<CommState> state);
 }  // namespace detail
 
 // An asynchronous operation. Dropping a Request does not cancel the operation: it completes in the
@@ -127,15 +135,12 @@ class Communicator {
   void abort_after(const std::exception& error) const;
 
  private:
+  friend Communicator detail::communicator_over(std::shared_ptr<detail::CommState> state);
   explicit Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
   const detail::CommState& state() const;
   // isend / irecv without waking DiComm's background thread: for send / recv, which wait at once.
   Request start_send(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
   Request start_recv(Stream& stream, const Tensor& tensor, int peer, uint32_t tag) const;
-  // allreduce over the islands of this communicator's ranks (collectives/island_path.hpp), each step
-  // a collective of a communicator over some of them. `data` is flat.
-  void allreduce_over_islands(Stream& stream, const Tensor& data, ReduceOp op, Accumulation accumulation) const;
-  void allreduce_through_first_ranks(Stream& stream, const Tensor& data, ReduceOp op, Accumulation accumulation) const;
   std::shared_ptr<detail::CommState> state_;
 };
 
