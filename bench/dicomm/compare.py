@@ -272,7 +272,8 @@ def main():
     parser.add_argument("--plugin-path", required=True, help="H2_PLUGIN_PATH for the ranks (cpu-reference)")
     parser.add_argument("--mpi-allreduce", required=True)
     parser.add_argument("--gloo-allreduce", required=True)
-    parser.add_argument("--ranks", default="2,4")
+    parser.add_argument("--ranks", default="2,4",
+                        help="rank counts of the allreduce against Open MPI and Gloo (empty: none)")
     parser.add_argument("--min-bytes", type=int, default=MIB)
     parser.add_argument("--max-bytes", type=int, default=64 * MIB)
     parser.add_argument("--factor", type=int, default=4)
@@ -301,6 +302,7 @@ def main():
                         help="environment for the second plugin's ranks (ASCEND_HOME_PATH=the emulated CANN)")
     parser.add_argument("--second-plugin-repeats", type=int, default=3,
                         help="repeats of the two-plugin comparison (four collectives, two contenders each)")
+    parser.add_argument("--no-pingpong", action="store_true", help="leave out the ping-pong tables")
     parser.add_argument("--json", help="write every row (medians) here as JSON lines")
     args = parser.parse_args()
     for path in (args.h2, args.mpi_allreduce, args.gloo_allreduce):
@@ -390,11 +392,11 @@ def main():
                 who = "DiComm" if name == "dicomm" else "DiComm's node transport"
                 summary.append(f"pingpong {where}: {who}/fi_pingpong {min(values):.2f}x .. {max(values):.2f}x")
 
-    pingpong_table("shm")
-    system_congestion = tcp_congestion()
-    pingpong_table("tcp;ofi_rxm", system_congestion)
-    for name in (n for n in args.tcp_congestion.split(",") if n):
-        if name == system_congestion:
+    if not args.no_pingpong:
+        pingpong_table("shm")
+        pingpong_table("tcp;ofi_rxm", tcp_congestion())
+    for name in (n for n in args.tcp_congestion.split(",") if n and not args.no_pingpong):
+        if name == tcp_congestion():
             continue
         with CongestionNamespace(name) as namespace:
             if namespace.error:

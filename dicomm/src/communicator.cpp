@@ -132,9 +132,9 @@ int divisor_of(ReduceOp op, int ranks) {
 // The islands a collective on `tensor` (its largest buffer) runs over hierarchically, or nullptr:
 // above H2_DICOMM_SMALL_BYTES, where the islands' steps pay for themselves. Decided (collectively)
 // at the communicator's first large collective.
-const Hierarchy* large_over_islands(CommState& s, const Tensor& tensor) {
+Hierarchy* large_over_islands(CommState& s, const Tensor& tensor, bool allreduce = false) {
   if (bytes_of(tensor) <= s.world->small_bytes()) return nullptr;
-  return island_hierarchy(s, tensor.device());
+  return island_hierarchy(s, tensor.device(), allreduce);
 }
 
 }  // namespace
@@ -338,7 +338,7 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
       hierarchical_allreduce(s, *path->hierarchy, stream, data, op, accumulation, what);
     return;
   }
-  if (const Hierarchy* islands = large_over_islands(s, tensor)) {
+  if (Hierarchy* islands = large_over_islands(s, tensor, true)) {
     ++s.sequence;
     hierarchical_allreduce(s, *islands, stream, flat(tensor), op, accumulation, what);
     return;
@@ -392,7 +392,7 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
           " times the output " + output.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
   const std::string what = "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe();
-  if (const Hierarchy* h = nullptr; size() > 1 && output.numel() > 0) {
+  if (Hierarchy* h = nullptr; size() > 1 && output.numel() > 0) {
     VendorPath* path = library_path(s, input.device());
     if (path != nullptr && path->comm) {
       ++s.sequence;
@@ -436,7 +436,7 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
           " times the input " + input.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
   const std::string what = "allgather of " + input.describe();
-  if (const Hierarchy* h = nullptr; size() > 1 && input.numel() > 0) {
+  if (Hierarchy* h = nullptr; size() > 1 && input.numel() > 0) {
     VendorPath* path = library_path(s, input.device());
     if (path != nullptr && path->comm) {
       ++s.sequence;
@@ -488,7 +488,7 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
       hierarchical_broadcast(s, *path->hierarchy, stream, data, root, what);
     return;
   }
-  if (const Hierarchy* islands = large_over_islands(s, tensor)) {
+  if (Hierarchy* islands = large_over_islands(s, tensor)) {
     ++s.sequence;
     hierarchical_broadcast(s, *islands, stream, flat(tensor), root, what);
     return;

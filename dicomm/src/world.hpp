@@ -121,6 +121,8 @@ struct CommState {
   uint32_t splits = 0;
   std::shared_ptr<VendorPath> vendor;   // decided at the first collective (vendor_path.hpp)
   std::shared_ptr<IslandPath> islands;  // decided at the first large collective (island_path.hpp)
+  // Temporaries of hierarchical calls that failed, which queued work may still use (hierarchy.cpp).
+  std::vector<Tensor> kept_after_failure;
 };
 
 }  // namespace h2::dicomm::detail

@@ -124,21 +124,34 @@ if [ "$mode" = check ]; then
   extra=(H2_DICOMM_NIC_GBPS=fast0=quick)
   if run_ranks "$program" check > /dev/null; then echo "FAILED: H2_DICOMM_NIC_GBPS=fast0=quick was accepted"; exit 1; fi
   grep -qF "H2_DICOMM_NIC_GBPS entry 'fast0=quick' is not NIC=GBITS_PER_S" /tmp/h2-islands-$suffix.* || { echo "FAILED: the bad speed was not named"; exit 1; }
-  # Numbered across the islands (a1 b1 a2 b2), where halving-doubling's nearest partner is across
-  # the backbone: large collectives run island by island. Three ranks make islands of two sizes,
-  # whose allreduces sum piece by piece when asked to (H2_DICOMM_ALLREDUCE=hierarchical).
-  for hosts_in_order in "a1 b1 a2 b2" "a1 b1 a2"; do
+  # Numbered island by island (a1 a2 b1 b2), large allreduces run by halving and doubling, which
+  # sums island by island already, and the other large collectives island by island (blocks
+  # reordered: the ranks are not numbered place by place). Numbered across the islands (a1 b1 a2
+  # b2), where halving-doubling's nearest partner is across the backbone, every large collective
+  # runs island by island. Three ranks make islands of two sizes, whose allreduces sum piece by
+  # piece when asked to (H2_DICOMM_ALLREDUCE=hierarchical); their reduce-scatters and allgathers run flat.
+  for hosts_in_order in "a1 a2 b1 b2" "a1 b1 a2 b2" "a1 b1 a2"; do
     read -ra order <<< "$hosts_in_order"
     extra=("${speeds[@]}" H2_LOG_LEVEL=info)
     [ ${#order[@]} = 3 ] && extra+=(H2_DICOMM_ALLREDUCE=hierarchical)
     run_ranks "$program" check || exit 1
-    if [ ${#order[@]} = 4 ]; then
-      want="large collectives hierarchical over islands {0,2} {1,3} (shard by shard between them)"
-    else
-      want="large allreduces and broadcasts (reduce-scatters and allgathers flat) hierarchical over islands {0,2} {1} (piece by piece between them)"
-    fi
+    case "$hosts_in_order" in
+      "a1 a2 b1 b2")
+        want="large reduce-scatters, allgathers and broadcasts hierarchical over islands {0,1} {2,3} (shard by shard between them; allreduces by halving and doubling, which follows them)"
+        kinds="reduce_scatter allgather broadcast" ;;
+      "a1 b1 a2 b2")
+        want="large collectives hierarchical over islands {0,2} {1,3} (shard by shard between them)"
+        kinds="allreduce reduce_scatter allgather broadcast" ;;
+      *)
+        want="large allreduces and broadcasts (reduce-scatters and allgathers flat) hierarchical over islands {0,2} {1} (piece by piece between them)"
+        kinds="allreduce broadcast" ;;
+    esac
     grep -qF "$want" /tmp/h2-islands-$suffix.0 || { cat /tmp/h2-islands-$suffix.0; echo "FAILED: ranks $hosts_in_order: no '$want'"; exit 1; }
-    echo "ranks on $hosts_in_order: $want, every collective right"
+    for kind in $kinds; do
+      grep -qF "communicator 'world': first hierarchical $kind" /tmp/h2-islands-$suffix.0 ||
+        { cat /tmp/h2-islands-$suffix.0; echo "FAILED: ranks $hosts_in_order: no hierarchical $kind"; exit 1; }
+    done
+    echo "ranks on $hosts_in_order: $want; hierarchical: $kinds; every collective right"
   done
   order=(a1 a2 b1 b2)
   echo "islands: every pair on its network, every collective right"
@@ -196,25 +209,29 @@ print("%10s | %12.3f %12.3f %12.3f | %15.2fx %9.2fx" % (b, h, d, r, h / d if d e
     "$bytes" "${busbw[across,auto,$bytes]:-0}" "${busbw[across,halving_doubling,$bytes]:-0}" "${busbw[across,ring,$bytes]:-0}"
 done
 
-# The other collectives, ranks numbered across the islands: island by island (auto, above
-# H2_DICOMM_SMALL_BYTES) against flat (ring: no islands), whose ring crosses the backbone at every step.
-for op in reduce_scatter allgather broadcast; do
-  for algorithm in auto ring; do
-    extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
-    json=/tmp/h2-islands-$suffix.json
-    run_ranks "$program" bench comm --op $op --min-bytes 64K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
-      --json "$json" || exit 1
-    while read -r bytes value; do busbw[$op,$algorithm,$bytes]=$value; done < <(
-      python3 -c 'import json,sys
+# The other collectives, ranks numbered across the islands and island by island: island by island
+# (auto, above H2_DICOMM_SMALL_BYTES, 64 KiB: so from 256 KiB) against flat (ring: no islands),
+# whose ring crosses the backbone at every step (across) or twice a round (island by island).
+for numbering in "a1 b1 a2 b2" "a1 a2 b1 b2"; do
+  read -ra order <<< "$numbering"
+  for op in reduce_scatter allgather broadcast; do
+    for algorithm in auto ring; do
+      extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
+      json=/tmp/h2-islands-$suffix.json
+      run_ranks "$program" bench comm --op $op --min-bytes 256K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
+        --json "$json" || exit 1
+      while read -r bytes value; do busbw[$numbering,$op,$algorithm,$bytes]=$value; done < <(
+        python3 -c 'import json,sys
 for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
-  done
-  echo
-  echo "$op, 4 ranks numbered across the islands (a1 b1 a2 b2), routes per link, f32: busbw GB/s"
-  printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
-  for bytes in 65536 262144 1048576 4194304; do
-    python3 -c 'import sys
+    done
+    echo
+    echo "$op, 4 ranks numbered $numbering, routes per link, f32: busbw GB/s"
+    printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
+    for bytes in 262144 1048576 4194304; do
+      python3 -c 'import sys
 b = sys.argv[1]; h, f = map(float, sys.argv[2:])
 print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
-      "$bytes" "${busbw[$op,auto,$bytes]:-0}" "${busbw[$op,ring,$bytes]:-0}"
+        "$bytes" "${busbw[$numbering,$op,auto,$bytes]:-0}" "${busbw[$numbering,$op,ring,$bytes]:-0}"
+    done
   done
 done

@@ -9,6 +9,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "cli_test_support.hpp"
 
@@ -170,27 +171,41 @@ TEST(Collectives, RanksOnTwoPlugins) {
 // rank i of each group meets rank i of the others, whether the ranks are numbered group by group (a
 // reduce-scatter and an allgather then reorder the blocks) or alternately (they need not); with
 // groups of two sizes an allreduce sums each piece between the ranks whose shards hold it, and
-// reduce-scatter and allgather run flat. Every check still holds.
+// reduce-scatter and allgather run flat. Every check still holds, and each rank's log names the
+// collectives that ran hierarchically.
 TEST(Collectives, RanksOnTwoPluginsRunCollectivesHierarchically) {
   const std::string second = env_or_fail("H2_TEST_SECOND_PLUGIN");
   const std::string env = "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info";
   const std::string equal =
       "communicator 'world': collectives hierarchical over 2 groups (the plugins' libraries "
       "inside, DiComm between, shard by shard); this rank's group: ";
+  const auto ran_hierarchically = [](const CliResult& result, const std::vector<std::string>& kinds) {
+    for (const std::string& kind : kinds)
+      EXPECT_THAT(result.output, HasSubstr("communicator 'world': first hierarchical " + kind)) << result.output;
+  };
   CliResult result =
       launch(4, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0," + second + ":0");
   expect_all_passed(result, 4);
   EXPECT_THAT(result.output, HasSubstr(equal + "cpu-reference shared memory on ranks 0,1"));
+  ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
   result = launch(4, "check", env, "--devices cpu-reference:0," + second + ":0,cpu-reference:0," + second + ":0");
   expect_all_passed(result, 4);
   EXPECT_THAT(result.output, HasSubstr(equal + "cpu-reference shared memory on ranks 0,2"));
+  ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
+  // Groups of 3 and 2: pieces at 0, 1/3, 1/2 and 2/3 of the tensor, rank 3 holding two of them.
+  const std::string several =
+      "communicator 'world': allreduce and broadcast (reduce-scatter and allgather flat) "
+      "hierarchical over 2 groups (the plugins' libraries inside, DiComm between, piece by "
+      "piece); this rank's group: ";
+  result = launch(5, "check", env,
+                  "--devices cpu-reference:0,cpu-reference:0,cpu-reference:0," + second + ":0," + second + ":0");
+  expect_all_passed(result, 5);
+  EXPECT_THAT(result.output, HasSubstr(several + "cpu-reference shared memory on ranks 0,1,2"));
+  ran_hierarchically(result, {"allreduce", "broadcast"});
+  EXPECT_THAT(result.output, testing::Not(HasSubstr("first hierarchical reduce_scatter")));
   result = launch(3, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0");
   expect_all_passed(result, 3);
-  EXPECT_THAT(
-      result.output,
-      HasSubstr("communicator 'world': allreduce and broadcast (reduce-scatter and allgather flat) hierarchical "
-                "over 2 groups (the plugins' libraries inside, DiComm between, piece by piece); this rank's "
-                "group: itself alone on ranks 2"));
+  EXPECT_THAT(result.output, HasSubstr(several + "itself alone on ranks 2"));
 }
 
 // Three vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,

@@ -1,9 +1,12 @@
 #include "hierarchy.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 
 #include "collectives/vendor_path.hpp"
+#include "h2/dicomm/error.hpp"
+#include "h2/log.hpp"
 #include "h2/ops.hpp"
 
 namespace h2::dicomm::detail {
@@ -14,8 +17,11 @@ namespace {
 // communicator between the groups.
 class Steps {
  public:
-  Steps(CommState& s, const Hierarchy& h, Stream& stream, std::string what)
-      : s_(s), h_(h), stream_(stream), what_(std::move(what)) {}
+  Steps(CommState& s, Hierarchy& h, Stream& stream, std::string what, const std::string& kind)
+      : s_(s), h_(h), stream_(stream), what_(std::move(what)) {
+    if (h.announced.insert(kind).second)
+      log(LogLevel::info, "dicomm", "communicator '" + s.name + "': first hierarchical " + kind);
+  }
 
   void allreduce_inside(const Tensor& data, ReduceOp op, Accumulation accumulation) {
     if (h_.library)
@@ -48,15 +54,46 @@ class Steps {
     run_on_library(s_, *h_.library, stream_, what_ + ", " + step + " in the group", call);
   }
   CommState& s_;
-  const Hierarchy& h_;
+  Hierarchy& h_;
   Stream& stream_;
   std::string what_;
+};
+
+// The temporaries of one call, from `stream`'s caching allocator: DiComm's steps on their Link's
+// stream leave `stream` waiting for all they did, and a library runs on `stream` itself, so they
+// may go back when the call returns. A step that failed may have left work on them queued on the
+// Link's stream: then they stay with the communicator instead, where no later call reuses them.
+class Temporaries {
+ public:
+  Temporaries(CommState& s, Stream& stream, const Device& device) : s_(s), stream_(stream) {
+    if (!(stream.device() == device))
+      throw CommError(CommErrorKind::usage, -1,
+                      "DiComm: a collective on " + device.label() + " was given a stream of " +
+                          stream.device().label() + " (communicator '" + s.name +
+                          "'): use a stream of the tensors' device");
+  }
+  Temporaries(const Temporaries&) = delete;
+  Temporaries& operator=(const Temporaries&) = delete;
+  ~Temporaries() {
+    if (std::uncaught_exceptions() > exceptions_)
+      s_.kept_after_failure.insert(s_.kept_after_failure.end(), made_.begin(), made_.end());
+  }
+  Tensor make(int64_t numel, DType dtype) {
+    made_.push_back(Tensor::empty(stream_, {numel}, dtype));
+    return made_.back();
+  }
+
+ private:
+  CommState& s_;
+  Stream& stream_;
+  std::vector<Tensor> made_;
+  int exceptions_ = std::uncaught_exceptions();
 };
 
 // The communicator rank whose block goes k-th when blocks are ordered place by place: every group's
 // rank 0 in group order, then every group's rank 1, ... A reduce-scatter inside the groups over
 // blocks in this order, then one between them, leaves every rank its own block (groups of one size).
-std::vector<int> place_order(const Hierarchy& h) {
+std::vector<int> place_order(Hierarchy& h) {
   std::vector<int> order;
   for (int i = 0; i < h.place.size; ++i)
     for (const std::vector<int>& group : h.groups) order.push_back(group[static_cast<size_t>(i)]);
@@ -81,7 +118,7 @@ void copy_block(Stream& stream, const Tensor& from, int64_t from_block, const Te
 // elements that the groups' sizes cannot cut evenly (all of them where those sizes have no
 // pieces). An average scales
 // each contribution first, so that no partial sum of f16 grows past its range.
-void allreduce_through_first_ranks(CommState& s, const Hierarchy& h, Steps& steps, Stream& stream, const Tensor& data,
+void allreduce_through_first_ranks(CommState& s, Hierarchy& h, Steps& steps, Stream& stream, const Tensor& data,
                                    ReduceOp op, Accumulation accumulation) {
   if (op == ReduceOp::avg) ops::binary(stream, ops::BinaryOp::div, data, static_cast<double>(s.members.size()), data);
   const ReduceOp sum = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
@@ -148,9 +185,9 @@ std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, 
   return sub;
 }
 
-void hierarchical_allreduce(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& data, ReduceOp op,
+void hierarchical_allreduce(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, ReduceOp op,
                             Accumulation accumulation, const std::string& what) {
-  Steps steps(s, h, stream, what);
+  Steps steps(s, h, stream, what, "allreduce");
   if (op == ReduceOp::avg && !h.equal()) {
     // The mean of groups' means of several sizes is not the mean: each contribution is scaled
     // first, and summed (so no partial sum of f16 grows past its range either).
@@ -173,39 +210,38 @@ void hierarchical_allreduce(CommState& s, const Hierarchy& h, Stream& stream, co
   if (body < n) allreduce_through_first_ranks(s, h, steps, stream, data.slice(0, body, n), op, accumulation);
 }
 
-void hierarchical_reduce_scatter(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& input,
-                                 const Tensor& output, ReduceOp op, Accumulation accumulation,
-                                 const std::string& what) {
-  Steps steps(s, h, stream, what);
+void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
+                                 ReduceOp op, Accumulation accumulation, const std::string& what) {
+  Steps steps(s, h, stream, what, "reduce_scatter");
   const int64_t n = output.numel(), groups = static_cast<int64_t>(h.groups.size());
   const std::vector<int> order = place_order(h);
   // Reordered into a temporary unless the ranks are numbered place by place already; a reduce-scatter
-  // inside then runs in place there (never in the caller's input, which stays as it was). The
-  // temporaries are the stream's: DiComm's steps on their Link's stream leave `stream` waiting for
-  // all they did, and a library's run on `stream` itself.
+  // inside then runs in place there (never in the caller's input, which stays as it was).
+  Temporaries temporaries(s, stream, input.device());
   Tensor ordered = input;
   if (!in_rank_order(order)) {
-    ordered = Tensor::empty(stream, {input.numel()}, input.dtype());
+    ordered = temporaries.make(input.numel(), input.dtype());
     for (size_t k = 0; k < order.size(); ++k) copy_block(stream, input, order[k], ordered, static_cast<int64_t>(k), n);
   }
   // Inside: this rank (place i) keeps the group's sums of blocks [i G, (i + 1) G), those of every
   // group's rank i; between, rank i of group g keeps block g of those, its own.
   Tensor mine = ordered;
   if (h.place.size > 1) {
-    mine = ordered.same_view(input) ? Tensor::empty(stream, {groups * n}, input.dtype())
+    mine = ordered.same_view(input) ? temporaries.make(groups * n, input.dtype())
                                     : ordered.slice(0, h.place.rank * groups * n, (h.place.rank + 1) * groups * n);
     steps.reduce_scatter_inside(ordered, mine, op, accumulation);
   }
   steps.across().reduce_scatter(stream, mine, output, op, accumulation);
 }
 
-void hierarchical_allgather(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
+void hierarchical_allgather(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                             const std::string& what) {
-  Steps steps(s, h, stream, what);
+  Steps steps(s, h, stream, what, "allgather");
   const int64_t n = input.numel(), groups = static_cast<int64_t>(h.groups.size());
   const std::vector<int> order = place_order(h);
   const bool in_order = in_rank_order(order);
-  const Tensor ordered = in_order ? output : Tensor::empty(stream, {output.numel()}, output.dtype());
+  Temporaries temporaries(s, stream, output.device());
+  const Tensor ordered = in_order ? output : temporaries.make(output.numel(), output.dtype());
   // Between: rank i of every group gathers every group's rank i's block, where an allgather inside
   // (in place) then expects this rank's part of the blocks ordered place by place.
   const Tensor mine = ordered.slice(0, h.place.rank * groups * n, (h.place.rank + 1) * groups * n);
@@ -215,9 +251,9 @@ void hierarchical_allgather(CommState& s, const Hierarchy& h, Stream& stream, co
     for (size_t k = 0; k < order.size(); ++k) copy_block(stream, ordered, static_cast<int64_t>(k), output, order[k], n);
 }
 
-void hierarchical_broadcast(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& data, int root,
+void hierarchical_broadcast(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, int root,
                             const std::string& what) {
-  Steps steps(s, h, stream, what);
+  Steps steps(s, h, stream, what, "broadcast");
   const GroupPlace from = place_in(h.groups, root);
   const int root_group = static_cast<int>(from.group);
   if (h.equal()) {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct Hierarchy {
   };
   int64_t unit = 0;
   std::vector<Piece> pieces;
+  // The collectives that have run hierarchically so far (each is logged the first time).
+  std::set<std::string> announced;
 
   bool equal() const { return place.equal; }
   // How an allreduce crosses between the groups, for the log: "shard by shard", "piece by piece"
@@ -73,16 +76,17 @@ std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, 
                                             const std::string& key, const std::string& name);
 
 // The collectives of hierarchy.hpp's header, on communicator `s`; `what` names the call in errors.
-// Tensors are flat and contiguous, checked by the caller.
-void hierarchical_allreduce(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& data, ReduceOp op,
+// Tensors are flat and contiguous, checked by the caller. The first of each kind logs (info)
+// "communicator 'NAME': first hierarchical KIND".
+void hierarchical_allreduce(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, ReduceOp op,
                             Accumulation accumulation, const std::string& what);
 // Groups of one size only.
-void hierarchical_reduce_scatter(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& input,
-                                 const Tensor& output, ReduceOp op, Accumulation accumulation, const std::string& what);
+void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
+                                 ReduceOp op, Accumulation accumulation, const std::string& what);
 // Groups of one size only.
-void hierarchical_allgather(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
+void hierarchical_allgather(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                             const std::string& what);
-void hierarchical_broadcast(CommState& s, const Hierarchy& h, Stream& stream, const Tensor& data, int root,
+void hierarchical_broadcast(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, int root,
                             const std::string& what);
 
 // The plugin library's reduction for DiComm's.

@@ -27,10 +27,11 @@ void decide_islands(CommState& s, const Device& device, IslandPath& path) {
   const std::vector<std::vector<int>> found = islands(size, [&](int a, int b) {
     return world.link_gbps(s.members[static_cast<size_t>(a)], s.members[static_cast<size_t>(b)]);
   });
-  const bool hierarchical =
-      worth_a_hierarchy(found, setting == "hierarchical") &&
-      (setting == "hierarchical" || !(world.halving_doubling(size) && halving_doubling_follows(found, size)));
-  if (!hierarchical) return;
+  if (!worth_a_hierarchy(found, setting == "hierarchical")) return;
+  // Halving and doubling already sums island by island where it follows the islands: allreduces
+  // stay flat then, the other collectives (rings, chains) still cross island by island.
+  path.allreduce_flat =
+      setting != "hierarchical" && world.halving_doubling(size) && halving_doubling_follows(found, size);
   Hierarchy h = hierarchy_of(found, s.rank);
   const std::string prefix = "dicomm/islands/" + std::to_string(s.id) + "/";
   if (h.place.size > 1) {
@@ -38,21 +39,24 @@ void decide_islands(CommState& s, const Device& device, IslandPath& path) {
     h.inside = sub_communicator(s, device, found[h.place.group], prefix + "island/" + index, "island(" + index + ")");
   }
   join_across(s, device, h, prefix);
+  const std::string which = path.allreduce_flat ? "reduce-scatters, allgathers and broadcasts"
+                            : h.equal()         ? "collectives"
+                                                : "allreduces and broadcasts (reduce-scatters and allgathers flat)";
   log(LogLevel::info, "dicomm",
-      "communicator '" + s.name + "': large " +
-          (h.equal() ? "collectives" : "allreduces and broadcasts (reduce-scatters and allgathers flat)") +
-          " hierarchical over islands " + describe(found) + " (" + h.between() + " between them)");
+      "communicator '" + s.name + "': large " + which + " hierarchical over islands " + describe(found) + " (" +
+          h.between() + " between them" +
+          (path.allreduce_flat ? "; allreduces by halving and doubling, which follows them)" : ")"));
   path.hierarchy = std::move(h);
 }
 
 }  // namespace
 
-const Hierarchy* island_hierarchy(CommState& s, const Device& device) {
+Hierarchy* island_hierarchy(CommState& s, const Device& device, bool allreduce) {
   if (s.islands) {
     if (!s.islands->failure.empty())
       throw CommError(CommErrorKind::transport, -1,
                       "DiComm: communicator '" + s.name + "' could not set up its islands: " + s.islands->failure);
-    return s.islands->hierarchy ? &*s.islands->hierarchy : nullptr;
+    return s.islands->hierarchy && !(allreduce && s.islands->allreduce_flat) ? &*s.islands->hierarchy : nullptr;
   }
   // Decided in full or not at all: a decision that failed half-way (a store timeout) leaves every
   // later collective of the communicator refused, never ranks on different paths.
@@ -65,7 +69,7 @@ const Hierarchy* island_hierarchy(CommState& s, const Device& device) {
     throw;
   }
   s.islands = path;
-  return path->hierarchy ? &*path->hierarchy : nullptr;
+  return path->hierarchy && !(allreduce && path->allreduce_flat) ? &*path->hierarchy : nullptr;
 }
 
 }  // namespace h2::dicomm::detail

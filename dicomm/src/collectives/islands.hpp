@@ -22,9 +22,10 @@ std::vector<std::vector<int>> islands(int size, const std::function<double(int, 
 // of consecutive ranks.
 bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int size);
 
-// Whether an allreduce over `islands` gains from running hierarchically: two islands or more, one of
-// them of two ranks or more; and, unless `forced`, islands of one size (islands of several sizes
-// sum through their first ranks, the whole tensor on every step, which a ring can beat).
+// Whether collectives over `islands` gain from running hierarchically: two islands or more, one of
+// them of two ranks or more; and, unless `forced`, islands of one size (over islands of several
+// sizes the ranks of the smaller islands carry several pieces of an allreduce each, and
+// reduce-scatter and allgather run flat: a ring can beat that).
 bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced);
 
 // Where a rank stands among the groups of a hierarchical collective (islands, or plugins' library
