@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "cli_checks.hpp"
 #include "h2/dicomm/communicator.hpp"
@@ -128,10 +129,15 @@ class Bench {
     return DType::f32;
   }
 
+  // Every rank's `value` reduced on the host: gathered as bytes, which every plugin copies, where an
+  // f64 reduction needs f64 operators (the Ascend and MLU plugins have none).
   double reduce_scalar(double value, ReduceOp op) {
-    Tensor t = Tensor::from_host(stream_, std::vector<double>{value}, {1}, DType::f64);
-    comm_.allreduce(stream_, t, op);
-    return t.to_host(stream_)[0];
+    Tensor mine = Tensor::from_host(stream_, std::vector<double>{value}, {1}, DType::f64);
+    Tensor all = Tensor::empty(device_, {comm_.size()}, DType::f64);
+    comm_.allgather(stream_, mine, all);
+    const std::vector<double> values = all.to_host(stream_);
+    return op == ReduceOp::max ? *std::max_element(values.begin(), values.end())
+                               : std::accumulate(values.begin(), values.end(), 0.0);
   }
 
   // One more run on fresh inputs, compared with what it must give; returns wrong elements.
@@ -222,6 +228,58 @@ void print_header(const std::string& op, const Communicator& comm, const BenchCo
               "busbw(GB/s)", "#wrong");
 }
 
+// Every size of every asked-for collective, printed by rank 0; exit status 1 where a result was wrong.
+int run_bench(const BenchCommOptions& options, Communicator& world, const Device& device, Stream& stream) {
+  Bench bench(options, world, device, stream);
+  const bool printer = world.rank() == 0;
+  std::ofstream json_out;
+  if (printer && !options.json.empty()) {
+    json_out.open(options.json);
+    if (!json_out) throw Error(H2_STATUS_INVALID_ARGUMENT, "cannot write '" + options.json + "'");
+  }
+  std::vector<std::string> ops = {options.op};
+  if (options.op == "all") ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong"};
+  int64_t wrong = 0;
+  for (const std::string& op : ops) {
+    if (op == "pingpong" && world.size() < 2) {
+      if (options.op == "all") continue;
+      throw Error(H2_STATUS_INVALID_ARGUMENT, "--op pingpong needs at least 2 ranks (h2 launch -n 2 -- ...)");
+    }
+    if (printer) print_header(op, world, options, device);
+    for (uint64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
+      const Row row = bench.measure(op, bytes);
+      wrong += row.wrong;
+      if (printer) {
+        const bool reduces = op == "allreduce" || op == "reduce_scatter";
+        std::printf("%14llu %12lld %6s %6s %12.1f %12.3f %12.3f %8lld\n", static_cast<unsigned long long>(row.bytes),
+                    static_cast<long long>(row.count), options.dtype.c_str(), reduces ? options.reduce.c_str() : "-",
+                    row.time_us, row.algbw, row.busbw, static_cast<long long>(row.wrong));
+        std::fflush(stdout);
+        if (json_out)
+          json_out << nlohmann::json{{"library", "dicomm"},
+                                     {"op", op},
+                                     {"ranks", world.size()},
+                                     {"provider", world.provider()},
+                                     {"transport", world.transport()},
+                                     {"dtype", options.dtype},
+                                     {"bytes", row.bytes},
+                                     {"count", row.count},
+                                     {"time_us", row.time_us},
+                                     {"algbw_gbps", row.algbw},
+                                     {"busbw_gbps", row.busbw},
+                                     {"wrong", row.wrong},
+                                     {"iterations", row.iterations}}
+                          .dump()
+                   << "\n";
+      }
+      if (bytes > options.max_bytes / options.factor) break;
+    }
+  }
+  if (printer && wrong > 0)
+    std::printf("# %lld wrong elements: DiComm gave wrong results\n", static_cast<long long>(wrong));
+  return wrong == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app, BenchCommOptions& options, int& exit_code) {
@@ -268,54 +326,12 @@ int run_bench_comm(const BenchCommOptions& options) {
     const Device device = dicomm::select_device(runtime, info);
     Stream stream = device.create_stream();
     Communicator world = Communicator::world();
-    Bench bench(options, world, device, stream);
-    const bool printer = world.rank() == 0;
-    std::ofstream json_out;
-    if (printer && !options.json.empty()) {
-      json_out.open(options.json);
-      if (!json_out) throw Error(H2_STATUS_INVALID_ARGUMENT, "cannot write '" + options.json + "'");
+    try {
+      return run_bench(options, world, device, stream);
+    } catch (const std::exception& e) {
+      world.abort_after(e);  // the other ranks stop at once, naming this one, instead of timing out
+      throw;
     }
-    std::vector<std::string> ops = {options.op};
-    if (options.op == "all") ops = {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong"};
-    int64_t wrong = 0;
-    for (const std::string& op : ops) {
-      if (op == "pingpong" && world.size() < 2) {
-        if (options.op == "all") continue;
-        throw Error(H2_STATUS_INVALID_ARGUMENT, "--op pingpong needs at least 2 ranks (h2 launch -n 2 -- ...)");
-      }
-      if (printer) print_header(op, world, options, device);
-      for (uint64_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= options.factor) {
-        const Row row = bench.measure(op, bytes);
-        wrong += row.wrong;
-        if (printer) {
-          const bool reduces = op == "allreduce" || op == "reduce_scatter";
-          std::printf("%14llu %12lld %6s %6s %12.1f %12.3f %12.3f %8lld\n", static_cast<unsigned long long>(row.bytes),
-                      static_cast<long long>(row.count), options.dtype.c_str(), reduces ? options.reduce.c_str() : "-",
-                      row.time_us, row.algbw, row.busbw, static_cast<long long>(row.wrong));
-          std::fflush(stdout);
-          if (json_out)
-            json_out << nlohmann::json{{"library", "dicomm"},
-                                       {"op", op},
-                                       {"ranks", world.size()},
-                                       {"provider", world.provider()},
-                                       {"transport", world.transport()},
-                                       {"dtype", options.dtype},
-                                       {"bytes", row.bytes},
-                                       {"count", row.count},
-                                       {"time_us", row.time_us},
-                                       {"algbw_gbps", row.algbw},
-                                       {"busbw_gbps", row.busbw},
-                                       {"wrong", row.wrong},
-                                       {"iterations", row.iterations}}
-                            .dump()
-                     << "\n";
-        }
-        if (bytes > options.max_bytes / options.factor) break;
-      }
-    }
-    if (printer && wrong > 0)
-      std::printf("# %lld wrong elements: DiComm gave wrong results\n", static_cast<long long>(wrong));
-    return wrong == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "h2 bench comm: " << e.what() << "\n";
     return 1;
