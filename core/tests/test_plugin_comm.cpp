@@ -149,9 +149,10 @@ LibraryFacts library_facts() {
   // HCCL cannot abort another rank and, as CNCL, does not say which ranks a join misses; CNCL's abort
   // carries no reason.
   if (plugin == "ascend")
-    return {"HCCL", CommScope::network, 4108, "", "not all 3 ranks joined the HCCL communicator within 300 ms"};
+    return {"HCCL (emulated)", CommScope::network, 4108, "",
+            "not all 3 ranks joined the HCCL communicator within 300 ms"};
   if (plugin == "mlu")
-    return {"CNCL 1.25.0", CommScope::network, 136, "aborted by rank 1: cnclAbortComm on rank 1",
+    return {"CNCL 1.25.0 (emulated)", CommScope::network, 136, "aborted by rank 1: cnclAbortComm on rank 1",
             "not all 3 ranks joined the CNCL communicator within 300 ms"};
   return {"cpu-reference shared memory", CommScope::node, 88, "aborted by rank 1: the test gave up",
           "waiting for ranks 1, 2 to join"};

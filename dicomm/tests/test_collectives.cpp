@@ -222,8 +222,8 @@ TEST(Collectives, ThreeVendorsRunCollectivesOnTheirOwnLibraries) {
       "h2 [info] dicomm: communicator 'world': collectives hierarchical over 3 groups (the "
       "plugins' libraries inside, DiComm between, shard by shard); this rank's group: ";
   EXPECT_THAT(result.output, HasSubstr("[rank 0] " + hierarchy + "cpu-reference shared memory on ranks 0,1"));
-  EXPECT_THAT(result.output, HasSubstr("[rank 2] " + hierarchy + "HCCL on ranks 2,3"));
-  EXPECT_THAT(result.output, HasSubstr("[rank 4] " + hierarchy + "CNCL 1.25.0 on ranks 4,5"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 2] " + hierarchy + "HCCL (emulated) on ranks 2,3"));
+  EXPECT_THAT(result.output, HasSubstr("[rank 4] " + hierarchy + "CNCL 1.25.0 (emulated) on ranks 4,5"));
 }
 
 // The same three plugins on DiComm's own algorithms alone: every rank still ends an average with the

@@ -47,6 +47,10 @@ class VendorLibrary {
   }
   // Where it was loaded from: the file found in a home, or the name the loader resolved.
   const std::string& path() const { return path_; }
+  // " (emulated)" where the file is one of H2's test emulators (plugins/<vendor>/emulator, which
+  // export h2_emulated_library), else "": for the library names a plugin reports, so that `h2
+  // devices` and DiComm's logs never pass an emulation off as the vendor's library.
+  std::string emulated_suffix() const { return optional_symbol("h2_emulated_library") != nullptr ? " (emulated)" : ""; }
 
  private:
   void* symbol(const char* name) const;

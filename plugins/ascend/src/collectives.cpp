@@ -200,7 +200,7 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
         "not all " + std::to_string(nranks) + " ranks joined the HCCL communicator within " +
             std::to_string(timeout.count()) + " ms (HCCL does not say which are missing)");
     check(static_cast<HcclResult>(code), "HcclCommInitRootInfo", detail->c_str());
-    *out = comms().add(std::make_shared<Comm>("HCCL", device, rank, nranks, made));
+    *out = comms().add(std::make_shared<Comm>(hccl.name.c_str(), device, rank, nranks, made));
   });
 }
 
@@ -327,29 +327,36 @@ H2_Status group_end() {
   });
 }
 
-const H2_CollectiveTable kTable = {
-    .struct_size = sizeof(H2_CollectiveTable),
-    .library_name = "HCCL",
-    .scope = H2_COMM_SCOPE_NETWORK,
-    .unique_id_bytes = sizeof(HcclRootInfo),
-    .get_unique_id = get_unique_id,
-    .comm_init_rank = comm_init_rank,
-    .comm_destroy = comm_destroy,
-    .comm_abort = comm_abort,
-    .allreduce = allreduce,
-    .reduce_scatter = reduce_scatter,
-    .allgather = allgather,
-    .broadcast = broadcast,
-    .send = send,
-    .recv = recv,
-    .group_start = group_start,
-    .group_end = group_end,
-};
+H2_CollectiveTable make_table(const HcclLibrary& loaded) {
+  return {
+      .struct_size = sizeof(H2_CollectiveTable),
+      .library_name = loaded.name.c_str(),
+      .scope = H2_COMM_SCOPE_NETWORK,
+      .unique_id_bytes = sizeof(HcclRootInfo),
+      .get_unique_id = get_unique_id,
+      .comm_init_rank = comm_init_rank,
+      .comm_destroy = comm_destroy,
+      .comm_abort = comm_abort,
+      .allreduce = allreduce,
+      .reduce_scatter = reduce_scatter,
+      .allgather = allgather,
+      .broadcast = broadcast,
+      .send = send,
+      .recv = recv,
+      .group_start = group_start,
+      .group_end = group_end,
+  };
+}
 
 }  // namespace
 
 const H2_CollectiveTable* collective_table() {
-  static const H2_CollectiveTable* table = hccl() != nullptr ? &kTable : nullptr;
+  static const H2_CollectiveTable* table = []() -> const H2_CollectiveTable* {
+    const HcclLibrary* loaded = hccl();
+    if (loaded == nullptr) return nullptr;
+    static const H2_CollectiveTable made = make_table(*loaded);
+    return &made;
+  }();
   return table;
 }
 

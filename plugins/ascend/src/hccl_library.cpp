@@ -14,6 +14,7 @@ const HcclLibrary* hccl(std::string* why) {
       },
       [](const h2::plugin::VendorLibrary& file, HcclLibrary& library) {
         library.path = file.path();
+        library.name = "HCCL" + file.emulated_suffix();
 #define H2_HCCL_RESOLVE(name) library.name = file.function<name##Fn>(#name);
         H2_HCCL_FUNCTIONS(H2_HCCL_RESOLVE)
 #undef H2_HCCL_RESOLVE

@@ -24,6 +24,7 @@ namespace h2::ascend {
 
 struct HcclLibrary {
   std::string path;  // the file opened, for messages
+  std::string name;  // "HCCL", or "HCCL (emulated)" for H2's test emulator
 #define H2_HCCL_MEMBER(name) name##Fn name = nullptr;
   H2_HCCL_FUNCTIONS(H2_HCCL_MEMBER)
 #undef H2_HCCL_MEMBER

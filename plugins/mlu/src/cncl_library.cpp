@@ -14,7 +14,8 @@ const CnclLibrary* cncl(std::string* why) {
 #undef H2_CNCL_RESOLVE
         int major = 0, minor = 0, patch = 0;
         library.cnclGetLibVersion(&major, &minor, &patch);
-        library.name = "CNCL " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+        library.name = "CNCL " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+                       file.emulated_suffix();
       },
       why);
 }

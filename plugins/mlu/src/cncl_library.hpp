@@ -26,7 +26,7 @@ namespace h2::mlu {
   X(cnclGroupEnd)
 
 struct CnclLibrary {
-  std::string name;  // "CNCL 1.25.0"
+  std::string name;  // "CNCL 1.25.0", with " (emulated)" for H2's test emulator
 #define H2_CNCL_MEMBER(name) name##Fn name = nullptr;
   H2_CNCL_FUNCTIONS(H2_CNCL_MEMBER)
 #undef H2_CNCL_MEMBER

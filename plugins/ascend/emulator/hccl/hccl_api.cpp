@@ -121,6 +121,11 @@ using namespace ascend_hccl_emulator;
 
 #define EXPORT extern "C" ASCEND_EMULATOR_EXPORT
 
+// Not HCCL's: tells the plugin it loaded H2's emulation, so the library names it reports say so.
+EXPORT const char* h2_emulated_library() {
+  return "HCCL emulated on shared memory between the processes of one machine";
+}
+
 EXPORT HcclResult HcclGetRootInfo(HcclRootInfo* rootInfo) {
   return guarded("HcclGetRootInfo", [&] {
     if (rootInfo == nullptr) throw Failure{HCCL_E_PTR, "rootInfo is NULL"};

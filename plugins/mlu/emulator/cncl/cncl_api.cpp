@@ -173,6 +173,11 @@ using namespace mlu_cncl_emulator;
 
 #define EXPORT extern "C" MLU_EMULATOR_EXPORT
 
+// Not CNCL's: tells the plugin it loaded H2's emulation, so the library names it reports say so.
+EXPORT const char* h2_emulated_library() {
+  return "CNCL emulated on shared memory between the processes of one machine";
+}
+
 EXPORT cnclResult_t cnclGetLibVersion(int* major, int* minor, int* patch) {
   return guarded("cnclGetLibVersion", [&] {
     if (!major || !minor || !patch) throw Failure{CNCL_RET_ERR_NULL_POINTER, "major, minor or patch is NULL"};
