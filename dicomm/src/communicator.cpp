@@ -129,12 +129,19 @@ int divisor_of(ReduceOp op, int ranks) {
   return op == ReduceOp::avg ? ranks : 1;
 }
 
-// The islands a collective on `tensor` (its largest buffer) runs over hierarchically, or nullptr:
-// above H2_DICOMM_SMALL_BYTES, where the islands' steps pay for themselves. Decided (collectively)
-// at the communicator's first large collective.
-Hierarchy* large_over_islands(CommState& s, const Tensor& tensor, bool allreduce = false) {
-  if (bytes_of(tensor) <= s.world->small_bytes()) return nullptr;
-  return island_hierarchy(s, tensor.device(), allreduce);
+// Where a collective on `largest` (its largest buffer) runs, when not on DiComm's flat algorithms:
+// the communicator's plugin library, or a hierarchy over its plugin groups or (above
+// H2_DICOMM_SMALL_BYTES, where the islands' steps pay for themselves) its islands. Both are decided
+// collectively, at the communicator's first collective and first large one.
+struct CollectiveRoute {
+  PluginComm* library = nullptr;
+  Hierarchy* hierarchy = nullptr;
+};
+CollectiveRoute collective_route(CommState& s, const Tensor& largest, bool allreduce) {
+  if (VendorPath* path = library_path(s, largest.device()))
+    return path->comm ? CollectiveRoute{path->comm.get(), nullptr} : CollectiveRoute{nullptr, &*path->hierarchy};
+  if (bytes_of(largest) <= s.world->small_bytes()) return {};
+  return {nullptr, island_hierarchy(s, largest.device(), allreduce)};
 }
 
 }  // namespace
@@ -329,22 +336,17 @@ void Communicator::allreduce(Stream& stream, const Tensor& tensor, ReduceOp op, 
     return;  // sum, avg and max of one contribution are the contribution
   }
   const std::string what = "allreduce(" + std::string(reduce_op_name(op)) + ") of " + tensor.describe();
-  if (VendorPath* path = library_path(s, tensor.device())) {
+  const Tensor data = flat(tensor);
+  if (const CollectiveRoute route = collective_route(s, tensor, true); route.library || route.hierarchy) {
     ++s.sequence;
-    const Tensor data = flat(tensor);
-    if (path->comm)
-      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allreduce(stream, data, data, library_op(op)); });
+    if (route.library)
+      run_on_library(s, *route.library, stream, what,
+                     [&] { route.library->allreduce(stream, data, data, library_op(op)); });
     else
-      hierarchical_allreduce(s, *path->hierarchy, stream, data, op, accumulation, what);
-    return;
-  }
-  if (Hierarchy* islands = large_over_islands(s, tensor, true)) {
-    ++s.sequence;
-    hierarchical_allreduce(s, *islands, stream, flat(tensor), op, accumulation, what);
+      hierarchical_allreduce(s, *route.hierarchy, stream, data, op, accumulation, what);
     return;
   }
   Collective c(s, stream, tensor.device(), what);
-  const Tensor data = flat(tensor);
   const bool widen = widened(data.dtype()) && accumulation == Accumulation::wide;
   const Tensor work = work_buffer(c, data, false, widen);
   // Also when the result may overwrite `data`: the widening copy reads it.
@@ -392,18 +394,17 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
           " times the output " + output.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
   const std::string what = "reduce_scatter(" + std::string(reduce_op_name(op)) + ") of " + input.describe();
-  if (Hierarchy* h = nullptr; size() > 1 && output.numel() > 0) {
-    VendorPath* path = library_path(s, input.device());
-    if (path != nullptr && path->comm) {
+  if (size() > 1 && output.numel() > 0) {
+    const CollectiveRoute route = collective_route(s, input, false);
+    if (route.library) {
       ++s.sequence;
-      run_on_library(s, *path->comm, stream, what,
-                     [&] { path->comm->reduce_scatter(stream, flat(input), flat(output), library_op(op)); });
+      run_on_library(s, *route.library, stream, what,
+                     [&] { route.library->reduce_scatter(stream, flat(input), flat(output), library_op(op)); });
       return;
     }
-    h = path != nullptr ? &*path->hierarchy : large_over_islands(s, input);
-    if (h != nullptr && h->equal()) {
+    if (route.hierarchy && route.hierarchy->equal()) {  // over groups of several sizes: flat
       ++s.sequence;
-      hierarchical_reduce_scatter(s, *h, stream, flat(input), flat(output), op, accumulation, what);
+      hierarchical_reduce_scatter(s, *route.hierarchy, stream, flat(input), flat(output), op, accumulation, what);
       return;
     }
   }
@@ -436,17 +437,17 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
           " times the input " + input.describe() + ", of the same dtype on the same device");
   CommState& s = const_cast<CommState&>(state());
   const std::string what = "allgather of " + input.describe();
-  if (Hierarchy* h = nullptr; size() > 1 && input.numel() > 0) {
-    VendorPath* path = library_path(s, input.device());
-    if (path != nullptr && path->comm) {
+  if (size() > 1 && input.numel() > 0) {
+    const CollectiveRoute route = collective_route(s, output, false);
+    if (route.library) {
       ++s.sequence;
-      run_on_library(s, *path->comm, stream, what, [&] { path->comm->allgather(stream, flat(input), flat(output)); });
+      run_on_library(s, *route.library, stream, what,
+                     [&] { route.library->allgather(stream, flat(input), flat(output)); });
       return;
     }
-    h = path != nullptr ? &*path->hierarchy : large_over_islands(s, output);
-    if (h != nullptr && h->equal()) {
+    if (route.hierarchy && route.hierarchy->equal()) {  // over groups of several sizes: flat
       ++s.sequence;
-      hierarchical_allgather(s, *h, stream, flat(input), flat(output), what);
+      hierarchical_allgather(s, *route.hierarchy, stream, flat(input), flat(output), what);
       return;
     }
   }
@@ -479,22 +480,16 @@ void Communicator::broadcast(Stream& stream, const Tensor& tensor, int root) con
     return;
   }
   const std::string what = "broadcast from rank " + std::to_string(root) + " of " + tensor.describe();
-  if (VendorPath* path = library_path(s, tensor.device())) {
+  const Tensor data = flat(tensor);
+  if (const CollectiveRoute route = collective_route(s, tensor, false); route.library || route.hierarchy) {
     ++s.sequence;
-    const Tensor data = flat(tensor);
-    if (path->comm)
-      run_on_library(s, *path->comm, stream, what, [&] { path->comm->broadcast(stream, data, data, root); });
+    if (route.library)
+      run_on_library(s, *route.library, stream, what, [&] { route.library->broadcast(stream, data, data, root); });
     else
-      hierarchical_broadcast(s, *path->hierarchy, stream, data, root, what);
-    return;
-  }
-  if (Hierarchy* islands = large_over_islands(s, tensor)) {
-    ++s.sequence;
-    hierarchical_broadcast(s, *islands, stream, flat(tensor), root, what);
+      hierarchical_broadcast(s, *route.hierarchy, stream, data, root, what);
     return;
   }
   Collective c(s, stream, tensor.device(), what);
-  const Tensor data = flat(tensor);
   const Layout layout(data.numel(), 1, c.piece_elements(data.numel(), 1, data.dtype()));
   const Region region = c.region(data, layout, c.input_ready());
   const size_t bytes = bytes_of(data);

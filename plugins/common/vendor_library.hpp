@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "h2/plugin_abi.h"
+
 namespace h2::plugin {
 
 struct VendorSearch {
@@ -70,6 +72,18 @@ const Library* optional_library(const VendorSearch& search,
                                 const std::function<void(const VendorLibrary&, Library&)>& bind,
                                 std::string* why = nullptr);
 
+// What the collective sections (CUDA's NCCL, Ascend's HCCL, MLU's CNCL) build on their library,
+// `load` being the plugin's optional_library wrapper:
+// - the loaded library for a call that cannot run without it, else PluginError(RUNTIME_MISSING)
+//   with why it is missing;
+template <typename Library>
+const Library& required_library(const Library* (*load)(std::string* why));
+// - the section's table, `make` applied to the library once, or nullptr where it is missing (the
+//   plugin then offers no collective section).
+template <typename Library>
+const H2_CollectiveTable* collective_table_of(const Library* (*load)(std::string* why),
+                                              H2_CollectiveTable (*make)(const Library&));
+
 }  // namespace h2::plugin
 
 #include "plugin_error.hpp"
@@ -98,6 +112,24 @@ const Library* optional_library(const VendorSearch& search,
   }());
   if (why != nullptr) *why = loaded.why;
   return loaded.library.get();
+}
+
+template <typename Library>
+const Library& required_library(const Library* (*load)(std::string* why)) {
+  std::string why;
+  const Library* loaded = load(&why);
+  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
+  return *loaded;
+}
+
+template <typename Library>
+const H2_CollectiveTable* collective_table_of(const Library* (*load)(std::string* why),
+                                              H2_CollectiveTable (*make)(const Library&)) {
+  static const H2_CollectiveTable* table = [&]() -> const H2_CollectiveTable* {
+    const Library* loaded = load(nullptr);
+    return loaded != nullptr ? new H2_CollectiveTable(make(*loaded)) : nullptr;  // lives as long as the plugin
+  }();
+  return table;
 }
 
 }  // namespace h2::plugin

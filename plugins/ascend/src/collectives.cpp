@@ -27,6 +27,7 @@
 #include "plugin_error.hpp"
 #include "runtime.hpp"
 #include "vendor_comm.hpp"
+#include "vendor_library.hpp"
 
 namespace h2::ascend {
 namespace {
@@ -45,10 +46,7 @@ h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
 }
 
 const HcclLibrary& library() {
-  std::string why;
-  const HcclLibrary* loaded = hccl(&why);
-  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
-  return *loaded;
+  return h2::plugin::required_library(hccl);
 }
 
 // Throws for anything but success, naming the call, HCCL's words for the code and AscendCL's recent
@@ -351,13 +349,7 @@ H2_CollectiveTable make_table(const HcclLibrary& loaded) {
 }  // namespace
 
 const H2_CollectiveTable* collective_table() {
-  static const H2_CollectiveTable* table = []() -> const H2_CollectiveTable* {
-    const HcclLibrary* loaded = hccl();
-    if (loaded == nullptr) return nullptr;
-    static const H2_CollectiveTable made = make_table(*loaded);
-    return &made;
-  }();
-  return table;
+  return h2::plugin::collective_table_of(hccl, make_table);
 }
 
 }  // namespace h2::ascend

@@ -22,6 +22,7 @@
 #include "nccl_library.hpp"
 #include "runtime.hpp"
 #include "streams_used.hpp"
+#include "vendor_library.hpp"
 
 namespace h2::cuda {
 namespace {
@@ -48,10 +49,7 @@ h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
 }
 
 const NcclLibrary& library() {
-  std::string why;
-  const NcclLibrary* loaded = nccl(&why);
-  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
-  return *loaded;
+  return h2::plugin::required_library(nccl);
 }
 
 H2_Status status_of(ncclResult_t result) {
@@ -372,13 +370,7 @@ H2_CollectiveTable make_table(const NcclLibrary& nccl) {
 }  // namespace
 
 const H2_CollectiveTable* collective_table() {
-  static const H2_CollectiveTable* table = []() -> const H2_CollectiveTable* {
-    const NcclLibrary* loaded = nccl();
-    if (loaded == nullptr) return nullptr;
-    static const H2_CollectiveTable made = make_table(*loaded);
-    return &made;
-  }();
-  return table;
+  return h2::plugin::collective_table_of(nccl, make_table);
 }
 
 }  // namespace h2::cuda

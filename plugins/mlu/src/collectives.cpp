@@ -23,6 +23,7 @@
 #include "plugin_error.hpp"
 #include "runtime.hpp"
 #include "vendor_comm.hpp"
+#include "vendor_library.hpp"
 
 namespace h2::mlu {
 namespace {
@@ -41,10 +42,7 @@ h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
 }
 
 const CnclLibrary& library() {
-  std::string why;
-  const CnclLibrary* loaded = cncl(&why);
-  if (loaded == nullptr) fail(H2_STATUS_RUNTIME_MISSING, why);
-  return *loaded;
+  return h2::plugin::required_library(cncl);
 }
 
 // Throws for anything but success, naming the call and CNCL's words for the code.
@@ -290,13 +288,7 @@ H2_CollectiveTable make_table(const CnclLibrary& loaded) {
 }  // namespace
 
 const H2_CollectiveTable* collective_table() {
-  static const H2_CollectiveTable* table = []() -> const H2_CollectiveTable* {
-    const CnclLibrary* loaded = cncl();
-    if (loaded == nullptr) return nullptr;
-    static const H2_CollectiveTable made = make_table(*loaded);
-    return &made;
-  }();
-  return table;
+  return h2::plugin::collective_table_of(cncl, make_table);
 }
 
 }  // namespace h2::mlu
