@@ -1,6 +1,7 @@
 #include "world.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include "h2/log.hpp"
@@ -94,10 +95,17 @@ void World::watch_failures(std::chrono::milliseconds timeout) {
 
 World::~World() {
   // No rank may close its endpoint while another still needs data from it (the last pieces of a
-  // rendezvous send), so healthy ranks meet once more before closing.
+  // rendezvous send), so healthy ranks meet once more before closing. A rank whose program leaves
+  // DiComm's scope through an exception is no healthy rank: the others may be waiting for it in a
+  // collective or for a key it was to set, and would wait out their timeout while it waited for them
+  // here. It fails the job instead, so that every rank stops at once and names it.
   if (store_ && engine_ && !engine_->failed()) {
     try {
-      store_->barrier("dicomm/finalize");
+      if (std::uncaught_exceptions() > 0)
+        store_->abort("its program left DiComm through an exception (rank " + std::to_string(rank_) +
+                      "'s output says which)");
+      else
+        store_->barrier("dicomm/finalize");
     } catch (const std::exception& e) {
       log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
     }

@@ -162,6 +162,38 @@ void check_point_to_point(const Communicator& comm, h2::Stream& stream, const h2
            "point-to-point message " + std::to_string(m) + " (" + std::to_string(lengths[m]) + " floats) in order");
 }
 
+// Empty messages among others on one tag: an empty message moves nothing on the wire, yet the
+// message after it must still wait for the one before (a staged sender's 17 floats were overtaken by
+// the 5 after an empty message, which was "handed over" at once while the 17 were still copied out).
+void check_empty_messages_keep_order(const Communicator& comm, h2::Stream& stream, const h2::Device& device) {
+  if (comm.size() < 2 || comm.rank() > 1) return;
+  const std::vector<int64_t> pattern = {17, 0, 5, 0, 0, 3000};
+  constexpr int kRounds = 40;
+  std::vector<Tensor> messages;
+  std::vector<h2::dicomm::Request> requests;
+  for (int round = 0; round < kRounds; ++round)
+    for (size_t m = 0; m < pattern.size(); ++m) {
+      const int64_t seed = round * 10 + static_cast<int64_t>(m);
+      if (comm.rank() == 0) {
+        messages.push_back(Tensor::from_host(stream, values(0, pattern[m], seed), {pattern[m]}, DType::f32));
+        requests.push_back(comm.isend(stream, messages.back(), 1, 11));
+      } else {
+        messages.push_back(Tensor::empty(device, {pattern[m]}, DType::f32));
+        requests.push_back(comm.irecv(stream, messages.back(), 0, 11));
+      }
+    }
+  for (auto& request : requests) request.wait();
+  if (comm.rank() == 0) return;
+  bool in_order = true;
+  for (int round = 0; round < kRounds; ++round)
+    for (size_t m = 0; m < pattern.size(); ++m) {
+      const int64_t seed = round * 10 + static_cast<int64_t>(m);
+      in_order = in_order && messages[static_cast<size_t>(round) * pattern.size() + m].to_host(stream) ==
+                                 values(0, pattern[m], seed);
+    }
+  expect(in_order, "messages on one tag with empty ones between them arrive in the order sent");
+}
+
 // Blocking send and recv between ranks 0 and 1, beside requests still open: a blocking call that
 // finds nothing else in flight is one operation on the wire, otherwise it queues behind what is
 // (a large message, several pieces where H2_DICOMM_PIECE_BYTES is small); with one tag, every
@@ -275,6 +307,7 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
     for (int64_t n : {1, 1000, 600001}) check_broadcast(world, stream, DType::f32, n, root);
   check_broadcast(world, stream, DType::bf16, 333, size - 1);
   check_point_to_point(world, stream, device);
+  check_empty_messages_keep_order(world, stream, device);
   check_blocking_point_to_point(world, stream, device);
   check_unexpected_parts(world, stream, device);
   check_progress_without_a_waiter(world, stream, device);
@@ -324,6 +357,17 @@ int main(int argc, char** argv) {
       const int failed = run_checks(world, stream, device);
       std::cout << prefix << checks - failed << " of " << checks << " checks passed" << std::endl;
       return failed == 0 ? 0 : 1;
+    }
+    if (mode == "throw") {  // rank 0 leaves through an exception while the others wait for its split key
+      if (info.rank == 0) throw std::runtime_error("rank 0 throws on purpose");
+      world.split(0, info.rank);
+      std::cout << prefix << "split without rank 0" << std::endl;
+      return 1;
+    }
+    if (mode == "order") {  // the ordering check alone, for repeating it
+      check_empty_messages_keep_order(world, stream, device);
+      std::cout << prefix << checks - failures << " of " << checks << " checks passed" << std::endl;
+      return failures == 0 ? 0 : 1;
     }
     if (mode == "sizes") {
       // Rank 1 receives each message into a tensor of another size: shorter, shorter and cut into

@@ -236,6 +236,35 @@ TEST(Collectives, ThreeVendorsOnDiCommAloneHoldTheSameBits) {
   expect_all_passed(result, 3);
 }
 
+// Rank 0's program leaves DiComm through an exception while the others wait in the store for its
+// split: closing, it fails the job instead of waiting for them at the healthy ranks' last barrier
+// (where it and they would each have waited out the whole timeout), and they are told why.
+TEST(Faults, ARankLeavingThroughAnExceptionFailsTheOthersAtOnce) {
+  const CliResult result = launch(3, "throw", "H2_DICOMM_TIMEOUT=120");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("rank 0: error: rank 0 throws on purpose"));
+  // A rank that waits for rank 0's key is told rank 0 failed; one that comes after rank 0 has gone,
+  // that the store went after rank 0 had failed.
+  for (const std::string rank : {"1", "2"})
+    EXPECT_TRUE(std::regex_search(result.output,
+                                  std::regex("\\[rank " + rank + "\\] rank " + rank + ": error: rank " + rank +
+                                             ": Store::(get|set)\\('dicomm/split/0/0/[0-2]'\\): .*rank 0 (had )?failed "
+                                             "\\(aborted: its program left DiComm through an exception")))
+        << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("timed out")));
+}
+
+// Empty messages between others on one tag, from a rank that stages through host memory (the
+// emulated Ascend): every message still arrives in the order sent.
+TEST(Collectives, EmptyMessagesKeepTheOrderOfAStagedSender) {
+  const std::string env = "ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME");
+  for (int run = 0; run < 3; ++run) {
+    const CliResult result = launch(2, "order", env, "--devices ascend:0,cpu-reference:0");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("rank 1: 1 of 1 checks passed"));
+  }
+}
+
 TEST(Faults, KilledPeerIsNamedByTheOthersWithinTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const CliResult result = launch(3, "kill", "H2_DICOMM_TIMEOUT=60", "--grace 30");

@@ -394,10 +394,16 @@ TEST(Store, ARankThatExitsWithoutClosingIsReportedToTheOthers) {
         CHILD_CHECK(failure.has_value());
         CHILD_CHECK(failure->rank == 2);
         CHILD_CHECK_MSG(failure->reason.find("exited without closing DiComm") != std::string::npos, failure->reason);
-        store.set("dead-seen", "1");
       } else {
-        // A handler installed after the failure is run at once with it.
-        store.get("dead-seen");
+        // A key nobody has set is refused at once: after a failure the job is over, and nobody may
+        // ever set it (a rank that waited in a split for the dead rank's choice waited out its timeout).
+        start = Clock::now();
+        message = error_of([&] { store.get("never-set"); });
+        CHILD_CHECK_MSG(message.find("key 'never-set' is not set and rank 2 failed (the process") != std::string::npos,
+                        message);
+        CHILD_CHECK_MSG(ms_since(start) < 3000, std::to_string(ms_since(start)) + " ms");
+        // A handler installed after the failure is run at once with it (the failure's notice came
+        // before the barrier's answer, on the same connection).
         store.on_failure(failures.handler());
         auto failure = failures.wait(100ms);
         CHILD_CHECK(failure.has_value());

@@ -85,9 +85,10 @@ class Transfer : public Task {
   // with one tag between two ranks match in the order posted, and a transfer keeps at most `window`
   // in flight: without this, a short message would overtake the rest of a long one sent before it.
   void follow(std::shared_ptr<const Transfer> predecessor) { predecessor_ = std::move(predecessor); }
-  // Every operation is with the engine (or the transfer is over: a failed one never hands over the
-  // rest, and what follows it must not wait for that).
-  bool handed_over() const { return finished() || handed_ == sends_.size() + recvs_.size(); }
+  // Every operation is with the engine, and its predecessor's were before them (or the transfer is
+  // over: a failed one never hands over the rest, and what follows it must not wait for that). An
+  // empty message has no operations, yet what follows it must still wait for what came before it.
+  bool handed_over() const { return finished() || (!predecessor_ && handed_ == sends_.size() + recvs_.size()); }
 
   bool advance() override;
   std::string describe() const override;

@@ -361,10 +361,13 @@ class TcpStore final : public Store {
     return text;
   }
 
+  // Called with mutex_ held. A rank that had failed before says why the store went.
   Error lost_error(const std::string& what) const {
+    std::string why = lost_reason_.empty() ? "closed" : lost_reason_;
+    if (failure_) why += "; rank " + std::to_string(failure_->rank) + " had failed (" + failure_->reason + ")";
     return Error(H2_STATUS_DEVICE_ERROR, "rank " + std::to_string(info_.rank) + ": Store::" + what +
                                              ": the connection to the rendezvous store at " + address_ + " is gone (" +
-                                             (lost_reason_.empty() ? "closed" : lost_reason_) + ")");
+                                             why + ")");
   }
 
   void connection_lost_locked(const std::string& reason) {

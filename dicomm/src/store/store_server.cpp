@@ -191,6 +191,26 @@ struct StoreServer::Impl {
       }
     }
     fail_barriers("rank " + std::to_string(rank) + " failed (" + reason + ")");
+    fail_gets();
+  }
+
+  // A failed rank fails the job (every rank's DiComm stops), so a key nobody has set yet would be
+  // waited for until the timeout: the ranks waiting for one are told why at once instead.
+  void fail_gets() {
+    for (auto& [key, waiters] : gets)
+      for (const Waiter& w : waiters) reply(w.connection, w.request, false, get_refusal(key, *failed_rank()));
+    gets.clear();
+  }
+
+  std::optional<int> failed_rank() const {
+    for (int r = 0; r < world_size; ++r)
+      if (ranks[static_cast<size_t>(r)].phase == Phase::failed) return r;
+    return std::nullopt;
+  }
+
+  std::string get_refusal(const std::string& key, int failed) const {
+    return "key '" + key + "' is not set and rank " + std::to_string(failed) + " failed (" +
+           ranks[static_cast<size_t>(failed)].failure + ")";
   }
 
   // Why no barrier can complete any more, or nothing.
@@ -292,6 +312,8 @@ struct StoreServer::Impl {
         int64_t timeout_ms = in.i64();
         auto found = values.find(key);
         if (found != values.end()) return reply(id, request, true, found->second);
+        if (const std::optional<int> failed = failed_rank())
+          return reply(id, request, false, get_refusal(key, *failed));
         gets[key].push_back(
             Waiter{id, request, c.rank, Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms});
         return;
