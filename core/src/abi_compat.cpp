@@ -5,11 +5,11 @@
 namespace h2::detail {
 
 const AbiHistory& core_abi_history() {
-  static_assert(H2_ABI_MINOR == 6, "add the new minor's H2_PLUGIN_API_SIZE_1_<minor> below");
+  static_assert(H2_ABI_MINOR == 7, "add the new minor's H2_PLUGIN_API_SIZE_1_<minor> below");
   static const AbiHistory history{
       H2_ABI_MAJOR,
       {H2_PLUGIN_API_SIZE_1_0, H2_PLUGIN_API_SIZE_1_1, H2_PLUGIN_API_SIZE_1_2, H2_PLUGIN_API_SIZE_1_3,
-       H2_PLUGIN_API_SIZE_1_4, H2_PLUGIN_API_SIZE_1_5, H2_PLUGIN_API_SIZE_1_6}};
+       H2_PLUGIN_API_SIZE_1_4, H2_PLUGIN_API_SIZE_1_5, H2_PLUGIN_API_SIZE_1_6, H2_PLUGIN_API_SIZE_1_7}};
   return history;
 }
 

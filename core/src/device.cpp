@@ -1,5 +1,9 @@
 #include "h2/device.hpp"
 
+#include <unistd.h>
+
+#include <utility>
+
 #include "h2/buffer.hpp"
 #include "h2/stream.hpp"
 #include "plugin_handle.hpp"
@@ -110,6 +114,40 @@ MemoryExport Device::export_memory(const DeviceBuffer& buffer, size_t offset) co
   plugin_->check(slot(index_, static_cast<const char*>(buffer.data()) + offset, &out.handle, &out.offset),
                  "mem_export(device " + std::to_string(index_) + ")");
   return out;
+}
+
+bool Device::can_export_dmabuf() const {
+  return plugin_->api().mem_export_dmabuf != nullptr;
+}
+
+DmaBuf Device::export_dmabuf(const DeviceBuffer& buffer, size_t offset, size_t bytes) const {
+  if (bytes == 0 || offset > buffer.size() || bytes > buffer.size() - offset)
+    throw Error(H2_STATUS_INVALID_ARGUMENT, label() + ": cannot export bytes [" + std::to_string(offset) + ", " +
+                                                std::to_string(offset + bytes) + ") of a " +
+                                                std::to_string(buffer.size()) + "-byte buffer as a dma-buf");
+  auto slot = plugin_->require(plugin_->api().mem_export_dmabuf, "mem_export_dmabuf");
+  int32_t fd = -1;
+  uint64_t within = 0;
+  plugin_->check(slot(index_, static_cast<const char*>(buffer.data()) + offset, bytes, &fd, &within),
+                 "mem_export_dmabuf(device " + std::to_string(index_) + ", " + std::to_string(bytes) + " bytes)");
+  return DmaBuf(fd, within, bytes);
+}
+
+DmaBuf::~DmaBuf() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+DmaBuf::DmaBuf(DmaBuf&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), offset_(other.offset_), bytes_(other.bytes_) {}
+
+DmaBuf& DmaBuf::operator=(DmaBuf&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    offset_ = other.offset_;
+    bytes_ = other.bytes_;
+  }
+  return *this;
 }
 
 DeviceBuffer Device::import_memory(const H2_MemHandle& handle) const {

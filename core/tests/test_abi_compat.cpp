@@ -55,7 +55,7 @@ TEST(AbiCompat, ThisCoresHistoryEndsAtItsOwnVersion) {
   const AbiHistory& history = h2::detail::core_abi_history();
   EXPECT_EQ(history.major, H2_ABI_MAJOR);
   EXPECT_EQ(history.table_size_by_minor.size(), H2_ABI_MINOR + 1u);
-  EXPECT_EQ(history.table_size_by_minor.back(), H2_STRUCT_SIZE(H2_PluginApi, collective_table));
+  EXPECT_EQ(history.table_size_by_minor.back(), sizeof(H2_PluginApi));
   EXPECT_EQ(check_abi(H2_ABI_MAJOR, H2_ABI_MINOR, sizeof(H2_PluginApi), history).verdict, AbiVerdict::compatible);
 }
 
@@ -73,8 +73,14 @@ TEST(AbiCompat, Minor4AppendsTheOptionFieldsAndTheOptionListSlot) {
 // 1.5 appends one slot, the collective table, which covers every slot it has.
 TEST(AbiCompat, Minor5AppendsTheCollectiveTable) {
   EXPECT_EQ(H2_PLUGIN_API_SIZE_1_5, H2_PLUGIN_API_SIZE_1_4 + sizeof(void*));
-  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_5, sizeof(H2_PluginApi));
   EXPECT_EQ(H2_COLLECTIVE_TABLE_SIZE_1_5, sizeof(H2_CollectiveTable));
+}
+
+// 1.7 appends one slot, mem_export_dmabuf, the last the table has.
+TEST(AbiCompat, Minor7AppendsTheDmaBufExport) {
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_6, H2_PLUGIN_API_SIZE_1_5);
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_7, H2_PLUGIN_API_SIZE_1_6 + sizeof(void*));
+  EXPECT_EQ(H2_PLUGIN_API_SIZE_1_7, sizeof(H2_PluginApi));
 }
 
 // A writer of a later minor may hand out larger elements: H2_ARRAY_AT follows their struct_size.

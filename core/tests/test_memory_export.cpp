@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "h2/h2.hpp"
@@ -73,6 +75,39 @@ TEST(MemoryExport, AnotherProcessReadsAndWritesAnExportedBuffer) {
   EXPECT_EQ(head[15], 9);
   EXPECT_EQ(head[16], 5);
   for (int fd : {down[0], down[1], up[0], up[1]}) close(fd);
+}
+
+// Device memory as a dma-buf (ABI 1.7) through the core: a range outside the buffer is refused by
+// the core, and the plugin either exports (the device then claims H2_NIC_DIRECT_DMABUF) or says why
+// not. The DmaBuf owns its descriptor.
+TEST(MemoryExport, ADmaBufExportWorksWhereTheDeviceClaimsItElseSaysWhy) {
+  Runtime runtime(test::plugin_under_test_only());
+  Device device = runtime.device(test::plugin_under_test(), 0);
+  DeviceBuffer buffer = device.allocate(8192);
+  try {
+    (void)device.export_dmabuf(buffer, 8000, 500);
+    ADD_FAILURE() << "a range past the buffer was exported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("cannot export bytes [8000, 8500) of a 8192-byte buffer"), std::string::npos)
+        << e.what();
+  }
+  if (!device.can_export_dmabuf()) {
+    EXPECT_FALSE(device.properties().nic_direct_dmabuf);
+    return;
+  }
+  try {
+    DmaBuf exported = device.export_dmabuf(buffer, 100, 4000);
+    EXPECT_TRUE(device.properties().nic_direct_dmabuf);
+    EXPECT_GE(exported.fd(), 0);
+    EXPECT_EQ(exported.bytes(), 4000u);
+    DmaBuf moved = std::move(exported);
+    EXPECT_EQ(exported.fd(), -1);
+    EXPECT_GE(moved.fd(), 0);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), H2_STATUS_UNSUPPORTED) << e.what();
+    EXPECT_FALSE(device.properties().nic_direct_dmabuf) << "the device claims dma-bufs it cannot export: " << e.what();
+  }
 }
 
 }  // namespace

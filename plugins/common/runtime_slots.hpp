@@ -38,6 +38,7 @@ struct VendorSlots {
   decltype(H2_PluginApi::host_alloc) host_alloc = nullptr;
   decltype(H2_PluginApi::host_free) host_free = nullptr;
   bool shares_memory = true;
+  decltype(H2_PluginApi::mem_export_dmabuf) mem_export_dmabuf = nullptr;  // ABI 1.7, optional
 };
 
 // `Slot` is the plugin's holder of its Runtime; `Name` its plugin name (for option errors).
@@ -191,6 +192,7 @@ struct RuntimeSlots {
     api.option_list = option_list;
     api.host_alloc = vendor.host_alloc;
     api.host_free = vendor.host_free;
+    api.mem_export_dmabuf = vendor.mem_export_dmabuf;
     if constexpr (requires(Runtime & r, H2_MemHandle & h, uint64_t & n) {
                     r.allocate_host(size_t{});
                     r.export_memory(0, nullptr, h, n);

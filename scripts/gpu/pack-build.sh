@@ -16,7 +16,7 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 meson configure build-gpu -Dbenchmarks=auto
 # What the checks run, not the whole test tree: on two cores that saves most of the build's time.
 ninja -C build-gpu tools/h2 plugins/cpu-reference/libh2-plugin-cpu-reference.so plugins/cuda/libh2-plugin-cuda.so \
-  bench/cuda_kernels bench/allocator_bench tools/tests/tools_test_h2_devices
+  bench/cuda_kernels bench/allocator_bench tools/tests/tools_test_h2_devices core/tests/core_test_memory_export
 
 pack=.gpu-build
 rm -rf "$pack"

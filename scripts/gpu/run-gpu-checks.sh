@@ -3,7 +3,7 @@
 # packed here (.gpu-build: pass it in the device tool's `carry`; nothing is compiled there, and that
 # machine has no package registry for the build's dependencies), or over ./build-gpu where H2 was
 # built on the GPU machine itself (scripts/gpu/pack-build.sh's first two steps, there):
-#   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices and the CUDA plugin's h2_devices test
+#   bash scripts/gpu/run-gpu-checks.sh devices  h2 devices, the CUDA plugin's h2_devices test and its dma-buf export
 #   bash scripts/gpu/run-gpu-checks.sh conform  h2 conform --plugin cuda [--full]  (CONFORM_FULL=1 for --full,
 #                                               CONFORM_OPS=PATTERNS for --ops)
 #   bash scripts/gpu/run-gpu-checks.sh bench    gemm vs cuBLAS, attention vs PyTorch SDPA, ratios; the
@@ -55,6 +55,9 @@ case $stage in
     H2_TOOL=$build/tools/h2 H2_PLUGIN_PATH=$plugin_path H2_TEST_FAKE_PLUGIN_DIR=$build/core/tests/plugins \
       H2_SOURCE_ROOT=$PWD H2_TEST_CUDA_PLUGIN=$build/plugins/cuda/libh2-plugin-cuda.so \
       "$build/tools/tests/tools_test_h2_devices" --gtest_filter='*Cuda*' 2>&1 | tail -30 | tee "$out/h2_devices_test.log"
+    # mem_export_dmabuf (ABI 1.7): a dma-buf of CUDA memory where the driver claims it, else the reason.
+    H2_PLUGIN_PATH=$plugin_path H2_TEST_PLUGIN=cuda "$build/core/tests/core_test_memory_export" \
+      --gtest_filter='*DmaBuf*' 2>&1 | tail -20 | tee "$out/dmabuf_test.log"
     ;;
   conform)
     full=()

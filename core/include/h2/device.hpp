@@ -62,6 +62,28 @@ struct MemoryExport {
   uint64_t offset = 0;    // of the exported pointer within the region the handle names
 };
 
+// A range of device memory exported as a dma-buf (Device::export_dmabuf, ABI 1.7), for a NIC to
+// register. Owns the file descriptor and closes it when destroyed; move-only.
+class DmaBuf {
+ public:
+  DmaBuf() = default;
+  DmaBuf(int fd, uint64_t offset, size_t bytes) : fd_(fd), offset_(offset), bytes_(bytes) {}
+  ~DmaBuf();
+  DmaBuf(DmaBuf&& other) noexcept;
+  DmaBuf& operator=(DmaBuf&& other) noexcept;
+  DmaBuf(const DmaBuf&) = delete;
+  DmaBuf& operator=(const DmaBuf&) = delete;
+
+  int fd() const { return fd_; }
+  uint64_t offset() const { return offset_; }  // of the range's first byte within the dma-buf
+  size_t bytes() const { return bytes_; }      // the range's length
+
+ private:
+  int fd_ = -1;
+  uint64_t offset_ = 0;
+  size_t bytes_ = 0;
+};
+
 // Hints for Device::create_stream (H2_StreamFlags). They never change results or stream order.
 struct StreamOptions {
   // The caller waits for the stream's work right after enqueuing it: a plugin computing on host
@@ -104,6 +126,12 @@ class Device {
   bool can_share_memory() const;
   MemoryExport export_memory(const DeviceBuffer& buffer, size_t offset = 0) const;
   DeviceBuffer import_memory(const H2_MemHandle& handle) const;
+
+  // Device memory a NIC registers itself (ABI 1.7): whether the plugin has the slot at all, and
+  // `bytes` of `buffer` from byte `offset` as a dma-buf. Throws h2::Error: INVALID_ARGUMENT for a
+  // range outside the buffer, H2_STATUS_UNSUPPORTED when the plugin cannot here (saying why).
+  bool can_export_dmabuf() const;
+  DmaBuf export_dmabuf(const DeviceBuffer& buffer, size_t offset, size_t bytes) const;
 
   bool operator==(const Device& other) const;
   bool same_plugin(const Device& other) const { return plugin_ == other.plugin_; }

@@ -25,6 +25,8 @@
  *   1.6  room for every vendor library's unique id: H2_CommUniqueId grows from 128 to 4,352 bytes
  *        (HCCL's HcclRootInfo is 4,108, CNCL's cnclCliqueId 136), and H2_CollectiveTable's
  *        reserved0 becomes unique_id_bytes, how many of them the library's ids use
+ *   1.7  mem_export_dmabuf: a range of device memory as a dma-buf file descriptor, which a NIC
+ *        registers itself (libfabric's FI_MR_DMABUF, ibv_reg_dmabuf_mr) instead of staging it
  *
  * ---- Conventions that hold for every call ----
  * - Every call returns an H2_Status. H2_STATUS_OK is success. On any other status the plugin sets the
@@ -83,7 +85,7 @@ extern "C" {
  * covers the fields it reads, and ignores the bytes it does not know.
  * ---------------------------------------------------------------------------------------------- */
 #define H2_ABI_MAJOR 1
-#define H2_ABI_MINOR 6
+#define H2_ABI_MINOR 7
 
 #define H2_STRUCT_SIZE(type, last_field) (offsetof(type, last_field) + sizeof(((type*)0)->last_field))
 #define H2_ARRAY_AT(type, array, index) \
@@ -190,7 +192,7 @@ typedef enum H2_DeviceKind {
 typedef enum H2_NicDirectMemory {
   H2_NIC_DIRECT_HOST = 1u << 0,  /* pinned host memory from host_alloc can be registered with a NIC */
   H2_NIC_DIRECT_CUDA = 1u << 1,  /* device pointers can be registered as CUDA memory (FI_HMEM_CUDA) */
-  H2_NIC_DIRECT_DMABUF = 1u << 2 /* device memory can be exported as a dma-buf file descriptor */
+  H2_NIC_DIRECT_DMABUF = 1u << 2 /* device memory can be exported as a dma-buf (mem_export_dmabuf) */
 } H2_NicDirectMemory;
 
 typedef struct H2_DeviceProperties {
@@ -1082,6 +1084,27 @@ typedef struct H2_PluginApi {
   /* [optional] The vendor's collective library (section 9); NULL when the plugin offers none.
    * Static: lives as long as the library stays loaded. */
   const H2_CollectiveTable* collective_table;
+
+  /* ---- Since ABI 1.7: device memory a NIC registers itself ----
+   * An RDMA NIC reads and writes device memory where it lies once the kernel gives it the pages: a
+   * dma-buf (Linux's handle for memory that one driver exports and another imports) does that for any
+   * vendor, where nvidia-peermem and its kind are one vendor's. DiComm registers the dma-buf with
+   * libfabric (FI_MR_DMABUF, libfabric 1.20 and later) and sends from device memory without a copy
+   * through host memory. A plugin that sets this slot sets H2_NIC_DIRECT_DMABUF in
+   * H2_DeviceProperties.nic_direct_memory for each device whose memory it can export. */
+
+  /* [optional] Exports the bytes [ptr, ptr + bytes) of `device`'s memory (bytes > 0, all inside one
+   * live allocation from mem_alloc or mem_alloc_async) as a dma-buf, and writes its file descriptor
+   * to `*fd` and to `*offset` where `ptr` lies within the dma-buf. The dma-buf may cover more than
+   * the range (drivers export whole pages: CUDA's cuMemGetHandleForAddressRange takes page-aligned
+   * ranges), never memory outside the allocation's pages. The descriptor is the caller's: it closes
+   * it with close(2) when done (a NIC registration made from it may outlive the close). The pages stay
+   * the allocation's: freeing the allocation while a NIC still uses them is the caller's bug, as
+   * for any device pointer. Returns H2_STATUS_INVALID_ARGUMENT when the range is not inside one live
+   * allocation of `device`, and H2_STATUS_UNSUPPORTED (saying why: the driver, the kernel, a missing
+   * /dev/udmabuf) when this device's memory cannot be exported here. Blocks briefly (system calls);
+   * never waits for device work. Thread-safe. */
+  H2_Status (*mem_export_dmabuf)(int32_t device, const void* ptr, uint64_t bytes, int32_t* fd, uint64_t* offset);
 } H2_PluginApi;
 
 #define H2_PLUGIN_API_SIZE_1_0 H2_STRUCT_SIZE(H2_PluginApi, op_table)
@@ -1091,6 +1114,7 @@ typedef struct H2_PluginApi {
 #define H2_PLUGIN_API_SIZE_1_4 H2_STRUCT_SIZE(H2_PluginApi, option_list)
 #define H2_PLUGIN_API_SIZE_1_5 H2_STRUCT_SIZE(H2_PluginApi, collective_table)
 #define H2_PLUGIN_API_SIZE_1_6 H2_PLUGIN_API_SIZE_1_5 /* 1.6 grew the unique id, adding no slot here */
+#define H2_PLUGIN_API_SIZE_1_7 H2_STRUCT_SIZE(H2_PluginApi, mem_export_dmabuf)
 
 /* The identity prefix that is the same in every major. */
 #define H2_PLUGIN_API_IDENTITY_SIZE H2_STRUCT_SIZE(H2_PluginApi, plugin_version)
@@ -1128,6 +1152,7 @@ H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_2 == 232, "H2_PluginApi 1.2 layout changed
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_3 == 256, "H2_PluginApi 1.3 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_4 == 280, "H2_PluginApi 1.4 layout changed");
 H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_5 == 288, "H2_PluginApi 1.5 layout changed");
+H2_STATIC_ASSERT(H2_PLUGIN_API_SIZE_1_7 == 296, "H2_PluginApi 1.7 layout changed");
 H2_STATIC_ASSERT(H2_COLLECTIVE_TABLE_SIZE_1_5 == 120, "H2_CollectiveTable 1.5 layout changed");
 H2_STATIC_ASSERT(sizeof(H2_CommUniqueId) == 4352, "H2_CommUniqueId layout changed (128 bytes in 1.5)");
 H2_STATIC_ASSERT(sizeof(H2_MemHandle) == 128, "H2_MemHandle layout changed");

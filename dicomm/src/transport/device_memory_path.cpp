@@ -24,8 +24,12 @@ DeviceMemoryPath device_memory_path(const DeviceProperties& properties) {
                                std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION) + ")";
 #endif
     return {false, std::string("staged through pinned host memory: the plugin offers its memory to NICs as ") +
-                       (properties.nic_direct_cuda ? "CUDA memory" : "dma-buf") + ", but " + libfabric +
-                       " here registers no device memory (no FI_HMEM device interface)" + dmabuf};
+                       (properties.nic_direct_cuda && properties.nic_direct_dmabuf
+                            ? "CUDA memory and as dma-bufs (mem_export_dmabuf)"
+                        : properties.nic_direct_cuda ? "CUDA memory"
+                                                     : "dma-bufs (mem_export_dmabuf)") +
+                       ", but " + libfabric + " here registers no device memory (no FI_HMEM device interface)" +
+                       dmabuf};
   }
   if (!properties.host_accessible)
     return {false, "staged through pinned host memory: the plugin offers no NIC access to its device memory"};

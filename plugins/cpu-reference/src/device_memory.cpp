@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "dmabuf_export.hpp"
 #include "strict_fault_handler.hpp"
 
 namespace h2::cpu_reference {
@@ -37,13 +38,19 @@ char* map_region(size_t bytes, int protection, int device, int fd = -1) {
 // A sparse memfd of `bytes` for the arena, or -1 with the reason in `why` (seccomp, old kernels).
 int create_arena_file(size_t bytes, int device, std::string& why) {
   const std::string name = "h2-cpu-reference-dev" + std::to_string(device);
-  const int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  // Sealed against shrinking: udmabuf takes only such a memfd (its pages cannot vanish under a NIC).
+  const int fd = memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) {
     why = std::string("memfd_create failed: ") + std::strerror(errno);
     return -1;
   }
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     why = std::string("ftruncate of the arena's memfd failed: ") + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0) {
+    why = std::string("sealing the arena's memfd failed: ") + std::strerror(errno);
     close(fd);
     return -1;
   }
@@ -212,6 +219,38 @@ SharedRange DeviceMemory::share(const void* ptr, uint64_t& offset_within) const 
                                     unshareable_why_);
   offset_within = offset_of(ptr);
   return {getpid(), memfd_, memfd_inode_, memfd_filesystem_, 0, capacity_};
+}
+
+int DeviceMemory::export_dmabuf(const void* ptr, size_t bytes, uint64_t& offset_within) const {
+  if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot export 0 bytes as a dma-buf");
+  size_t first = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!in_arena(ptr))
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           "pointer is not device memory of device " + std::to_string(device_) +
+               (imports_.holds(ptr) ? " (it is an import: export it where it was allocated)" : ""));
+    first = offset_of(ptr);
+    auto it = allocation_at(first);
+    if (it == live_.end()) fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not inside a live allocation");
+    const size_t end = it->first + it->second.requested;
+    if (bytes > end - first)
+      fail(H2_STATUS_INVALID_ARGUMENT,
+           "the range runs " + std::to_string(bytes - (end - first)) + " bytes past the end of its allocation");
+  }
+  if (memfd_ < 0)
+    fail(H2_STATUS_UNSUPPORTED,
+         "device " + std::to_string(device_) + "'s memory is not a memfd, so not a dma-buf: " + unshareable_why_);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t begin = first / page * page;
+  const size_t length = round_up(first + bytes, page) - begin;
+  const int fd = create_udmabuf(memfd_, begin, length);
+  offset_within = first - begin;
+  return fd;
+}
+
+bool DeviceMemory::exports_dmabuf() const {
+  return memfd_ >= 0 && udmabuf_available();
 }
 
 size_t DeviceMemory::offset_of(const void* ptr) const {

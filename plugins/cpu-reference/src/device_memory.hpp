@@ -54,6 +54,12 @@ class DeviceMemory {
   // shareable.
   SharedRange share(const void* ptr, uint64_t& offset_within) const;
   ImportedRanges& imports() { return imports_; }
+  // [ptr, ptr + bytes) as a dma-buf (mem_export_dmabuf): the whole pages that hold it, and `ptr`'s
+  // offset within them. Throws PluginError: INVALID_ARGUMENT unless the range is inside one live
+  // allocation, UNSUPPORTED when the arena is not a memfd or udmabuf refuses (dmabuf_export.hpp).
+  int export_dmabuf(const void* ptr, size_t bytes, uint64_t& offset_within) const;
+  // Whether export_dmabuf can work here at all (H2_NIC_DIRECT_DMABUF).
+  bool exports_dmabuf() const;
 
   uint64_t capacity() const { return capacity_; }
   uint64_t free_bytes() const;

@@ -114,6 +114,17 @@ H2_Status mem_free(int32_t device, void* ptr) {
   });
 }
 
+H2_Status mem_export_dmabuf(int32_t device, const void* ptr, uint64_t bytes, int32_t* fd, uint64_t* offset) {
+  return guarded("mem_export_dmabuf", [&] {
+    require(ptr, "ptr");
+    require(fd, "fd");
+    require(offset, "offset");
+    uint64_t within = 0;
+    *fd = runtime().memory(device).export_dmabuf(ptr, static_cast<size_t>(bytes), within);
+    *offset = within;
+  });
+}
+
 H2_Status mem_export(int32_t device, const void* ptr, H2_MemHandle* handle, uint64_t* offset) {
   return guarded("mem_export", [&] {
     require(ptr, "ptr");
@@ -344,6 +355,7 @@ const H2_PluginApi kApi = {
     .mem_free_async = mem_free_async,
     .option_list = option_list,
     .collective_table = &kCollectiveTable,
+    .mem_export_dmabuf = mem_export_dmabuf,
 };
 
 }  // namespace

@@ -75,6 +75,7 @@ void Runtime::properties(int device, H2_DeviceProperties& props) const {
   props.supported_dtypes =
       (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_BF16) | (1u << H2_DTYPE_I32) | (1u << H2_DTYPE_I64);
   props.nic_direct_memory = H2_NIC_DIRECT_HOST;
+  if (memory_[static_cast<size_t>(device)]->exports_dmabuf()) props.nic_direct_memory |= H2_NIC_DIRECT_DMABUF;
   props.host_accessible = config_.strict ? 0 : 1;
 }
 

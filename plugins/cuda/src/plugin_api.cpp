@@ -8,6 +8,7 @@
 
 #include "collectives.hpp"
 #include "cuda_error.hpp"
+#include "dmabuf_export.hpp"
 #include "h2/plugin_abi.h"
 #include "ops/op_table.hpp"
 #include "runtime.hpp"
@@ -155,6 +156,17 @@ H2_Status event_elapsed_ms(H2_Event* start, H2_Event* end, float* milliseconds) 
   });
 }
 
+H2_Status mem_export_dmabuf(int32_t device, const void* ptr, uint64_t bytes, int32_t* fd, uint64_t* offset) {
+  return guarded("mem_export_dmabuf", [&] {
+    require(ptr, "ptr");
+    require(fd, "fd");
+    require(offset, "offset");
+    uint64_t within = 0;
+    *fd = export_dmabuf(device, ptr, static_cast<size_t>(bytes), within);
+    *offset = within;
+  });
+}
+
 const H2_PluginApi kApi = Slots::api_table(kPluginName, {
                                                             .stream_wait_event = stream_wait_event,
                                                             .memset_async = memset_async,
@@ -167,6 +179,7 @@ const H2_PluginApi kApi = Slots::api_table(kPluginName, {
                                                             .host_alloc = host_alloc,
                                                             .host_free = host_free,
                                                             .shares_memory = false,
+                                                            .mem_export_dmabuf = mem_export_dmabuf,
                                                         });
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cuda_error.hpp"
+#include "dmabuf_export.hpp"
 #include "op_slots.hpp"
 
 namespace h2::cuda {
@@ -139,9 +140,10 @@ void Runtime::properties(int device, H2_DeviceProperties& props) const {
   props.peak_flops[H2_DTYPE_BF16] = p.major >= 8 ? sms * clock_hz * rates.tensor16 : 0;
   props.supported_dtypes = (1u << H2_DTYPE_F32) | (1u << H2_DTYPE_F16) | (1u << H2_DTYPE_I32) | (1u << H2_DTYPE_I64) |
                            (p.major >= 8 ? (1u << H2_DTYPE_BF16) : 0u);
-  // Device pointers can be registered as CUDA memory (FI_HMEM_CUDA); dma-buf export needs the
-  // driver's support, which DiComm checks when it registers memory.
+  // Device pointers can be registered as CUDA memory (FI_HMEM_CUDA), and exported as dma-bufs
+  // (mem_export_dmabuf) where the driver and the kernel can.
   props.nic_direct_memory = H2_NIC_DIRECT_HOST | H2_NIC_DIRECT_CUDA;
+  if (dmabuf_supported(device)) props.nic_direct_memory |= H2_NIC_DIRECT_DMABUF;
   props.host_accessible = 0;
 }
 
