@@ -402,7 +402,7 @@ void Communicator::reduce_scatter(Stream& stream, const Tensor& input, const Ten
                      [&] { route.library->reduce_scatter(stream, flat(input), flat(output), library_op(op)); });
       return;
     }
-    if (route.hierarchy && route.hierarchy->equal()) {  // over groups of several sizes: flat
+    if (route.hierarchy) {
       ++s.sequence;
       hierarchical_reduce_scatter(s, *route.hierarchy, stream, flat(input), flat(output), op, accumulation, what);
       return;
@@ -445,7 +445,7 @@ void Communicator::allgather(Stream& stream, const Tensor& input, const Tensor& 
                      [&] { route.library->allgather(stream, flat(input), flat(output)); });
       return;
     }
-    if (route.hierarchy && route.hierarchy->equal()) {  // over groups of several sizes: flat
+    if (route.hierarchy) {
       ++s.sequence;
       hierarchical_allgather(s, *route.hierarchy, stream, flat(input), flat(output), what);
       return;

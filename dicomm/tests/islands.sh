@@ -129,7 +129,8 @@ if [ "$mode" = check ]; then
   # reordered: the ranks are not numbered place by place). Numbered across the islands (a1 b1 a2
   # b2), where halving-doubling's nearest partner is across the backbone, every large collective
   # runs island by island. Three ranks make islands of two sizes, whose allreduces sum piece by
-  # piece when asked to (H2_DICOMM_ALLREDUCE=hierarchical); their reduce-scatters and allgathers run flat.
+  # piece when asked to (H2_DICOMM_ALLREDUCE=hierarchical); their reduce-scatters and allgathers
+  # exchange slices of the other island's blocks.
   for hosts_in_order in "a1 a2 b1 b2" "a1 b1 a2 b2" "a1 b1 a2"; do
     read -ra order <<< "$hosts_in_order"
     extra=("${speeds[@]}" H2_LOG_LEVEL=info)
@@ -143,8 +144,8 @@ if [ "$mode" = check ]; then
         want="large collectives hierarchical over islands {0,2} {1,3} (shard by shard between them)"
         kinds="allreduce reduce_scatter allgather broadcast" ;;
       *)
-        want="large allreduces and broadcasts (reduce-scatters and allgathers flat) hierarchical over islands {0,2} {1} (piece by piece between them)"
-        kinds="allreduce broadcast" ;;
+        want="large collectives hierarchical over islands {0,2} {1} (piece by piece between them)"
+        kinds="allreduce reduce_scatter allgather broadcast" ;;
     esac
     grep -qF "$want" /tmp/h2-islands-$suffix.0 || { cat /tmp/h2-islands-$suffix.0; echo "FAILED: ranks $hosts_in_order: no '$want'"; exit 1; }
     for kind in $kinds; do
@@ -159,19 +160,24 @@ if [ "$mode" = check ]; then
 fi
 
 if [ "$mode" != bench ]; then echo "usage: islands.sh check|bench PROGRAM"; exit 2; fi
+# measure KEY OP MIN: h2 bench comm of OP from MIN to 4 MiB on the ranks in `order` with `extra`,
+# each size's busbw (GB/s) into busbw[KEY,BYTES].
+measure() {
+  local key=$1 op=$2 min=$3 json=/tmp/h2-islands-$suffix.json bytes value
+  run_ranks "$program" bench comm --op "$op" --min-bytes "$min" --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
+    --json "$json" || exit 1
+  while read -r bytes value; do busbw[$key,$bytes]=$value; done < <(
+    python3 -c 'import json,sys
+for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
+}
 # busbw (GB/s) per size for one setting: routes per link or everything on the backbone, one algorithm.
 declare -A busbw
 for algorithm in halving_doubling ring; do
   for routes in per-link backbone; do
     extra=(H2_DICOMM_ALLREDUCE=$algorithm)
     [ "$routes" = per-link ] && extra+=("${speeds[@]}")
-    json=/tmp/h2-islands-$suffix.json
-    run_ranks "$program" bench comm --op allreduce --min-bytes 64K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
-      --json "$json" || exit 1
+    measure "$algorithm,$routes" allreduce 64K
     head -3 /tmp/h2-islands-$suffix.0 | sed "s/^/  [$algorithm, $routes] /"
-    while read -r bytes value; do busbw[$algorithm,$routes,$bytes]=$value; done < <(
-      python3 -c 'import json,sys
-for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
   done
 done
 echo
@@ -192,12 +198,7 @@ done
 order=(a1 b1 a2 b2)
 for algorithm in auto halving_doubling ring; do
   extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
-  json=/tmp/h2-islands-$suffix.json
-  run_ranks "$program" bench comm --op allreduce --min-bytes 64K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
-    --json "$json" || exit 1
-  while read -r bytes value; do busbw[across,$algorithm,$bytes]=$value; done < <(
-    python3 -c 'import json,sys
-for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
+  measure "across,$algorithm" allreduce 64K
 done
 echo
 echo "allreduce, 4 ranks numbered across the islands (a1 b1 a2 b2), routes per link, f32 sum: busbw GB/s"
@@ -217,12 +218,7 @@ for numbering in "a1 b1 a2 b2" "a1 a2 b1 b2"; do
   for op in reduce_scatter allgather broadcast; do
     for algorithm in auto ring; do
       extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
-      json=/tmp/h2-islands-$suffix.json
-      run_ranks "$program" bench comm --op $op --min-bytes 256K --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
-        --json "$json" || exit 1
-      while read -r bytes value; do busbw[$numbering,$op,$algorithm,$bytes]=$value; done < <(
-        python3 -c 'import json,sys
-for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
+      measure "$numbering,$op,$algorithm" $op 256K
     done
     echo
     echo "$op, 4 ranks numbered $numbering, routes per link, f32: busbw GB/s"
@@ -233,5 +229,25 @@ b = sys.argv[1]; h, f = map(float, sys.argv[2:])
 print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
         "$bytes" "${busbw[$numbering,$op,auto,$bytes]:-0}" "${busbw[$numbering,$op,ring,$bytes]:-0}"
     done
+  done
+done
+
+# Islands of two sizes: three ranks (a1 b1 a2), islands {a1, a2} and {b1}. Reduce-scatter and
+# allgather exchange slices of the other island's blocks (H2_DICOMM_ALLREDUCE=hierarchical: unasked,
+# islands of several sizes run flat) against the flat ring.
+order=(a1 b1 a2)
+for op in reduce_scatter allgather; do
+  for algorithm in hierarchical ring; do
+    extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
+    measure "sizes,$op,$algorithm" $op 256K
+  done
+  echo
+  echo "$op, 3 ranks on islands of 2 and 1 (a1 b1 a2), routes per link, f32: busbw GB/s"
+  printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
+  for bytes in 262144 1048576 4194304; do
+    python3 -c 'import sys
+b = sys.argv[1]; h, f = map(float, sys.argv[2:])
+print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
+      "$bytes" "${busbw[sizes,$op,hierarchical,$bytes]:-0}" "${busbw[sizes,$op,ring,$bytes]:-0}"
   done
 done

@@ -192,20 +192,26 @@ TEST(Collectives, RanksOnTwoPluginsRunCollectivesHierarchically) {
   expect_all_passed(result, 4);
   EXPECT_THAT(result.output, HasSubstr(equal + "cpu-reference shared memory on ranks 0,2"));
   ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
-  // Groups of 3 and 2: pieces at 0, 1/3, 1/2 and 2/3 of the tensor, rank 3 holding two of them.
+  // Groups of 3 and 2: pieces at 0, 1/3, 1/2 and 2/3 of the tensor, rank 3 holding two of them;
+  // reduce-scatters and allgathers exchange slices of the other group's blocks.
   const std::string several =
-      "communicator 'world': allreduce and broadcast (reduce-scatter and allgather flat) "
-      "hierarchical over 2 groups (the plugins' libraries inside, DiComm between, piece by "
-      "piece); this rank's group: ";
+      "communicator 'world': collectives hierarchical over 2 groups (the plugins' libraries inside, DiComm "
+      "between, piece by piece); this rank's group: ";
   result = launch(5, "check", env,
                   "--devices cpu-reference:0,cpu-reference:0,cpu-reference:0," + second + ":0," + second + ":0");
   expect_all_passed(result, 5);
   EXPECT_THAT(result.output, HasSubstr(several + "cpu-reference shared memory on ranks 0,1,2"));
-  ran_hierarchically(result, {"allreduce", "broadcast"});
-  EXPECT_THAT(result.output, testing::Not(HasSubstr("first hierarchical reduce_scatter")));
+  ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
   result = launch(3, "check", env, "--devices cpu-reference:0,cpu-reference:0," + second + ":0");
   expect_all_passed(result, 3);
   EXPECT_THAT(result.output, HasSubstr(several + "itself alone on ranks 2"));
+  ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
+  // Groups interleaved in rank order (2 + 3), each block's slices crossing several owners.
+  result = launch(5, "check", env,
+                  "--devices " + second + ":0,cpu-reference:0," + second + ":0,cpu-reference:0,cpu-reference:0");
+  expect_all_passed(result, 5);
+  EXPECT_THAT(result.output, HasSubstr(several + "cpu-reference shared memory on ranks 1,3,4"));
+  ran_hierarchically(result, {"allreduce", "reduce_scatter", "allgather", "broadcast"});
 }
 
 // Three vendors' plugins, each with its own library: cpu-reference's shared memory on ranks 0 and 1,

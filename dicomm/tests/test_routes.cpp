@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,6 +140,43 @@ TEST(Islands, GroupsOfSeveralSizesSumPiecesBetweenTheirHolders) {
   ASSERT_EQ(one_size.pieces.size(), 2u);
   EXPECT_EQ(one_size.pieces[1].holders, (std::vector<int>{2, 3}));
   EXPECT_EQ(shard_pieces({{0, 1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11}, {12, 13, 14}}, 64).unit, 0);  // 105 > 64
+}
+
+// Groups {0, 2, 4} and {1, 3} exchanging blocks of 5: the first group's three places each hold
+// their own block and 10/3 of the outside blocks (of ranks 1 and 3), 4, 3 and 3 elements, so the
+// segments are 5 + 4 long; the second group's places hold 15/2 of blocks 0, 2 and 4 each. Every
+// outside element is in exactly one slice, each piece inside one block.
+TEST(Islands, BlocksOverGroupsOfSeveralSizesAreCutIntoSlicesOfOutsideBlocks) {
+  const std::vector<std::vector<int>> groups = {{0, 2, 4}, {1, 3}};
+  const BlockLayout three = block_layout(groups, 0, 5);
+  EXPECT_EQ(three.segment, 9);
+  ASSERT_EQ(three.slices.size(), 3u);
+  ASSERT_EQ(three.slices[1].size(), 2u);  // elements [4, 7) of blocks 1 then 3
+  EXPECT_EQ(three.slices[1][0].owner, 1);
+  EXPECT_EQ(three.slices[1][0].in_block, 4);
+  EXPECT_EQ(three.slices[1][0].length, 1);
+  EXPECT_EQ(three.slices[1][1].owner, 3);
+  EXPECT_EQ(three.slices[1][1].in_block, 0);
+  EXPECT_EQ(three.slices[1][1].in_slice, 1);
+  EXPECT_EQ(three.slices[1][1].length, 2);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const BlockLayout layout = block_layout(groups, g, 5);
+    std::map<int, std::vector<int>> covered;  // owner -> how often each element of its block is held
+    for (const auto& slice : layout.slices) {
+      int64_t length = 0;
+      for (const OutsidePiece& piece : slice) {
+        EXPECT_EQ(piece.in_slice, length);
+        length += piece.length;
+        covered[piece.owner].resize(5);
+        for (int64_t e = piece.in_block; e < piece.in_block + piece.length; ++e) ++covered[piece.owner][e];
+      }
+      EXPECT_LE(5 + length, layout.segment);
+    }
+    EXPECT_EQ(covered.size(), groups[1 - g].size());
+    for (const auto& [owner, counts] : covered) EXPECT_EQ(counts, std::vector<int>(5, 1)) << "block " << owner;
+  }
+  EXPECT_EQ(block_layout(groups, 1, 5).segment, 5 + 8);
+  EXPECT_EQ(block_layout(groups, 1, 0).segment, 0);  // empty blocks: nothing to hold
 }
 
 TEST(Routes, AnRdmaIslandUsesVerbsWhateverTheEthernetSpeed) {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <functional>
 
+#include "collectives/hierarchy_steps.hpp"
 #include "collectives/vendor_path.hpp"
 #include "h2/dicomm/error.hpp"
 #include "h2/log.hpp"
@@ -12,83 +13,6 @@
 namespace h2::dicomm::detail {
 
 namespace {
-
-// The steps of one hierarchical call: inside this rank's group (its library's or DiComm's) and the
-// communicator between the groups.
-class Steps {
- public:
-  Steps(CommState& s, Hierarchy& h, Stream& stream, std::string what, const std::string& kind)
-      : s_(s), h_(h), stream_(stream), what_(std::move(what)) {
-    if (h.announced.insert(kind).second)
-      log(LogLevel::info, "dicomm", "communicator '" + s.name + "': first hierarchical " + kind);
-  }
-
-  void allreduce_inside(const Tensor& data, ReduceOp op, Accumulation accumulation) {
-    if (h_.library)
-      on_library("allreduce", [&] { h_.library->allreduce(stream_, data, data, library_op(op)); });
-    else if (h_.inside)
-      communicator_over(h_.inside).allreduce(stream_, data, op, accumulation);
-  }
-  void reduce_scatter_inside(const Tensor& input, const Tensor& output, ReduceOp op, Accumulation accumulation) {
-    if (h_.library)
-      on_library("reduce-scatter", [&] { h_.library->reduce_scatter(stream_, input, output, library_op(op)); });
-    else if (h_.inside)
-      communicator_over(h_.inside).reduce_scatter(stream_, input, output, op, accumulation);
-  }
-  void allgather_inside(const Tensor& input, const Tensor& output) {
-    if (h_.library)
-      on_library("allgather", [&] { h_.library->allgather(stream_, input, output); });
-    else if (h_.inside)
-      communicator_over(h_.inside).allgather(stream_, input, output);
-  }
-  void broadcast_inside(const Tensor& data, int root) {
-    if (h_.library)
-      on_library("broadcast", [&] { h_.library->broadcast(stream_, data, data, root); });
-    else if (h_.inside)
-      communicator_over(h_.inside).broadcast(stream_, data, root);
-  }
-  Communicator across() const { return communicator_over(h_.across); }
-
- private:
-  void on_library(const char* step, const std::function<void()>& call) {
-    run_on_library(s_, *h_.library, stream_, what_ + ", " + step + " in the group", call);
-  }
-  CommState& s_;
-  Hierarchy& h_;
-  Stream& stream_;
-  std::string what_;
-};
-
-// The temporaries of one call, from `stream`'s caching allocator: DiComm's steps on their Link's
-// stream leave `stream` waiting for all they did, and a library runs on `stream` itself, so they
-// may go back when the call returns. A step that failed may have left work on them queued on the
-// Link's stream: then they stay with the communicator instead, where no later call reuses them.
-class Temporaries {
- public:
-  Temporaries(CommState& s, Stream& stream, const Device& device) : s_(s), stream_(stream) {
-    if (!(stream.device() == device))
-      throw CommError(CommErrorKind::usage, -1,
-                      "DiComm: a collective on " + device.label() + " was given a stream of " +
-                          stream.device().label() + " (communicator '" + s.name +
-                          "'): use a stream of the tensors' device");
-  }
-  Temporaries(const Temporaries&) = delete;
-  Temporaries& operator=(const Temporaries&) = delete;
-  ~Temporaries() {
-    if (std::uncaught_exceptions() > exceptions_)
-      s_.kept_after_failure.insert(s_.kept_after_failure.end(), made_.begin(), made_.end());
-  }
-  Tensor make(int64_t numel, DType dtype) {
-    made_.push_back(Tensor::empty(stream_, {numel}, dtype));
-    return made_.back();
-  }
-
- private:
-  CommState& s_;
-  Stream& stream_;
-  std::vector<Tensor> made_;
-  int exceptions_ = std::uncaught_exceptions();
-};
 
 // The communicator rank whose block goes k-th when blocks are ordered place by place: every group's
 // rank 0 in group order, then every group's rank 1, ... A reduce-scatter inside the groups over
@@ -104,14 +28,6 @@ bool in_rank_order(const std::vector<int>& order) {
   for (size_t k = 0; k < order.size(); ++k)
     if (order[k] != static_cast<int>(k)) return false;
   return true;
-}
-
-// Block `from_block` of `from` into block `to_block` of `to`, blocks of `n` elements: a byte copy,
-// which every plugin has for every dtype.
-void copy_block(Stream& stream, const Tensor& from, int64_t from_block, const Tensor& to, int64_t to_block, int64_t n) {
-  const size_t element = dtype_size(from.dtype());
-  stream.copy(*to.buffer(), static_cast<size_t>(to.offset() + to_block * n) * element, *from.buffer(),
-              static_cast<size_t>(from.offset() + from_block * n) * element, static_cast<size_t>(n) * element);
 }
 
 // Sum (or max) inside the group, between the groups' first ranks, broadcast inside: for the last
@@ -150,6 +66,9 @@ void join_across(CommState& s, const Device& device, Hierarchy& h, const std::st
     h.pieces.push_back({h.place.rank, h.place.rank + 1, h.across});
     return;
   }
+  std::vector<int> everyone(s.members.size());
+  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  h.exchange = sub_communicator(s, device, everyone, key_prefix + "exchange", "exchange");
   // Beyond this, most tensors would be mostly tail: the first ranks carry the whole tensor instead.
   constexpr int64_t kMaxUnit = 4096;
   const ShardPieces found = shard_pieces(h.groups, kMaxUnit);
@@ -213,6 +132,7 @@ void hierarchical_allreduce(CommState& s, Hierarchy& h, Stream& stream, const Te
 void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                                  ReduceOp op, Accumulation accumulation, const std::string& what) {
   Steps steps(s, h, stream, what, "reduce_scatter");
+  if (!h.equal()) return reduce_scatter_over_sizes(s, h, steps, stream, input, output, op, accumulation);
   const int64_t n = output.numel(), groups = static_cast<int64_t>(h.groups.size());
   const std::vector<int> order = place_order(h);
   // Reordered into a temporary unless the ranks are numbered place by place already; a reduce-scatter
@@ -221,7 +141,8 @@ void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, con
   Tensor ordered = input;
   if (!in_rank_order(order)) {
     ordered = temporaries.make(input.numel(), input.dtype());
-    for (size_t k = 0; k < order.size(); ++k) copy_block(stream, input, order[k], ordered, static_cast<int64_t>(k), n);
+    for (size_t k = 0; k < order.size(); ++k)
+      copy_elements(stream, input, order[k] * n, ordered, static_cast<int64_t>(k) * n, n);
   }
   // Inside: this rank (place i) keeps the group's sums of blocks [i G, (i + 1) G), those of every
   // group's rank i; between, rank i of group g keeps block g of those, its own.
@@ -237,6 +158,7 @@ void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, con
 void hierarchical_allgather(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                             const std::string& what) {
   Steps steps(s, h, stream, what, "allgather");
+  if (!h.equal()) return allgather_over_sizes(s, h, steps, stream, input, output);
   const int64_t n = input.numel(), groups = static_cast<int64_t>(h.groups.size());
   const std::vector<int> order = place_order(h);
   const bool in_order = in_rank_order(order);
@@ -248,7 +170,8 @@ void hierarchical_allgather(CommState& s, Hierarchy& h, Stream& stream, const Te
   steps.across().allgather(stream, input, mine);
   if (h.place.size > 1) steps.allgather_inside(mine, ordered);
   if (!in_order)
-    for (size_t k = 0; k < order.size(); ++k) copy_block(stream, ordered, static_cast<int64_t>(k), output, order[k], n);
+    for (size_t k = 0; k < order.size(); ++k)
+      copy_elements(stream, ordered, static_cast<int64_t>(k) * n, output, order[k] * n, n);
 }
 
 void hierarchical_broadcast(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, int root,

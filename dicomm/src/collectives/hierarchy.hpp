@@ -12,7 +12,11 @@
 //   reduce_scatter  groups of one size: the input's blocks reordered so that a reduce-scatter
 //                   inside leaves on rank i of each group the group's sum of the blocks of every
 //                   group's rank i; a reduce-scatter between those ranks leaves each its own block.
-//   allgather       groups of one size: the reverse (between, then inside, blocks back in order).
+//                   Groups of several sizes: reordered so that a reduce-scatter inside leaves on
+//                   each rank the group's sum of its own block and of a slice of the other groups'
+//                   blocks (islands.hpp's block_layout); each slice's pieces then go to their
+//                   blocks' owners, which add what every other group sent to their group's sum.
+//   allgather       the reverse (between, then inside, blocks back in order).
 //   broadcast       groups of one size: between the root's place in every group, then inside from
 //                   there; else inside the root's group, between the first ranks, inside the others.
 //
@@ -20,9 +24,7 @@
 // broadcast) and the fast links inside carry the rest.
 // Every call blocks until its last step has been issued on `stream`; ranks issue the steps of
 // several communicators in one order (piece by piece), so none waits for a step another has yet to
-// reach. Reduce-scatter and allgather over groups of
-// several sizes run flat (DiComm's own algorithms over every rank): their blocks do not divide
-// among groups of several sizes.
+// reach.
 #pragma once
 
 #include <memory>
@@ -45,6 +47,10 @@ struct Hierarchy {
   // Between the groups: this rank's place in every group (groups of one size), else the groups'
   // first ranks (null on the others). Its rank g is group g's.
   std::shared_ptr<CommState> across;
+  // Groups of several sizes: every rank, in the communicator's order, for the point-to-point pieces
+  // of a reduce-scatter or an allgather (a communicator of its own, so that its messages never meet
+  // the caller's). Null for groups of one size.
+  std::shared_ptr<CommState> exchange;
   // The allreduce's pieces this rank holds (see shard_pieces), positions in `unit`ths of the
   // tensor, each with its communicator between the holders (`across` for groups of one size);
   // unit 0 where the sizes' least common multiple is too large for pieces.
@@ -65,7 +71,7 @@ struct Hierarchy {
 
 // `groups` (communicator ranks) and communicator rank `rank`'s place among them.
 Hierarchy hierarchy_of(std::vector<std::vector<int>> groups, int rank);
-// Makes the DiComm communicators between the groups (`h.across` and the pieces'), named under
+// Makes the DiComm communicators between the groups (`h.across`, the pieces', `h.exchange`), named under
 // `key_prefix` in the store. Collective over the communicator's members, after the steps inside.
 void join_across(CommState& s, const Device& device, Hierarchy& h, const std::string& key_prefix);
 
@@ -80,10 +86,8 @@ std::shared_ptr<CommState> sub_communicator(CommState& s, const Device& device, 
 // "communicator 'NAME': first hierarchical KIND".
 void hierarchical_allreduce(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, ReduceOp op,
                             Accumulation accumulation, const std::string& what);
-// Groups of one size only.
 void hierarchical_reduce_scatter(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                                  ReduceOp op, Accumulation accumulation, const std::string& what);
-// Groups of one size only.
 void hierarchical_allgather(CommState& s, Hierarchy& h, Stream& stream, const Tensor& input, const Tensor& output,
                             const std::string& what);
 void hierarchical_broadcast(CommState& s, Hierarchy& h, Stream& stream, const Tensor& data, int root,

@@ -39,9 +39,7 @@ void decide_islands(CommState& s, const Device& device, IslandPath& path) {
     h.inside = sub_communicator(s, device, found[h.place.group], prefix + "island/" + index, "island(" + index + ")");
   }
   join_across(s, device, h, prefix);
-  const std::string which = path.allreduce_flat ? "reduce-scatters, allgathers and broadcasts"
-                            : h.equal()         ? "collectives"
-                                                : "allreduces and broadcasts (reduce-scatters and allgathers flat)";
+  const std::string which = path.allreduce_flat ? "reduce-scatters, allgathers and broadcasts" : "collectives";
   log(LogLevel::info, "dicomm",
       "communicator '" + s.name + "': large " + which + " hierarchical over islands " + describe(found) + " (" +
           h.between() + " between them" +

@@ -24,8 +24,8 @@ bool halving_doubling_follows(const std::vector<std::vector<int>>& islands, int 
 
 // Whether collectives over `islands` gain from running hierarchically: two islands or more, one of
 // them of two ranks or more; and, unless `forced`, islands of one size (over islands of several
-// sizes the ranks of the smaller islands carry several pieces of an allreduce each, and
-// reduce-scatter and allgather run flat: a ring can beat that).
+// sizes the ranks of the smaller islands carry more of what crosses between the islands than the
+// others: a ring can beat that).
 bool worth_a_hierarchy(const std::vector<std::vector<int>>& islands, bool forced);
 
 // Where a rank stands among the groups of a hierarchical collective (islands, or plugins' library
@@ -56,5 +56,25 @@ struct ShardPieces {
   std::vector<ShardPiece> pieces;
 };
 ShardPieces shard_pieces(const std::vector<std::vector<int>>& groups, int64_t max_unit);
+
+// How a reduce-scatter or an allgather of blocks of `block` elements (block r is rank r's) runs
+// over groups of several sizes: inside group `group` of m ranks, place i holds a segment of
+// `segment` elements, its rank's own block first, then slice i of the other groups' blocks (the
+// blocks of every rank outside the group, in rank order, one after the other, cut into m balanced
+// slices), then padding up to `segment`. Every group's segments are of one length, as a
+// reduce-scatter or allgather inside needs. A slice meets each outside block in at most one piece:
+// that piece travels between the slice's holder and the block's owner, the one transfer between
+// groups. Every rank computes every group's layout alike.
+struct OutsidePiece {
+  int owner = 0;         // the rank whose block it is part of
+  int64_t in_block = 0;  // where it starts in that block
+  int64_t in_slice = 0;  // where it starts in the slice
+  int64_t length = 0;
+};
+struct BlockLayout {
+  int64_t segment = 0;
+  std::vector<std::vector<OutsidePiece>> slices;  // per place
+};
+BlockLayout block_layout(const std::vector<std::vector<int>>& groups, size_t group, int64_t block);
 
 }  // namespace h2::dicomm::detail

@@ -146,9 +146,7 @@ void decide(CommState& s, const Device& device, VendorPath& path) {
     h.library = join_library(s, device, groups[h.place.group], prefix + "group/" + std::to_string(h.place.group));
   join_across(s, device, h, prefix);
   log(LogLevel::info, "dicomm",
-      "communicator '" + s.name +
-          "': " + (h.equal() ? "collectives" : "allreduce and broadcast (reduce-scatter and allgather flat)") +
-          " hierarchical over " + std::to_string(groups.size()) +
+      "communicator '" + s.name + "': collectives hierarchical over " + std::to_string(groups.size()) +
           " groups (the plugins' libraries inside, DiComm between, " + h.between() +
           "); this rank's group: " + (h.place.size > 1 ? library->name : std::string("itself alone")) + " on ranks " +
           rank_list(groups[h.place.group]));

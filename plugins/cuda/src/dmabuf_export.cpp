@@ -66,8 +66,8 @@ bool dmabuf_supported(int device) {
 }
 
 int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_within) {
-  runtime().check_device(device);
   if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot export 0 bytes as a dma-buf");
+  runtime().check_memory_of(device, ptr);
   const DriverCalls& d = driver();
   if (!d.found)
     fail(H2_STATUS_UNSUPPORTED, "the NVIDIA driver has no " + d.missing + " (dma-buf export needs CUDA 11.7 or later)");
@@ -75,13 +75,6 @@ int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_wi
     fail(H2_STATUS_UNSUPPORTED, "device " + std::to_string(device) +
                                     " cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: the "
                                     "driver, the kernel or the GPU lacks it)");
-  use_device(device);
-  cudaPointerAttributes attributes;
-  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess || attributes.type != cudaMemoryTypeDevice ||
-      attributes.device != device) {
-    cudaGetLastError();
-    fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device));
-  }
   const CUdeviceptr address = reinterpret_cast<CUdeviceptr>(ptr);
   CUdeviceptr base = 0;
   size_t size = 0;

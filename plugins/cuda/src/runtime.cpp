@@ -177,7 +177,7 @@ void* Runtime::allocate(int device, size_t bytes) {
   return ptr;
 }
 
-void Runtime::release(int device, void* ptr) {
+void Runtime::check_memory_of(int device, const void* ptr) const {
   check_device(device);
   use_device(device);
   cudaPointerAttributes attributes;
@@ -186,6 +186,10 @@ void Runtime::release(int device, void* ptr) {
     cudaGetLastError();
     fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not device memory of device " + std::to_string(device));
   }
+}
+
+void Runtime::release(int device, void* ptr) {
+  check_memory_of(device, ptr);
   // The ABI's mem_free waits for the work already queued that may use the memory: order the free
   // after what every stream of the device has queued so far (events, not cudaDeviceSynchronize,
   // which would also wait for work other threads enqueue meanwhile), then wait for the free.

@@ -66,6 +66,8 @@ class Runtime {
 
   int device_count() const { return device_count_; }
   void check_device(int device) const;
+  // Checks `device` and that `ptr` is its device memory (INVALID_ARGUMENT otherwise); makes it current.
+  void check_memory_of(int device, const void* ptr) const;
   void properties(int device, H2_DeviceProperties& props) const;
   void memory_info(int device, uint64_t& free_bytes, uint64_t& total_bytes) const;
 

@@ -1,0 +1,133 @@
+// Reduce-scatter and allgather over groups of several sizes. With groups of one size, rank i of
+// every group meets the others' rank i between the groups; with sizes that differ there is no such
+// pairing, so each rank's segment holds its own block and a slice of the other groups' blocks
+// (islands.hpp's block_layout), and the slices' pieces travel point to point between the slice's
+// holder and the block's owner. Between the groups, a group of m among N ranks then sends its sums
+// of the other groups' blocks once, (N - m) blocks in all: what a hierarchy over groups of one size
+// sends too; a flat ring sends every block past every rank.
+#include <utility>
+
+#include "collectives/hierarchy_steps.hpp"
+#include "h2/ops.hpp"
+
+namespace h2::dicomm::detail {
+
+namespace {
+
+// The pieces of rank `rank`'s block that the other groups' slices hold: (the slice's holder, the
+// piece), over every group but this rank's, in group then place order.
+std::vector<std::pair<int, OutsidePiece>> pieces_of_block(const Hierarchy& h, int rank, int64_t block,
+                                                          std::vector<size_t>* group_of_piece) {
+  std::vector<std::pair<int, OutsidePiece>> found;
+  for (size_t g = 0; g < h.groups.size(); ++g) {
+    if (g == h.place.group) continue;
+    const BlockLayout layout = block_layout(h.groups, g, block);
+    for (size_t place = 0; place < layout.slices.size(); ++place)
+      for (const OutsidePiece& piece : layout.slices[place])
+        if (piece.owner == rank) {
+          found.emplace_back(h.groups[g][place], piece);
+          if (group_of_piece != nullptr) group_of_piece->push_back(g);
+        }
+  }
+  return found;
+}
+
+void wait_all(std::vector<Request>& requests) {
+  for (Request& request : requests) request.wait();
+}
+
+}  // namespace
+
+void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream& stream, const Tensor& input,
+                               const Tensor& output, ReduceOp op, Accumulation accumulation) {
+  const int64_t n = output.numel();
+  if (n == 0) return;
+  const int m = h.place.size;
+  const std::vector<int>& group = h.groups[h.place.group];
+  const BlockLayout layout = block_layout(h.groups, h.place.group, n);
+  const int64_t segment = layout.segment;
+  Temporaries temporaries(s, stream, input.device());
+  // Every place's segment: its block, its slice of the outside blocks, padding (zeros, summed and
+  // dropped). An average divides every contribution first, as the allreduce over groups of several
+  // sizes does: the mean of groups' means of several sizes is not the mean.
+  const Tensor ordered = temporaries.make(m * segment, input.dtype());
+  for (int place = 0; place < m; ++place) {
+    const int64_t at = place * segment;
+    copy_elements(stream, input, group[static_cast<size_t>(place)] * n, ordered, at, n);
+    int64_t length = 0;
+    for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(place)]) {
+      copy_elements(stream, input, piece.owner * n + piece.in_block, ordered, at + n + piece.in_slice, piece.length);
+      length += piece.length;
+    }
+    if (n + length < segment) ops::fill(stream, ordered.slice(0, at + n + length, at + segment), 0.0);
+  }
+  const ReduceOp combined = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
+  if (op == ReduceOp::avg)
+    ops::binary(stream, ops::BinaryOp::div, ordered, static_cast<double>(s.members.size()), ordered);
+  const Tensor mine = ordered.slice(0, h.place.rank * segment, (h.place.rank + 1) * segment);
+  if (m > 1) steps.reduce_scatter_inside(ordered, mine, combined, accumulation);
+
+  // Between the groups: this rank's slice to the blocks' owners; the other groups' sums of this
+  // rank's block, one tensor per group, from the ranks whose slices hold them.
+  std::vector<size_t> from_group;
+  const auto incoming = pieces_of_block(h, s.rank, n, &from_group);
+  std::vector<Tensor> sums(h.groups.size());
+  std::vector<Request> requests;
+  const Communicator exchange = steps.exchange();
+  for (size_t k = 0; k < incoming.size(); ++k) {
+    Tensor& sum = sums[from_group[k]];
+    if (!sum.defined()) sum = temporaries.make(n, input.dtype());
+    const OutsidePiece& piece = incoming[k].second;
+    requests.push_back(
+        exchange.irecv(stream, sum.slice(0, piece.in_block, piece.in_block + piece.length), incoming[k].first));
+  }
+  for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(h.place.rank)])
+    requests.push_back(
+        exchange.isend(stream, mine.slice(0, n + piece.in_slice, n + piece.in_slice + piece.length), piece.owner));
+  wait_all(requests);
+  // This group's sum of the block, then every other group's, in group order.
+  const ops::BinaryOp add = op == ReduceOp::max ? ops::BinaryOp::maximum : ops::BinaryOp::add;
+  Tensor so_far = mine.slice(0, 0, n);
+  for (const Tensor& sum : sums) {
+    if (!sum.defined()) continue;
+    ops::binary(stream, add, so_far, sum, output);
+    so_far = output;
+  }
+  if (!so_far.same_view(output)) copy_elements(stream, so_far, 0, output, 0, n);
+}
+
+void allgather_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream& stream, const Tensor& input,
+                          const Tensor& output) {
+  const int64_t n = input.numel();
+  if (n == 0) return;
+  const int m = h.place.size;
+  const std::vector<int>& group = h.groups[h.place.group];
+  const BlockLayout layout = block_layout(h.groups, h.place.group, n);
+  const int64_t segment = layout.segment;
+  Temporaries temporaries(s, stream, output.device());
+  const Tensor ordered = temporaries.make(m * segment, output.dtype());
+  const Tensor mine = ordered.slice(0, h.place.rank * segment, (h.place.rank + 1) * segment);
+  copy_elements(stream, input, 0, mine, 0, n);
+
+  // Between the groups: this rank's slice from the blocks' owners; this rank's block to the other
+  // groups' ranks whose slices hold it.
+  std::vector<Request> requests;
+  const Communicator exchange = steps.exchange();
+  for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(h.place.rank)])
+    requests.push_back(
+        exchange.irecv(stream, mine.slice(0, n + piece.in_slice, n + piece.in_slice + piece.length), piece.owner));
+  for (const auto& [holder, piece] : pieces_of_block(h, s.rank, n, nullptr))
+    requests.push_back(exchange.isend(stream, input.slice(0, piece.in_block, piece.in_block + piece.length), holder));
+  wait_all(requests);
+
+  // Inside, then every block to its place in rank order. The padding travels and is dropped.
+  if (m > 1) steps.allgather_inside(mine, ordered);
+  for (int place = 0; place < m; ++place) {
+    const int64_t at = place * segment;
+    copy_elements(stream, ordered, at, output, group[static_cast<size_t>(place)] * n, n);
+    for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(place)])
+      copy_elements(stream, ordered, at + n + piece.in_slice, output, piece.owner * n + piece.in_block, piece.length);
+  }
+}
+
+}  // namespace h2::dicomm::detail
