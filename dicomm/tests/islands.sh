@@ -161,12 +161,14 @@ fi
 
 if [ "$mode" != bench ]; then echo "usage: islands.sh check|bench PROGRAM"; exit 2; fi
 # measure KEY OP MIN: h2 bench comm of OP from MIN to 4 MiB on the ranks in `order` with `extra`,
-# each size's busbw (GB/s) into busbw[KEY,BYTES].
+# each size's busbw (GB/s) into busbw[KEY,BYTES], and the sizes it ran into `sizes` (on 3 ranks a
+# reduce-scatter's or allgather's sizes are multiples of 3 bytes' elements, not powers of two).
 measure() {
   local key=$1 op=$2 min=$3 json=/tmp/h2-islands-$suffix.json bytes value
   run_ranks "$program" bench comm --op "$op" --min-bytes "$min" --max-bytes 4M --factor 4 --iters 6 --warmup 2 \
     --json "$json" || exit 1
-  while read -r bytes value; do busbw[$key,$bytes]=$value; done < <(
+  sizes=()
+  while read -r bytes value; do busbw[$key,$bytes]=$value; sizes+=("$bytes"); done < <(
     python3 -c 'import json,sys
 for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
 }
@@ -244,7 +246,7 @@ for op in reduce_scatter allgather; do
   echo
   echo "$op, 3 ranks on islands of 2 and 1 (a1 b1 a2), routes per link, f32: busbw GB/s"
   printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
-  for bytes in 262144 1048576 4194304; do
+  for bytes in "${sizes[@]}"; do
     python3 -c 'import sys
 b = sys.argv[1]; h, f = map(float, sys.argv[2:])
 print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
