@@ -130,6 +130,8 @@ DmaBuf Device::export_dmabuf(const DeviceBuffer& buffer, size_t offset, size_t b
   uint64_t within = 0;
   plugin_->check(slot(index_, static_cast<const char*>(buffer.data()) + offset, bytes, &fd, &within),
                  "mem_export_dmabuf(device " + std::to_string(index_) + ", " + std::to_string(bytes) + " bytes)");
+  if (fd < 0)
+    throw Error(H2_STATUS_INTERNAL, label() + ": mem_export_dmabuf reported success without a file descriptor");
   return DmaBuf(fd, within, bytes);
 }
 

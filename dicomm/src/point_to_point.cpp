@@ -111,7 +111,7 @@ Request Communicator::start_send(Stream& stream, const Tensor& tensor, int peer,
   const uint64_t wire_tag = make_tag(TagKind::p2p, s.id, s.members[s.rank], tag);
   for (const auto& piece : p.layout.segments[0])
     p.transfer->add(Transfer::Send{to, wire_tag, p.data.piece(piece), p.data.index(piece)});
-  p.transfer->follow(s.world->point_to_point_predecessor(true, to, wire_tag, p.transfer));
+  s.world->chain_point_to_point(true, to, wire_tag, p.transfer);
   s.world->engine().add_task(p.transfer);
   return Request(std::make_shared<RequestState>(RequestState{s.world, p.transfer, {}, false}));
 }
@@ -130,7 +130,7 @@ Request Communicator::start_recv(Stream& stream, const Tensor& tensor, int peer,
     recv.piece = p.data.index(piece);
     p.transfer->add(std::move(recv));
   }
-  p.transfer->follow(s.world->point_to_point_predecessor(false, from, wire_tag, p.transfer));
+  s.world->chain_point_to_point(false, from, wire_tag, p.transfer);
   s.world->engine().add_task(p.transfer);
   Stream* caller = &stream;
   Link& link = p.link;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <map>
 
+#include "collectives/transfer.hpp"
 #include "h2/log.hpp"
 #include "store/missing_ranks.hpp"
 #include "world_meeting.hpp"
@@ -96,18 +97,31 @@ void World::watch_failures(std::chrono::milliseconds timeout) {
 World::~World() {
   // No rank may close its endpoint while another still needs data from it (the last pieces of a
   // rendezvous send), so healthy ranks meet once more before closing. A rank whose program leaves
-  // DiComm's scope through an exception is no healthy rank: the others may be waiting for it in a
-  // collective or for a key it was to set, and would wait out their timeout while it waited for them
-  // here. It fails the job instead, so that every rank stops at once and names it.
+  // DiComm's scope through an exception may be the only one leaving: the others may be waiting for
+  // it in a collective or for a key it was to set, and would wait out their timeout while it waited
+  // for them here. It meets them for a few seconds only (a program whose ranks all throw, and catch
+  // it further up, still closes cleanly), and then fails the job, so that every rank stops at once
+  // and names it. (Only an exception in flight on this thread counts: a World released inside a
+  // catch block, or by another thread, closes as a healthy one.)
   if (store_ && engine_ && !engine_->failed()) {
+    const bool unwinding = std::uncaught_exceptions() > 0;
     try {
-      if (std::uncaught_exceptions() > 0)
-        store_->abort("its program left DiComm through an exception (rank " + std::to_string(rank_) +
-                      "'s output says which)");
+      if (unwinding)
+        store_->barrier_within("dicomm/finalize", kUnwindingGrace);
       else
         store_->barrier("dicomm/finalize");
     } catch (const std::exception& e) {
-      log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
+      if (unwinding) {
+        try {
+          store_->abort("its program left DiComm through an exception (rank " + std::to_string(rank_) +
+                        "'s output says which), and the others did not close within " +
+                        std::to_string(kUnwindingGrace.count() / 1000) + " s");
+        } catch (const std::exception& abort_error) {
+          log(LogLevel::warning, "dicomm", std::string("closing: ") + abort_error.what());
+        }
+      } else {
+        log(LogLevel::warning, "dicomm", std::string("closing: ") + e.what());
+      }
     }
   }
   // The store's failure handler points at the engine: no failure reported from here on (the store's
@@ -156,16 +170,14 @@ Link& World::link(const Device& device) {
   return *links_.emplace_back(std::make_unique<Link>(device, piece_bytes_, force_staging_, share_device_memory_));
 }
 
-std::shared_ptr<Transfer> World::point_to_point_predecessor(bool send, int peer, uint64_t tag,
-                                                            const std::shared_ptr<Transfer>& next) {
+void World::chain_point_to_point(bool send, int peer, uint64_t tag, const std::shared_ptr<Transfer>& next) {
   std::lock_guard lock(p2p_mutex_);
   std::weak_ptr<Transfer>& last = last_p2p_[{send, peer, tag}];
-  std::shared_ptr<Transfer> previous = last.lock();
+  next->follow(last.lock());
   last = next;
   // A job may use a tag per micro-batch: forget the transfers that are gone.
   if (last_p2p_.size() > kMaxRememberedTags)
     std::erase_if(last_p2p_, [](const auto& entry) { return entry.second.expired(); });
-  return previous;
 }
 
 std::span<const char> World::open_shared(int peer, const H2_MemHandle& handle) {

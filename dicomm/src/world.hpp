@@ -3,6 +3,7 @@
 // Created once by Communicator::world(); communicators hold it, so it lives as long as any of them.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,11 +54,10 @@ class World {
   Link& link(const Device& device);
   // A new communicator id, unique in the job (the store counts them).
   uint32_t new_comm_id();
-  // The point-to-point transfer that `next`, a send to (or receive from) world rank `peer` with wire
-  // tag `tag`, must follow (Transfer::follow): the last one started with the same three, or null.
-  // `next` becomes the last.
-  std::shared_ptr<Transfer> point_to_point_predecessor(bool send, int peer, uint64_t tag,
-                                                       const std::shared_ptr<Transfer>& next);
+  // Makes `next`, a send to (or receive from) world rank `peer` with wire tag `tag`, follow
+  // (Transfer::follow) the last one started with the same three, and become the last. Under one
+  // lock: a thread that starts the next message with that tag finds `next` following already.
+  void chain_point_to_point(bool send, int peer, uint64_t tag, const std::shared_ptr<Transfer>& next);
 
   // This rank's node, as DiComm tells nodes apart (host name and network namespace).
   const std::string& node() const { return node_; }
@@ -108,6 +108,8 @@ class World {
   std::mutex p2p_mutex_;
   std::map<std::tuple<bool, int, uint64_t>, std::weak_ptr<Transfer>> last_p2p_;
   static constexpr size_t kMaxRememberedTags = 1024;  // then the entries of transfers gone are dropped
+  // How long a World closed by an exception in flight waits for the others at the last barrier.
+  static constexpr std::chrono::milliseconds kUnwindingGrace{5000};
 };
 
 // What a communicator is: its members (world ranks, in communicator order) and its sequence numbers.

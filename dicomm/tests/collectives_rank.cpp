@@ -300,7 +300,10 @@ int run_checks(const Communicator& world, h2::Stream& stream, const h2::Device& 
     }
   for (DType dtype : dtypes)
     for (int64_t n : {0, 1, 3, 5001, 300001}) {
-      check_reduce_scatter(world, stream, device, dtype, n, n == 5001 ? ReduceOp::avg : ReduceOp::sum);
+      check_reduce_scatter(world, stream, device, dtype, n,
+                           n == 5001 ? ReduceOp::avg
+                           : n == 3  ? ReduceOp::max
+                                     : ReduceOp::sum);
       check_allgather(world, stream, device, dtype, n);
     }
   for (int root = 0; root < size; ++root)
@@ -349,6 +352,16 @@ int main(int argc, char** argv) {
     if (mode == "stall" && info.rank == info.world_size - 1) {
       std::this_thread::sleep_for(std::chrono::seconds(60));
       return 0;
+    }
+    if (mode == "caught") {  // every rank leaves DiComm through an exception it catches: a clean close
+      try {
+        Communicator world = Communicator::world();
+        world.barrier();
+        throw std::runtime_error("every rank throws on purpose");
+      } catch (const std::runtime_error& e) {
+        std::cout << prefix << "caught: " << e.what() << std::endl;
+        return 0;
+      }
     }
     Communicator world = Communicator::world();
     std::cout << prefix << "device " << device.label() << ", provider " << world.provider() << ", transport "

@@ -170,9 +170,9 @@ TEST(Collectives, RanksOnTwoPlugins) {
 // libraries' steps inside each plugin's group and DiComm's between the groups. With groups of one size
 // rank i of each group meets rank i of the others, whether the ranks are numbered group by group (a
 // reduce-scatter and an allgather then reorder the blocks) or alternately (they need not); with
-// groups of two sizes an allreduce sums each piece between the ranks whose shards hold it, and
-// reduce-scatter and allgather run flat. Every check still holds, and each rank's log names the
-// collectives that ran hierarchically.
+// groups of two sizes an allreduce sums each piece between the ranks whose shards hold it, and a
+// reduce-scatter or an allgather moves slices of the other group's blocks point to point. Every
+// check still holds, and each rank's log names the collectives that ran hierarchically.
 TEST(Collectives, RanksOnTwoPluginsRunCollectivesHierarchically) {
   const std::string second = env_or_fail("H2_TEST_SECOND_PLUGIN");
   const std::string env = "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_LOG_LEVEL=info";
@@ -232,6 +232,21 @@ TEST(Collectives, ThreeVendorsRunCollectivesOnTheirOwnLibraries) {
   EXPECT_THAT(result.output, HasSubstr("[rank 4] " + hierarchy + "CNCL 1.25.0 (emulated) on ranks 4,5"));
 }
 
+// Three plugin groups of three sizes (MLU 1, Ascend 2, cpu-reference 3, interleaved in rank order),
+// hierarchical at every size (H2_DICOMM_SMALL_BYTES=0): one element, counts no group divides, every
+// dtype and reduction of the checks go through the slices of block_layout.
+TEST(Collectives, ThreeGroupsOfThreeSizesRunEveryCollectiveHierarchically) {
+  const std::string env =
+      "H2_DICOMM_VENDOR_COLLECTIVES=auto H2_DICOMM_SMALL_BYTES=0 H2_LOG_LEVEL=info ASCEND_HOME_PATH=" +
+      env_or_fail("H2_TEST_ASCEND_HOME") + " NEUWARE_HOME=" + env_or_fail("H2_TEST_NEUWARE_HOME");
+  const CliResult result =
+      launch(6, "check", env, "--devices mlu:0,ascend:0,cpu-reference:0,ascend:0,cpu-reference:0,cpu-reference:0");
+  expect_all_passed(result, 6);
+  EXPECT_THAT(result.output, HasSubstr("collectives hierarchical over 3 groups"));
+  for (const std::string kind : {"allreduce", "reduce_scatter", "allgather", "broadcast"})
+    EXPECT_THAT(result.output, HasSubstr("communicator 'world': first hierarchical " + kind));
+}
+
 // The same three plugins on DiComm's own algorithms alone: every rank still ends an average with the
 // same bits, though each plugin's kernels divide (an average that multiplied by 1/3 rounded it as a
 // double on one plugin and as a float on another).
@@ -243,8 +258,8 @@ TEST(Collectives, ThreeVendorsOnDiCommAloneHoldTheSameBits) {
 }
 
 // Rank 0's program leaves DiComm through an exception while the others wait in the store for its
-// split: closing, it fails the job instead of waiting for them at the healthy ranks' last barrier
-// (where it and they would each have waited out the whole timeout), and they are told why.
+// split: closing, it waits a few seconds at the last barrier, then fails the job instead of waiting
+// out the whole timeout there (while the others waited out theirs), and they are told why.
 TEST(Faults, ARankLeavingThroughAnExceptionFailsTheOthersAtOnce) {
   const CliResult result = launch(3, "throw", "H2_DICOMM_TIMEOUT=120");
   EXPECT_NE(result.exit_code, 0) << result.output;
@@ -258,6 +273,17 @@ TEST(Faults, ARankLeavingThroughAnExceptionFailsTheOthersAtOnce) {
                                              "\\(aborted: its program left DiComm through an exception")))
         << result.output;
   EXPECT_THAT(result.output, Not(HasSubstr("timed out")));
+}
+
+// Every rank leaves DiComm through an exception that it catches further up: they all still meet at
+// the last barrier, and nobody is failed or aborted.
+TEST(Faults, RanksThatAllLeaveThroughACaughtExceptionCloseCleanly) {
+  const CliResult result = launch(3, "caught", "H2_LOG_LEVEL=info");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  for (const std::string rank : {"0", "1", "2"})
+    EXPECT_THAT(result.output, HasSubstr("rank " + rank + ": caught: every rank throws on purpose"));
+  EXPECT_THAT(result.output, Not(HasSubstr("failed")));
+  EXPECT_THAT(result.output, Not(HasSubstr("abort")));
 }
 
 // Empty messages between others on one tag, from a rank that stages through host memory (the

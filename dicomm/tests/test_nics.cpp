@@ -227,7 +227,14 @@ TEST(DeviceMemoryPath, HostMemoryGoesDirectDeviceMemoryIsStagedAndSaysWhy) {
   EXPECT_FALSE(staged.direct);
   EXPECT_THAT(staged.why, HasSubstr("staged through pinned host memory"));
   EXPECT_THAT(staged.why, HasSubstr("as CUDA memory"));
-  EXPECT_THAT(staged.why, HasSubstr("FI_MR_DMABUF"));
+  EXPECT_THAT(staged.why, HasSubstr("no FI_HMEM device interface"));
+  // A plugin that exports dma-bufs (ABI 1.7) is told what the dma-buf path lacks, not the CUDA one.
+  h2::DeviceProperties dmabuf;
+  dmabuf.nic_direct_dmabuf = true;
+  const std::string why = h2::dicomm::device_memory_path(dmabuf).why;
+  EXPECT_THAT(why, HasSubstr("as dma-bufs (mem_export_dmabuf), but "));
+  EXPECT_THAT(why, HasSubstr("FI_MR_DMABUF"));
+  EXPECT_THAT(why, testing::Not(HasSubstr("FI_HMEM device interface")));
 
   h2::DeviceProperties closed;
   EXPECT_THAT(h2::dicomm::device_memory_path(closed).why, HasSubstr("offers no NIC access to its device memory"));

@@ -1088,9 +1088,11 @@ typedef struct H2_PluginApi {
   /* ---- Since ABI 1.7: device memory a NIC registers itself ----
    * An RDMA NIC reads and writes device memory where it lies once the kernel gives it the pages: a
    * dma-buf (Linux's handle for memory that one driver exports and another imports) does that for any
-   * vendor, where nvidia-peermem and its kind are one vendor's. DiComm registers the dma-buf with
-   * libfabric (FI_MR_DMABUF, libfabric 1.20 and later) and sends from device memory without a copy
-   * through host memory. A plugin that sets this slot sets H2_NIC_DIRECT_DMABUF in
+   * vendor, where nvidia-peermem and its kind are one vendor's. A communication library registers
+   * the dma-buf with its NIC (libfabric's FI_MR_DMABUF, from libfabric 1.20; ibv_reg_dmabuf_mr) and
+   * sends from device memory without a copy through host memory. (DiComm does not register dma-bufs
+   * yet: built against Debian 12's libfabric 1.17, it stages such memory and `h2 devices --nics`
+   * says why.) A plugin that sets this slot sets H2_NIC_DIRECT_DMABUF in
    * H2_DeviceProperties.nic_direct_memory for each device whose memory it can export. */
 
   /* [optional] Exports the bytes [ptr, ptr + bytes) of `device`'s memory (bytes > 0, all inside one
@@ -1102,8 +1104,8 @@ typedef struct H2_PluginApi {
    * the allocation's: freeing the allocation while a NIC still uses them is the caller's bug, as
    * for any device pointer. Returns H2_STATUS_INVALID_ARGUMENT when the range is not inside one live
    * allocation of `device`, and H2_STATUS_UNSUPPORTED (saying why: the driver, the kernel, a missing
-   * /dev/udmabuf) when this device's memory cannot be exported here. Blocks briefly (system calls);
-   * never waits for device work. Thread-safe. */
+   * /dev/udmabuf) when this device's memory cannot be exported here. `*fd` and `*offset` are written
+   * only on success. Blocks briefly (system calls); never waits for device work. Thread-safe. */
   H2_Status (*mem_export_dmabuf)(int32_t device, const void* ptr, uint64_t bytes, int32_t* fd, uint64_t* offset);
 } H2_PluginApi;
 

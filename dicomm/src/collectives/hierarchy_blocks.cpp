@@ -47,23 +47,35 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
   const BlockLayout layout = block_layout(h.groups, h.place.group, n);
   const int64_t segment = layout.segment;
   Temporaries temporaries(s, stream, input.device());
+  // 16-bit data is summed in f32 where the caller asks for wide accumulation, as DiComm's flat
+  // algorithms do: inside, between the groups and at the owner, rounded once at the end.
+  const bool widen =
+      accumulation == Accumulation::wide && (input.dtype() == DType::f16 || input.dtype() == DType::bf16);
+  const DType work = widen ? DType::f32 : input.dtype();
+  Tensor source = input;
+  if (widen) {
+    source = temporaries.make(input.numel(), work);
+    ops::copy(stream, input, source);
+  }
   // Every place's segment: its block, its slice of the outside blocks, padding (zeros, summed and
-  // dropped). An average divides every contribution first, as the allreduce over groups of several
-  // sizes does: the mean of groups' means of several sizes is not the mean.
-  const Tensor ordered = temporaries.make(m * segment, input.dtype());
+  // dropped).
+  const Tensor ordered = temporaries.make(m * segment, work);
   for (int place = 0; place < m; ++place) {
     const int64_t at = place * segment;
-    copy_elements(stream, input, group[static_cast<size_t>(place)] * n, ordered, at, n);
+    copy_elements(stream, source, group[static_cast<size_t>(place)] * n, ordered, at, n);
     int64_t length = 0;
     for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(place)]) {
-      copy_elements(stream, input, piece.owner * n + piece.in_block, ordered, at + n + piece.in_slice, piece.length);
+      copy_elements(stream, source, piece.owner * n + piece.in_block, ordered, at + n + piece.in_slice, piece.length);
       length += piece.length;
     }
     if (n + length < segment) ops::fill(stream, ordered.slice(0, at + n + length, at + segment), 0.0);
   }
+  // An average is a sum divided once at the owner, except for 16-bit sums that stay 16-bit: each
+  // contribution is divided first there, so that no partial sum grows past the dtype's range.
   const ReduceOp combined = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
-  if (op == ReduceOp::avg)
-    ops::binary(stream, ops::BinaryOp::div, ordered, static_cast<double>(s.members.size()), ordered);
+  const bool divide_first = op == ReduceOp::avg && work != DType::f32 && work != DType::f64;
+  const double ranks = static_cast<double>(s.members.size());
+  if (divide_first) ops::binary(stream, ops::BinaryOp::div, ordered, ranks, ordered);
   const Tensor mine = ordered.slice(0, h.place.rank * segment, (h.place.rank + 1) * segment);
   if (m > 1) steps.reduce_scatter_inside(ordered, mine, combined, accumulation);
 
@@ -76,7 +88,7 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
   const Communicator exchange = steps.exchange();
   for (size_t k = 0; k < incoming.size(); ++k) {
     Tensor& sum = sums[from_group[k]];
-    if (!sum.defined()) sum = temporaries.make(n, input.dtype());
+    if (!sum.defined()) sum = temporaries.make(n, work);
     const OutsidePiece& piece = incoming[k].second;
     requests.push_back(
         exchange.irecv(stream, sum.slice(0, piece.in_block, piece.in_block + piece.length), incoming[k].first));
@@ -87,13 +99,18 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
   wait_all(requests);
   // This group's sum of the block, then every other group's, in group order.
   const ops::BinaryOp add = op == ReduceOp::max ? ops::BinaryOp::maximum : ops::BinaryOp::add;
+  const Tensor result = widen ? temporaries.make(n, work) : output;
   Tensor so_far = mine.slice(0, 0, n);
   for (const Tensor& sum : sums) {
     if (!sum.defined()) continue;
-    ops::binary(stream, add, so_far, sum, output);
-    so_far = output;
+    ops::binary(stream, add, so_far, sum, result);
+    so_far = result;
   }
-  if (!so_far.same_view(output)) copy_elements(stream, so_far, 0, output, 0, n);
+  if (op == ReduceOp::avg && !divide_first) {
+    ops::binary(stream, ops::BinaryOp::div, so_far, ranks, result);
+    so_far = result;
+  }
+  if (!so_far.same_view(output)) ops::copy(stream, so_far, output);
 }
 
 void allgather_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream& stream, const Tensor& input,

@@ -132,11 +132,14 @@ class TcpStore final : public Store {
     return value;
   }
 
-  void barrier(const std::string& name) override {
+  void barrier(const std::string& name) override { barrier_within(name, timeout_); }
+
+  void barrier_within(const std::string& name, std::chrono::milliseconds limit) override {
+    const std::chrono::milliseconds wait = std::min(limit, timeout_);
     call(
         "barrier('" + name + "')",
-        [&](uint64_t id) { return FrameWriter(MessageType::barrier).u64(id).str(name).i64(timeout_.count()); },
-        timeout_ + kReplyGrace);
+        [&](uint64_t id) { return FrameWriter(MessageType::barrier).u64(id).str(name).i64(wait.count()); },
+        wait + kReplyGrace);
   }
 
   void report_wait_state(std::function<WaitState()> source) override {

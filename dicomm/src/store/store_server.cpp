@@ -202,10 +202,10 @@ struct StoreServer::Impl {
     gets.clear();
   }
 
+  // The rank that failed first (a later failure may be a knock-on effect of it).
   std::optional<int> failed_rank() const {
-    for (int r = 0; r < world_size; ++r)
-      if (ranks[static_cast<size_t>(r)].phase == Phase::failed) return r;
-    return std::nullopt;
+    if (failures.empty()) return std::nullopt;
+    return failures.front().first;
   }
 
   std::string get_refusal(const std::string& key, int failed) const {

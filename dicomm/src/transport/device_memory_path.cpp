@@ -14,22 +14,22 @@ DeviceMemoryPath device_memory_path(const DeviceProperties& properties) {
   const std::string libfabric =
       "libfabric " + std::to_string(FI_MAJOR(version)) + "." + std::to_string(FI_MINOR(version));
   if (properties.nic_direct_cuda || properties.nic_direct_dmabuf) {
-    // CUDA and dma-buf memory need FI_HMEM registration (fi_mr_regattr with a device iface) or a
-    // dma-buf one. Debian's libfabric 1.17 has the FI_HMEM API but is built without any device
-    // iface ("Hmem iface FI_HMEM_CUDA not supported"), and FI_MR_DMABUF came with 1.20.
+    // CUDA memory needs FI_HMEM registration with a device iface, which Debian's libfabric 1.17 is
+    // built without ("Hmem iface FI_HMEM_CUDA not supported"); a dma-buf needs FI_MR_DMABUF, which
+    // came with libfabric 1.20, and DiComm does not register with it yet.
+    std::string reasons;
+    if (properties.nic_direct_cuda)
+      reasons = "as CUDA memory, but " + libfabric + " here registers no device memory (no FI_HMEM device interface)";
+    if (properties.nic_direct_dmabuf) {
 #ifdef FI_MR_DMABUF
-    const std::string dmabuf = "; this libfabric has FI_MR_DMABUF, which DiComm does not register with yet";
+      const std::string dmabuf = "this libfabric has FI_MR_DMABUF, but DiComm does not register dma-bufs yet";
 #else
-    const std::string dmabuf = "; FI_MR_DMABUF needs libfabric 1.20 (built against " +
-                               std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION) + ")";
+      const std::string dmabuf = "FI_MR_DMABUF needs libfabric 1.20 (built against " +
+                                 std::to_string(FI_MAJOR_VERSION) + "." + std::to_string(FI_MINOR_VERSION) + ")";
 #endif
-    return {false, std::string("staged through pinned host memory: the plugin offers its memory to NICs as ") +
-                       (properties.nic_direct_cuda && properties.nic_direct_dmabuf
-                            ? "CUDA memory and as dma-bufs (mem_export_dmabuf)"
-                        : properties.nic_direct_cuda ? "CUDA memory"
-                                                     : "dma-bufs (mem_export_dmabuf)") +
-                       ", but " + libfabric + " here registers no device memory (no FI_HMEM device interface)" +
-                       dmabuf};
+      reasons += (reasons.empty() ? "" : "; ") + std::string("as dma-bufs (mem_export_dmabuf), but ") + dmabuf;
+    }
+    return {false, "staged through pinned host memory: the plugin offers its memory to NICs " + reasons};
   }
   if (!properties.host_accessible)
     return {false, "staged through pinned host memory: the plugin offers no NIC access to its device memory"};

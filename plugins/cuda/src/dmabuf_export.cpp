@@ -26,9 +26,14 @@ template <typename Fn>
 bool look_up(const char* symbol, Fn& fn, std::string& missing) {
   void* address = nullptr;
   cudaDriverEntryPointQueryResult result{};
-  // The ABI of each symbol as CUDA 12.0 defined it (cuMemGetAddressRange is then its _v2).
-  if (cudaGetDriverEntryPointByVersion(symbol, &address, 12000, cudaEnableDefault, &result) != cudaSuccess ||
-      result != cudaDriverEntryPointSuccess || address == nullptr) {
+  // The ABI of each symbol as CUDA 12.0 defined it (cuMemGetAddressRange is then its _v2). Runtimes
+  // before 12.5 have only the unversioned lookup, which gives the toolkit's own version of it.
+#if CUDART_VERSION >= 12050
+  const cudaError_t status = cudaGetDriverEntryPointByVersion(symbol, &address, 12000, cudaEnableDefault, &result);
+#else
+  const cudaError_t status = cudaGetDriverEntryPoint(symbol, &address, cudaEnableDefault, &result);
+#endif
+  if (status != cudaSuccess || result != cudaDriverEntryPointSuccess || address == nullptr) {
     cudaGetLastError();
     if (missing.empty()) missing = symbol;
     return false;
@@ -70,7 +75,8 @@ int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_wi
   runtime().check_memory_of(device, ptr);
   const DriverCalls& d = driver();
   if (!d.found)
-    fail(H2_STATUS_UNSUPPORTED, "the NVIDIA driver has no " + d.missing + " (dma-buf export needs CUDA 11.7 or later)");
+    fail(H2_STATUS_UNSUPPORTED,
+         "the NVIDIA driver has no " + d.missing + " (dma-buf export needs a CUDA 12 driver or later)");
   if (!dmabuf_supported(device))
     fail(H2_STATUS_UNSUPPORTED, "device " + std::to_string(device) +
                                     " cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: the "
@@ -83,7 +89,9 @@ int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_wi
   if (bytes > base + size - address)
     fail(H2_STATUS_INVALID_ARGUMENT,
          "the range runs " + std::to_string(bytes - (base + size - address)) + " bytes past the end of its allocation");
-  // The driver takes whole host pages; an allocation's pages are mapped whole, so rounding stays in it.
+  // The driver takes whole host pages. The pool may have put other allocations in the pages at the
+  // range's ends (the ABI lets the dma-buf cover the pages that hold the range); a driver that
+  // refuses a range reaching past the allocation says so, and the export is unsupported.
   const CUdeviceptr page = static_cast<CUdeviceptr>(sysconf(_SC_PAGESIZE));
   const CUdeviceptr first = address / page * page;
   const CUdeviceptr end = (address + bytes + page - 1) / page * page;

@@ -25,7 +25,9 @@
 //   waits for them up to the timeout, then tells the rest (their handler runs with rank 0 and
 //   "rank 0 closed the rendezvous store after waiting ...").
 // - A barrier fails at once, naming the rank, when a rank has failed or closed: it can never
-//   complete. A get keeps waiting (another rank may still set the key) until the timeout.
+//   complete. A get of a key nobody has set keeps waiting (another rank may still set it) until the
+//   timeout, unless a rank has failed: a failure fails the job, so the get then fails at once, naming
+//   the rank that failed first (so survivors cannot meet through new keys after a failure).
 // - Errors are h2::Error: H2_STATUS_INVALID_ARGUMENT when the store refuses the rank or a call comes
 //   after close(), H2_STATUS_DEVICE_ERROR for timeouts, an unreachable store and a lost connection.
 #pragma once
@@ -87,6 +89,9 @@ class Store {
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Every rank of the world waits until all have called barrier with the same `name`.
   virtual void barrier(const std::string& name) = 0;
+  // As barrier, but this rank waits at most `limit` (and never longer than the timeout); throws
+  // h2::Error naming the ranks missing when they do not all come in that time.
+  virtual void barrier_within(const std::string& name, std::chrono::milliseconds limit) = 0;
 
   // Called (from the store's own thread) once for the first failure of another rank. When that
   // failure happened before the handler was set, the handler runs at once, on the calling thread.
