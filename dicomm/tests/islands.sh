@@ -172,6 +172,20 @@ measure() {
     python3 -c 'import json,sys
 for line in open(sys.argv[1]): row = json.loads(line); print(row["bytes"], row["busbw_gbps"])' "$json")
 }
+# hierarchical_against_flat TITLE KEY_H KEY_F: a table of the last measured sizes, hierarchical
+# (busbw[KEY_H,BYTES]) against flat (busbw[KEY_F,BYTES]) and their ratio.
+hierarchical_against_flat() {
+  echo
+  echo "$1"
+  printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
+  local bytes
+  for bytes in "${sizes[@]}"; do
+    python3 -c 'import sys
+b = sys.argv[1]; h, f = map(float, sys.argv[2:])
+print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
+      "$bytes" "${busbw[$2,$bytes]:-0}" "${busbw[$3,$bytes]:-0}"
+  done
+}
 # busbw (GB/s) per size for one setting: routes per link or everything on the backbone, one algorithm.
 declare -A busbw
 for algorithm in halving_doubling ring; do
@@ -222,15 +236,8 @@ for numbering in "a1 b1 a2 b2" "a1 a2 b1 b2"; do
       extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
       measure "$numbering,$op,$algorithm" $op 256K
     done
-    echo
-    echo "$op, 4 ranks numbered $numbering, routes per link, f32: busbw GB/s"
-    printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
-    for bytes in 262144 1048576 4194304; do
-      python3 -c 'import sys
-b = sys.argv[1]; h, f = map(float, sys.argv[2:])
-print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
-        "$bytes" "${busbw[$numbering,$op,auto,$bytes]:-0}" "${busbw[$numbering,$op,ring,$bytes]:-0}"
-    done
+    hierarchical_against_flat "$op, 4 ranks numbered $numbering, routes per link, f32: busbw GB/s" \
+      "$numbering,$op,auto" "$numbering,$op,ring"
   done
 done
 
@@ -243,13 +250,6 @@ for op in reduce_scatter allgather; do
     extra=(H2_DICOMM_ALLREDUCE=$algorithm "${speeds[@]}")
     measure "sizes,$op,$algorithm" $op 256K
   done
-  echo
-  echo "$op, 3 ranks on islands of 2 and 1 (a1 b1 a2), routes per link, f32: busbw GB/s"
-  printf "%10s | %12s %12s | %12s\n" bytes hierarchical flat "hier / flat"
-  for bytes in "${sizes[@]}"; do
-    python3 -c 'import sys
-b = sys.argv[1]; h, f = map(float, sys.argv[2:])
-print("%10s | %12.3f %12.3f | %11.2fx" % (b, h, f, h / f if f else 0))' \
-      "$bytes" "${busbw[sizes,$op,hierarchical,$bytes]:-0}" "${busbw[sizes,$op,ring,$bytes]:-0}"
-  done
+  hierarchical_against_flat "$op, 3 ranks on islands of 2 and 1 (a1 b1 a2), routes per link, f32: busbw GB/s" \
+    "sizes,$op,hierarchical" "sizes,$op,ring"
 done
