@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <numeric>
 
 #include "collectives/hierarchy_steps.hpp"
 #include "collectives/vendor_path.hpp"
@@ -67,7 +68,7 @@ void join_across(CommState& s, const Device& device, Hierarchy& h, const std::st
     return;
   }
   std::vector<int> everyone(s.members.size());
-  for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = static_cast<int>(r);
+  std::iota(everyone.begin(), everyone.end(), 0);
   h.exchange = sub_communicator(s, device, everyone, key_prefix + "exchange", "exchange");
   // Beyond this, most tensors would be mostly tail: the first ranks carry the whole tensor instead.
   constexpr int64_t kMaxUnit = 4096;

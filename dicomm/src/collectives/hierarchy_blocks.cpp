@@ -5,7 +5,7 @@
 // holder and the block's owner. Between the groups, a group of m among N ranks then sends its sums
 // of the other groups' blocks once, (N - m) blocks in all: what a hierarchy over groups of one size
 // sends too; a flat ring sends every block past every rank.
-#include <utility>
+#include <vector>
 
 #include "collectives/hierarchy_steps.hpp"
 #include "h2/ops.hpp"
@@ -14,22 +14,39 @@ namespace h2::dicomm::detail {
 
 namespace {
 
-// The pieces of rank `rank`'s block that the other groups' slices hold: (the slice's holder, the
-// piece), over every group but this rank's, in group then place order.
-std::vector<std::pair<int, OutsidePiece>> pieces_of_block(const Hierarchy& h, int rank, int64_t block,
-                                                          std::vector<size_t>* group_of_piece) {
-  std::vector<std::pair<int, OutsidePiece>> found;
+// A piece of this rank's block that another group's slice holds.
+struct HeldPiece {
+  size_t group;  // the holder's group
+  int holder;    // the rank whose slice holds it
+  OutsidePiece piece;
+};
+
+// The pieces of rank `rank`'s block that the other groups' slices hold, in group then place order.
+std::vector<HeldPiece> pieces_of_block(const Hierarchy& h, int rank, int64_t block) {
+  std::vector<HeldPiece> found;
   for (size_t g = 0; g < h.groups.size(); ++g) {
     if (g == h.place.group) continue;
     const BlockLayout layout = block_layout(h.groups, g, block);
     for (size_t place = 0; place < layout.slices.size(); ++place)
       for (const OutsidePiece& piece : layout.slices[place])
-        if (piece.owner == rank) {
-          found.emplace_back(h.groups[g][place], piece);
-          if (group_of_piece != nullptr) group_of_piece->push_back(g);
-        }
+        if (piece.owner == rank) found.push_back({g, h.groups[g][place], piece});
   }
   return found;
+}
+
+// Calls `stretch(in_rank_order, in_segments, length)` for every stretch of this rank's group's
+// segments: each place's own block, then its slice's pieces. `in_rank_order` is the element where
+// the stretch lies in a tensor of every rank's block in rank order (block r from r * block), and
+// `in_segments` where it lies in the group's segments, one after the other.
+template <typename Stretch>
+void for_each_stretch(const Hierarchy& h, const BlockLayout& layout, int64_t block, Stretch stretch) {
+  const std::vector<int>& group = h.groups[h.place.group];
+  for (size_t place = 0; place < group.size(); ++place) {
+    const int64_t at = static_cast<int64_t>(place) * layout.segment;
+    stretch(group[place] * block, at, block);
+    for (const OutsidePiece& piece : layout.slices[place])
+      stretch(piece.owner * block + piece.in_block, at + block + piece.in_slice, piece.length);
+  }
 }
 
 void wait_all(std::vector<Request>& requests) {
@@ -42,8 +59,6 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
                                const Tensor& output, ReduceOp op, Accumulation accumulation) {
   const int64_t n = output.numel();
   if (n == 0) return;
-  const int m = h.place.size;
-  const std::vector<int>& group = h.groups[h.place.group];
   const BlockLayout layout = block_layout(h.groups, h.place.group, n);
   const int64_t segment = layout.segment;
   Temporaries temporaries(s, stream, input.device());
@@ -59,16 +74,15 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
   }
   // Every place's segment: its block, its slice of the outside blocks, padding (zeros, summed and
   // dropped).
-  const Tensor ordered = temporaries.make(m * segment, work);
-  for (int place = 0; place < m; ++place) {
-    const int64_t at = place * segment;
-    copy_elements(stream, source, group[static_cast<size_t>(place)] * n, ordered, at, n);
-    int64_t length = 0;
-    for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(place)]) {
-      copy_elements(stream, source, piece.owner * n + piece.in_block, ordered, at + n + piece.in_slice, piece.length);
-      length += piece.length;
-    }
-    if (n + length < segment) ops::fill(stream, ordered.slice(0, at + n + length, at + segment), 0.0);
+  const Tensor ordered = temporaries.make(h.place.size * segment, work);
+  for_each_stretch(h, layout, n, [&](int64_t in_rank_order, int64_t in_segments, int64_t length) {
+    copy_elements(stream, source, in_rank_order, ordered, in_segments, length);
+  });
+  for (size_t place = 0; place < layout.slices.size(); ++place) {
+    int64_t used = n;
+    for (const OutsidePiece& piece : layout.slices[place]) used += piece.length;
+    const int64_t at = static_cast<int64_t>(place) * segment;
+    if (used < segment) ops::fill(stream, ordered.slice(0, at + used, at + segment), 0.0);
   }
   // An average is a sum divided once at the owner, except for 16-bit sums that stay 16-bit: each
   // contribution is divided first there, so that no partial sum grows past the dtype's range.
@@ -77,21 +91,17 @@ void reduce_scatter_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream&
   const double ranks = static_cast<double>(s.members.size());
   if (divide_first) ops::binary(stream, ops::BinaryOp::div, ordered, ranks, ordered);
   const Tensor mine = ordered.slice(0, h.place.rank * segment, (h.place.rank + 1) * segment);
-  if (m > 1) steps.reduce_scatter_inside(ordered, mine, combined, accumulation);
+  if (h.place.size > 1) steps.reduce_scatter_inside(ordered, mine, combined, accumulation);
 
   // Between the groups: this rank's slice to the blocks' owners; the other groups' sums of this
   // rank's block, one tensor per group, from the ranks whose slices hold them.
-  std::vector<size_t> from_group;
-  const auto incoming = pieces_of_block(h, s.rank, n, &from_group);
   std::vector<Tensor> sums(h.groups.size());
   std::vector<Request> requests;
   const Communicator exchange = steps.exchange();
-  for (size_t k = 0; k < incoming.size(); ++k) {
-    Tensor& sum = sums[from_group[k]];
+  for (const auto& [group, holder, piece] : pieces_of_block(h, s.rank, n)) {
+    Tensor& sum = sums[group];
     if (!sum.defined()) sum = temporaries.make(n, work);
-    const OutsidePiece& piece = incoming[k].second;
-    requests.push_back(
-        exchange.irecv(stream, sum.slice(0, piece.in_block, piece.in_block + piece.length), incoming[k].first));
+    requests.push_back(exchange.irecv(stream, sum.slice(0, piece.in_block, piece.in_block + piece.length), holder));
   }
   for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(h.place.rank)])
     requests.push_back(
@@ -117,12 +127,10 @@ void allgather_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream& stre
                           const Tensor& output) {
   const int64_t n = input.numel();
   if (n == 0) return;
-  const int m = h.place.size;
-  const std::vector<int>& group = h.groups[h.place.group];
   const BlockLayout layout = block_layout(h.groups, h.place.group, n);
   const int64_t segment = layout.segment;
   Temporaries temporaries(s, stream, output.device());
-  const Tensor ordered = temporaries.make(m * segment, output.dtype());
+  const Tensor ordered = temporaries.make(h.place.size * segment, output.dtype());
   const Tensor mine = ordered.slice(0, h.place.rank * segment, (h.place.rank + 1) * segment);
   copy_elements(stream, input, 0, mine, 0, n);
 
@@ -133,18 +141,15 @@ void allgather_over_sizes(CommState& s, Hierarchy& h, Steps& steps, Stream& stre
   for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(h.place.rank)])
     requests.push_back(
         exchange.irecv(stream, mine.slice(0, n + piece.in_slice, n + piece.in_slice + piece.length), piece.owner));
-  for (const auto& [holder, piece] : pieces_of_block(h, s.rank, n, nullptr))
+  for (const auto& [group, holder, piece] : pieces_of_block(h, s.rank, n))
     requests.push_back(exchange.isend(stream, input.slice(0, piece.in_block, piece.in_block + piece.length), holder));
   wait_all(requests);
 
   // Inside, then every block to its place in rank order. The padding travels and is dropped.
-  if (m > 1) steps.allgather_inside(mine, ordered);
-  for (int place = 0; place < m; ++place) {
-    const int64_t at = place * segment;
-    copy_elements(stream, ordered, at, output, group[static_cast<size_t>(place)] * n, n);
-    for (const OutsidePiece& piece : layout.slices[static_cast<size_t>(place)])
-      copy_elements(stream, ordered, at + n + piece.in_slice, output, piece.owner * n + piece.in_block, piece.length);
-  }
+  if (h.place.size > 1) steps.allgather_inside(mine, ordered);
+  for_each_stretch(h, layout, n, [&](int64_t in_rank_order, int64_t in_segments, int64_t length) {
+    copy_elements(stream, ordered, in_segments, output, in_rank_order, length);
+  });
 }
 
 }  // namespace h2::dicomm::detail

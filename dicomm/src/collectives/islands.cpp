@@ -125,14 +125,15 @@ BlockLayout block_layout(const std::vector<std::vector<int>>& groups, size_t gro
   const int m = static_cast<int>(inside.size());
   const int64_t total = static_cast<int64_t>(outside.size()) * block;
   BlockLayout layout;
-  layout.segment = block + (total + m - 1) / m;
   layout.slices.resize(inside.size());
+  if (block == 0) return layout;  // nothing to hold
+  layout.segment = block + (total + m - 1) / m;
   for (int i = 0; i < m; ++i) {
     // Balanced slices, the first total % m one element longer (as Layout cuts segments).
     const auto slice_begin = [&](int64_t at) { return at * (total / m) + std::min<int64_t>(at, total % m); };
     const int64_t begin = slice_begin(i), end = slice_begin(i + 1);
     // The outside blocks [begin, end) meets: from the one holding `begin` to the one holding end - 1.
-    for (int64_t k = block > 0 ? begin / block : 0; block > 0 && k * block < end; ++k) {
+    for (int64_t k = begin / block; k * block < end; ++k) {
       const int64_t from = std::max(begin, k * block), to = std::min(end, (k + 1) * block);
       if (to <= from) continue;
       layout.slices[static_cast<size_t>(i)].push_back(

@@ -198,19 +198,16 @@ struct StoreServer::Impl {
   // waited for until the timeout: the ranks waiting for one are told why at once instead.
   void fail_gets() {
     for (auto& [key, waiters] : gets)
-      for (const Waiter& w : waiters) reply(w.connection, w.request, false, get_refusal(key, *failed_rank()));
+      for (const Waiter& w : waiters) reply(w.connection, w.request, false, *get_refusal(key));
     gets.clear();
   }
 
-  // The rank that failed first (a later failure may be a knock-on effect of it).
-  std::optional<int> failed_rank() const {
+  // Why a get of the unset `key` fails at once: the rank that failed first (a later failure may be a
+  // knock-on effect of it); nothing while no rank has failed.
+  std::optional<std::string> get_refusal(const std::string& key) const {
     if (failures.empty()) return std::nullopt;
-    return failures.front().first;
-  }
-
-  std::string get_refusal(const std::string& key, int failed) const {
-    return "key '" + key + "' is not set and rank " + std::to_string(failed) + " failed (" +
-           ranks[static_cast<size_t>(failed)].failure + ")";
+    const auto& [rank, reason] = failures.front();
+    return "key '" + key + "' is not set and rank " + std::to_string(rank) + " failed (" + reason + ")";
   }
 
   // Why no barrier can complete any more, or nothing.
@@ -312,8 +309,7 @@ struct StoreServer::Impl {
         int64_t timeout_ms = in.i64();
         auto found = values.find(key);
         if (found != values.end()) return reply(id, request, true, found->second);
-        if (const std::optional<int> failed = failed_rank())
-          return reply(id, request, false, get_refusal(key, *failed));
+        if (const std::optional<std::string> refusal = get_refusal(key)) return reply(id, request, false, *refusal);
         gets[key].push_back(
             Waiter{id, request, c.rank, Clock::now() + std::chrono::milliseconds(timeout_ms), timeout_ms});
         return;
