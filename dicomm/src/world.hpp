@@ -12,11 +12,11 @@
 #include <tuple>
 #include <vector>
 
-#include "collectives/link.hpp"
 #include "h2/dicomm/communicator.hpp"
 #include "h2/dicomm/store.hpp"
 #include "h2/plugin_comm.hpp"
 #include "transport/engine.hpp"
+#include "transport/link.hpp"
 #include "transport/routes.hpp"
 
 namespace h2::dicomm::detail {

@@ -30,8 +30,8 @@
 
 #include "h2/ops.hpp"
 #include "h2/tensor.hpp"
-#include "link.hpp"
 #include "transport/engine.hpp"
+#include "transport/link.hpp"
 
 namespace h2::dicomm::detail {
 
