@@ -74,6 +74,18 @@ int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_wi
   if (bytes == 0) fail(H2_STATUS_INVALID_ARGUMENT, "cannot export 0 bytes as a dma-buf");
   runtime().check_memory_of(device, ptr);
   const DriverCalls& d = driver();
+  const CUdeviceptr address = reinterpret_cast<CUdeviceptr>(ptr);
+  // The range first: a caller's wrong range is INVALID_ARGUMENT on every GPU, also one that could not
+  // export it anyway.
+  if (d.address_range != nullptr) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (const CUresult r = d.address_range(&base, &size, address); r != CUDA_SUCCESS)
+      fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not inside an allocation: cuMemGetAddressRange: " + describe(r));
+    if (bytes > base + size - address)
+      fail(H2_STATUS_INVALID_ARGUMENT, "the range runs " + std::to_string(bytes - (base + size - address)) +
+                                           " bytes past the end of its allocation");
+  }
   if (!d.found)
     fail(H2_STATUS_UNSUPPORTED,
          "the NVIDIA driver has no " + d.missing + " (dma-buf export needs a CUDA 12 driver or later)");
@@ -81,14 +93,6 @@ int export_dmabuf(int device, const void* ptr, size_t bytes, uint64_t& offset_wi
     fail(H2_STATUS_UNSUPPORTED, "device " + std::to_string(device) +
                                     " cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: the "
                                     "driver, the kernel or the GPU lacks it)");
-  const CUdeviceptr address = reinterpret_cast<CUdeviceptr>(ptr);
-  CUdeviceptr base = 0;
-  size_t size = 0;
-  if (const CUresult r = d.address_range(&base, &size, address); r != CUDA_SUCCESS)
-    fail(H2_STATUS_INVALID_ARGUMENT, "pointer is not inside an allocation: cuMemGetAddressRange: " + describe(r));
-  if (bytes > base + size - address)
-    fail(H2_STATUS_INVALID_ARGUMENT,
-         "the range runs " + std::to_string(bytes - (base + size - address)) + " bytes past the end of its allocation");
   // The driver takes whole host pages. The pool may have put other allocations in the pages at the
   // range's ends (the ABI lets the dma-buf cover the pages that hold the range); a driver that
   // refuses a range reaching past the allocation says so, and the export is unsupported.
