@@ -45,7 +45,7 @@ TEST(PluginOptions, AnUnknownKeyFailsNamingItAndTheKnownKeys) {
   EXPECT_EQ(info.state, PluginState::init_failed);
   EXPECT_THAT(info.message, HasSubstr("init failed (invalid argument): unknown option 'memroy' for plugin "
                                       "cpu-reference: its keys are devices, memory, strict, blocking, op_dtypes, "
-                                      "threads"));
+                                      "threads, collectives_in_place"));
 }
 
 TEST(PluginOptions, ABadValueFailsNamingTheKeyAndTheValue) {
@@ -118,7 +118,8 @@ TEST(PluginOptions, CpuReferenceListsItsKeysWithoutInitializing) {
   EXPECT_EQ(listing.name, "cpu-reference");
   std::vector<std::string> keys;
   for (const PluginOptionInfo& option : listing.options) keys.push_back(option.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"devices", "memory", "strict", "blocking", "op_dtypes", "threads"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"devices", "memory", "strict", "blocking", "op_dtypes", "threads",
+                                            "collectives_in_place"}));
   const auto memory = std::find_if(listing.options.begin(), listing.options.end(),
                                    [](const PluginOptionInfo& o) { return o.key == "memory"; });
   EXPECT_EQ(memory->default_value, "4GiB");

@@ -124,9 +124,10 @@ struct ShmComm::Control {
 };
 
 struct alignas(64) ShmComm::RankState {
-  std::atomic<uint32_t> posted;    // collective steps whose part this rank has put in its slot
-  std::atomic<uint32_t> consumed;  // collective steps this rank has finished reading
-  std::atomic<int32_t> pid;        // 0 until joined
+  std::atomic<uint32_t> posted;          // collective steps whose part this rank has put in its slot
+  std::atomic<uint32_t> consumed;        // collective steps this rank has finished reading
+  std::atomic<int32_t> pid;              // 0 until joined
+  std::atomic<uint64_t> in_place_bytes;  // InPlace::from_bytes of the rank, set before it joins
 };
 
 struct alignas(64) ShmComm::Channel {
@@ -134,7 +135,8 @@ struct alignas(64) ShmComm::Channel {
   std::atomic<uint32_t> read;     // chunks taken out by its receiver
 };
 
-static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
               "shared-memory counters must be lock-free to work across processes");
 
 void new_shm_comm_id(uint8_t* id) {
@@ -148,7 +150,11 @@ void new_shm_comm_id(uint8_t* id) {
 }
 
 ShmComm::ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout)
-    : size_(ranks), rank_(rank), timeout_(timeout) {
+    : ShmComm(id, ranks, rank, timeout, InPlace{}) {}
+
+ShmComm::ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout, InPlace in_place)
+    : in_place_(std::move(in_place)), size_(ranks), rank_(rank), timeout_(timeout) {
+  if (!in_place_.open) in_place_.from_bytes = 0;
   IdLayout layout;
   std::memcpy(&layout, id, sizeof layout);
   if (std::memcmp(layout.magic, kMagic, sizeof kMagic) != 0)
@@ -204,6 +210,7 @@ ShmComm::ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::millisecon
     fail(H2_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank) + " was told the communicator has " +
                                          std::to_string(ranks) + " ranks, another rank " + std::to_string(expected));
   }
+  state(rank).in_place_bytes.store(in_place_.from_bytes);
   state(rank).pid.store(static_cast<int32_t>(getpid()));
   c.joined.fetch_add(1);
   ring();
@@ -222,6 +229,21 @@ ShmComm::ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::millisecon
     throw;
   }
   shm_unlink(name_.c_str());  // every rank has it mapped: nothing is left behind when they end
+  // A call runs in place on every rank or on none: a rank that went its own way would wait for steps
+  // the others never take.
+  for (int r = 0; r < size_; ++r) {
+    const uint64_t theirs = state(r).in_place_bytes.load();
+    if (theirs != in_place_.from_bytes) {
+      const auto describe = [](uint64_t bytes) {
+        return bytes == 0 ? std::string("never") : "from " + std::to_string(bytes) + " bytes";
+      };
+      munmap(base_, bytes_);
+      base_ = nullptr;
+      fail(H2_STATUS_INVALID_ARGUMENT, "rank " + std::to_string(rank_) + " runs collectives in place " +
+                                           describe(in_place_.from_bytes) + ", rank " + std::to_string(r) + " " +
+                                           describe(theirs) + ": every rank must be set alike");
+    }
+  }
 }
 
 ShmComm::~ShmComm() {
@@ -339,13 +361,91 @@ void ShmComm::step(const char* call, const std::function<void(char*)>& put, cons
   ring();
 }
 
+bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall& c, Buffers& b) {
+  if (!in_place_.open || in_place_.from_bytes == 0 || bytes < in_place_.from_bytes || size_ < 2) return false;
+  struct Published {
+    Place send, recv;
+  };
+  static_assert(sizeof(Published) + 1 <= 1 << 20, "a slot holds what a rank publishes");
+  const auto n = static_cast<size_t>(size_);
+  b.sends.assign(n, nullptr);
+  b.recvs.assign(n, nullptr);
+  bool opened = true;
+  step(
+      call,
+      [&](char* mine) {
+        Published p;
+        if (c.send_place != nullptr) p.send = *c.send_place;
+        if (c.recv_place != nullptr) p.recv = *c.recv_place;
+        std::memcpy(mine, &p, sizeof p);
+      },
+      [&] {
+        for (int r = 0; r < size_; ++r) {
+          const auto i = static_cast<size_t>(r);
+          const bool send_needed = c.send_from < 0 || c.send_from == r;
+          if (r == rank_) {
+            b.sends[i] = static_cast<const char*>(c.send);
+            b.recvs[i] = static_cast<char*>(c.recv);
+            // The others open this rank's places: without them they would not agree anyway.
+            opened = opened && (!send_needed || c.send_place != nullptr) && (!c.peer_recvs || c.recv_place != nullptr);
+            continue;
+          }
+          Published p;
+          std::memcpy(&p, slot(r), sizeof p);
+          if (send_needed) b.sends[i] = p.send.known ? in_place_.open(p.send, c.send_bytes) : nullptr;
+          if (c.peer_recvs) b.recvs[i] = p.recv.known ? in_place_.open(p.recv, c.recv_bytes) : nullptr;
+          opened = opened && (!send_needed || b.sends[i] != nullptr) && (!c.peer_recvs || b.recvs[i] != nullptr);
+        }
+      });
+  bool everyone = true;
+  step(
+      call, [&](char* mine) { *mine = opened ? 1 : 0; },
+      [&] {
+        for (int r = 0; r < size_; ++r) everyone = everyone && *slot(r) == 1;
+      });
+  return everyone;
+}
+
+void ShmComm::finish_in_place(const char* call) {
+  step(
+      call, [](char*) {}, [] {});
+  ++calls_in_place_;
+}
+
 void ShmComm::check_peer(int peer) const {
   check_collective_peer(peer, rank_, size_);
 }
 
-void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op) {
+void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                        const Place* send_place, const Place* recv_place) {
   check_collective_reduction(dtype, op);
   const size_t e = collective_element_size(dtype);
+  Buffers in_place;
+  if (open_in_place("allreduce", count * e,
+                    {.send = send,
+                     .send_place = send_place,
+                     .send_bytes = count * e,
+                     .recv = recv,
+                     .recv_place = recv_place,
+                     .recv_bytes = count * e,
+                     .peer_recvs = true},
+                    in_place)) {
+    // This rank's share of every rank's input, reduced a piece at a time into its own output and
+    // copied from there into every other rank's.
+    const uint64_t share_begin = count * static_cast<uint64_t>(rank_) / static_cast<uint64_t>(size_);
+    const uint64_t share_end = count * static_cast<uint64_t>(rank_ + 1) / static_cast<uint64_t>(size_);
+    std::vector<const char*> inputs(static_cast<size_t>(size_));
+    for (uint64_t at = share_begin; at < share_end; at += kInPlacePiece) {
+      const uint64_t n = std::min(kInPlacePiece, share_end - at);
+      for (int r = 0; r < size_; ++r) inputs[static_cast<size_t>(r)] = in_place.sends[static_cast<size_t>(r)] + at * e;
+      char* mine = in_place.recvs[static_cast<size_t>(rank_)] + at * e;
+      reduce(inputs, mine, n, dtype, op);
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) std::memcpy(in_place.recvs[static_cast<size_t>(r)] + at * e, mine, n * e);
+    }
+    finish_in_place("allreduce");
+    return;
+  }
   const uint64_t chunk = slot_bytes_ / e;
   char* result = base_ + result_at_;
   std::vector<const char*> inputs(static_cast<size_t>(size_));
@@ -366,9 +466,26 @@ void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t d
   }
 }
 
-void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op) {
+void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op,
+                             const Place* send_place) {
   check_collective_reduction(dtype, op);
   const size_t e = collective_element_size(dtype);
+  const uint64_t all = recv_count * e * static_cast<uint64_t>(size_);
+  Buffers in_place;
+  if (open_in_place("reduce_scatter", all, {.send = send, .send_place = send_place, .send_bytes = all, .recv = recv},
+                    in_place)) {
+    // This rank's block of every rank's input, into its own output.
+    std::vector<const char*> inputs(static_cast<size_t>(size_));
+    for (uint64_t at = 0; at < recv_count; at += kInPlacePiece) {
+      const uint64_t n = std::min(kInPlacePiece, recv_count - at);
+      for (int r = 0; r < size_; ++r)
+        inputs[static_cast<size_t>(r)] =
+            in_place.sends[static_cast<size_t>(r)] + (static_cast<uint64_t>(rank_) * recv_count + at) * e;
+      reduce(inputs, static_cast<char*>(recv) + at * e, n, dtype, op);
+    }
+    finish_in_place("reduce_scatter");
+    return;
+  }
   const uint64_t chunk = slot_bytes_ / e / static_cast<uint64_t>(size_);  // of each block per step
   std::vector<const char*> inputs(static_cast<size_t>(size_));
   for (uint64_t begin = 0; begin < recv_count; begin += chunk) {
@@ -389,8 +506,19 @@ void ShmComm::reduce_scatter(const void* send, void* recv, uint64_t recv_count, 
   }
 }
 
-void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype) {
+void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype, const Place* send_place) {
   const size_t e = collective_element_size(dtype);
+  Buffers in_place;
+  if (open_in_place("allgather", send_count * e * static_cast<uint64_t>(size_),
+                    {.send = send, .send_place = send_place, .send_bytes = send_count * e, .recv = recv}, in_place)) {
+    for (int r = 0; r < size_; ++r) {
+      char* to = static_cast<char*>(recv) + static_cast<uint64_t>(r) * send_count * e;
+      const char* from = in_place.sends[static_cast<size_t>(r)];
+      if (to != from) std::memmove(to, from, send_count * e);
+    }
+    finish_in_place("allgather");
+    return;
+  }
   const uint64_t chunk = slot_bytes_ / e;
   for (uint64_t begin = 0; begin < send_count; begin += chunk) {
     const uint64_t n = std::min(chunk, send_count - begin);
@@ -405,10 +533,20 @@ void ShmComm::allgather(const void* send, void* recv, uint64_t send_count, uint3
   }
 }
 
-void ShmComm::broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root) {
+void ShmComm::broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root,
+                        const Place* send_place) {
   if (root < 0 || root >= size_)
     fail(H2_STATUS_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " + std::to_string(size_) + " ranks");
   const size_t e = collective_element_size(dtype);
+  Buffers in_place;
+  if (open_in_place("broadcast", count * e,
+                    {.send = send, .send_place = send_place, .send_bytes = count * e, .recv = recv, .send_from = root},
+                    in_place)) {
+    const char* from = in_place.sends[static_cast<size_t>(root)];
+    if (from != recv) std::memmove(recv, from, count * e);
+    finish_in_place("broadcast");
+    return;
+  }
   const uint64_t chunk = slot_bytes_ / e;
   for (uint64_t begin = 0; begin < count; begin += chunk) {
     const uint64_t n = std::min(chunk, count - begin);

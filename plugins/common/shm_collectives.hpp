@@ -13,6 +13,14 @@
 // all) into the result region, then all copy the result out. A rank overwrites its slot only once
 // every rank has finished reading the previous step.
 //
+// Where the plugin can say where a buffer lies for the node's other processes (allow_in_place), a
+// call of at least a given size runs on the ranks' buffers in place instead: every rank publishes
+// the places of its buffers in its slot, opens the others', and once all could, each reads the
+// others' buffers directly (an allreduce rank reduces its share of every rank's input and writes the
+// result into every rank's output). That moves each byte once or twice rather than three times, in
+// three steps whatever the size. Where any rank cannot open a place, every rank takes the
+// segment's path for that call.
+//
 // A communicator's calls run one at a time, in the order issued (the plugin issues them on one
 // stream, or the caller orders its streams). Waits sleep on a futex in the segment and end with a
 // PluginError(H2_STATUS_DEVICE_ERROR) naming what was awaited when: the communicator was aborted (by any rank: abort()
@@ -43,10 +51,29 @@ class ShmComm {
  public:
   static constexpr int kMaxRanks = 256;
 
+  // Where a buffer lies for the node's other processes, in the plugin's own encoding.
+  static constexpr size_t kPlaceBytes = 64;
+  struct Place {
+    bool known = false;  // false: this buffer cannot be opened from another process
+    uint8_t bytes[kPlaceBytes] = {};
+  };
+  // A host pointer in this process to `bytes` at a place another rank published, or nullptr when
+  // this process cannot open it. Called on the calling thread during a call; what it opens stays
+  // the plugin's to keep (a cache) and to release.
+  using OpenPlace = std::function<char*(const Place& place, uint64_t bytes)>;
+  // Calls of at least `from_bytes` (every rank's count alike) run in place, opening the other
+  // ranks' places with `open`; none do without `open` or with `from_bytes` 0.
+  struct InPlace {
+    OpenPlace open;
+    uint64_t from_bytes = 0;
+  };
+
   // Joins the communicator `id` names as `rank` of `ranks`. Blocks until all have joined. Throws
-  // PluginError: INVALID_ARGUMENT for a foreign id or ranks that disagree on the count, UNSUPPORTED
-  // for an id made on another host, OUT_OF_MEMORY when the segment does not fit /dev/shm,
-  // DEVICE_ERROR naming the ranks missing after `timeout`.
+  // PluginError: INVALID_ARGUMENT for a foreign id, ranks that disagree on the count or on
+  // `in_place`'s size, UNSUPPORTED for an id made on another host, OUT_OF_MEMORY when the segment
+  // does not fit /dev/shm, DEVICE_ERROR naming the ranks missing after `timeout`.
+  ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout, InPlace in_place);
+  // Never in place.
   ShmComm(const uint8_t* id, int ranks, int rank, std::chrono::milliseconds timeout);
   ~ShmComm();
   ShmComm(const ShmComm&) = delete;
@@ -57,16 +84,23 @@ class ShmComm {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // How many collectives ran in place so far (tests and diagnostics).
+  uint64_t calls_in_place() const { return calls_in_place_; }
 
   // Throws PluginError(INVALID_ARGUMENT) unless `peer` is another rank of this communicator.
   void check_peer(int peer) const;
 
   // As plugin_abi.h section 9 says, on host pointers; `dtype` an H2_DType, `op` an H2_ReduceOp.
-  // Reductions add in f32 for f16 and bf16 (rounded once), in the dtype otherwise.
-  void allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op);
-  void reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op);
-  void allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype);
-  void broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root);
+  // Reductions add in f32 for f16 and bf16 (rounded once), in the dtype otherwise, in rank order:
+  // the same bytes on either path. `*_place` say where the buffers lie for the other ranks (null:
+  // nowhere they can open).
+  void allreduce(const void* send, void* recv, uint64_t count, uint32_t dtype, uint32_t op,
+                 const Place* send_place = nullptr, const Place* recv_place = nullptr);
+  void reduce_scatter(const void* send, void* recv, uint64_t recv_count, uint32_t dtype, uint32_t op,
+                      const Place* send_place = nullptr);
+  void allgather(const void* send, void* recv, uint64_t send_count, uint32_t dtype, const Place* send_place = nullptr);
+  void broadcast(const void* send, void* recv, uint64_t count, uint32_t dtype, int root,
+                 const Place* send_place = nullptr);
 
   // One point-to-point transfer of `bytes`: from `data` to `peer` (send), or from `peer` into `data`.
   struct Transfer {
@@ -109,6 +143,32 @@ class ShmComm {
   void step(const char* call, const std::function<void(char*)>& put, const std::function<void()>& take,
             int only_from = -1);
 
+  // Every rank's buffers, when the call (`bytes` in all) is large enough and every rank could open
+  // the places the others published (one step to publish, one to agree): `sends[r]` where needed
+  // and `recvs[r]` when `peer_recvs`, else only this rank's own. False, on every rank alike, when
+  // the call runs through the segment instead.
+  struct InPlaceCall {
+    const void* send = nullptr;
+    const Place* send_place = nullptr;
+    uint64_t send_bytes = 0;
+    void* recv = nullptr;
+    const Place* recv_place = nullptr;
+    uint64_t recv_bytes = 0;
+    bool peer_recvs = false;  // every rank's output is needed, not only this rank's
+    int send_from = -1;       // the only rank whose input is needed (a broadcast's root); -1: all
+  };
+  struct Buffers {
+    std::vector<const char*> sends;
+    std::vector<char*> recvs;
+  };
+  bool open_in_place(const char* call, uint64_t bytes, const InPlaceCall& c, Buffers& buffers);
+  // Elements reduced at a time in place: the accumulator stays in cache.
+  static constexpr uint64_t kInPlacePiece = 16384;
+  // The last step of a call in place: no rank returns (and lets its buffers change) while another
+  // still reads or writes them.
+  void finish_in_place(const char* call);
+
+  InPlace in_place_;
   std::string name_;
   int size_ = 0, rank_ = 0;
   std::chrono::milliseconds timeout_;
@@ -117,6 +177,7 @@ class ShmComm {
   size_t slot_bytes_ = 0, channel_bytes_ = 0;
   size_t ranks_at_ = 0, channels_at_ = 0, slots_at_ = 0, result_at_ = 0, channel_data_at_ = 0;
   uint32_t steps_ = 0;  // collective steps taken (every rank takes the same)
+  uint64_t calls_in_place_ = 0;
 };
 
 }  // namespace h2::plugin

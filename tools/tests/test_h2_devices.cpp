@@ -236,7 +236,7 @@ TEST(H2DevicesOptions, ListsAPluginsKeysWithDefaultsAndDescriptions) {
   EXPECT_THAT(r.output, HasSubstr("as --plugin-option cpu-reference:KEY=VALUE"));
   EXPECT_THAT(r.output, testing::ContainsRegex("KEY +DEFAULT +DESCRIPTION"));
   EXPECT_THAT(r.output, testing::ContainsRegex("memory +4GiB +capacity per device"));
-  for (const char* key : {"devices", "strict", "blocking", "op_dtypes", "threads"})
+  for (const char* key : {"devices", "strict", "blocking", "op_dtypes", "threads", "collectives_in_place"})
     EXPECT_THAT(r.output, HasSubstr(key));
 }
 
@@ -249,7 +249,7 @@ TEST(H2DevicesOptions, JsonHasEachKeyWithItsDefaultAndDescription) {
   EXPECT_EQ(reference["name"], "cpu-reference");
   EXPECT_EQ(reference["listed"], true);
   EXPECT_TRUE(reference["error"].is_null());
-  ASSERT_EQ(reference["options"].size(), 6u);
+  ASSERT_EQ(reference["options"].size(), 7u);
   EXPECT_EQ(reference["options"][1]["key"], "memory");
   EXPECT_EQ(reference["options"][1]["default"], "4GiB");
   EXPECT_THAT(reference["options"][1]["description"].get<std::string>(), HasSubstr("H2_CPU_REFERENCE_MEMORY"));

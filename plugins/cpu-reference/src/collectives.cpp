@@ -1,6 +1,10 @@
 #include "collectives.hpp"
 
+#include <sys/mman.h>
+
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -9,6 +13,7 @@
 #include "collective_checks.hpp"
 #include "common.hpp"
 #include "handle_registry.hpp"
+#include "memory_sharing.hpp"
 #include "plugin_state.hpp"
 #include "shm_collectives.hpp"
 
@@ -17,9 +22,69 @@ namespace {
 
 using h2::plugin::ShmComm;
 
+// Where a buffer lies for the node's other processes: its device's arena (a memfd, as mem_export
+// names it) and the buffer's offset there.
+struct PeerPlace {
+  SharedRange arena;
+  uint64_t offset = 0;
+};
+static_assert(sizeof(PeerPlace) <= ShmComm::kPlaceBytes && std::is_trivially_copyable_v<PeerPlace>);
+
+ShmComm::Place place_of(const void* ptr) {
+  ShmComm::Place place;
+  DeviceMemory* memory = ptr != nullptr ? runtime().owner_of(ptr) : nullptr;
+  if (memory == nullptr) return place;
+  try {
+    PeerPlace where;
+    where.arena = memory->share(ptr, where.offset);
+    std::memcpy(place.bytes, &where, sizeof where);
+    place.known = true;
+  } catch (const PluginError&) {
+    // An import, or an arena that is not a memfd: the call goes through the segment.
+  }
+  return place;
+}
+
+// The other ranks' arenas this process has mapped, each once for the communicator's life.
+class PeerArenas {
+ public:
+  PeerArenas() = default;
+  PeerArenas(const PeerArenas&) = delete;
+  PeerArenas& operator=(const PeerArenas&) = delete;
+  ~PeerArenas() {
+    for (const auto& [key, mapped] : mapped_)
+      if (mapped.base != nullptr) munmap(mapped.base, mapped.mapped);
+  }
+
+  // A host pointer to `bytes` at `place`, or nullptr when this process cannot map its arena (which
+  // it then never tries again).
+  char* open(const ShmComm::Place& place, uint64_t bytes) {
+    PeerPlace where;
+    std::memcpy(&where, place.bytes, sizeof where);
+    if (where.offset + bytes > where.arena.bytes) return nullptr;
+    const auto key = std::make_tuple(where.arena.pid, where.arena.inode, where.arena.filesystem);
+    auto it = mapped_.find(key);
+    if (it == mapped_.end()) {
+      MappedRange mapped;
+      try {
+        mapped = map_shared_range(where.arena);
+      } catch (const PluginError&) {
+        // Through the segment, then: the library works wherever the node's processes may share a
+        // segment, also where they may not open each other's memory.
+      }
+      it = mapped_.emplace(key, mapped).first;
+    }
+    return it->second.base != nullptr ? it->second.base + it->second.lead + where.offset : nullptr;
+  }
+
+ private:
+  std::map<std::tuple<pid_t, uint64_t, uint64_t>, MappedRange> mapped_;
+};
+
 struct Comm {
   int device;
   ShmComm shm;
+  std::shared_ptr<PeerArenas> peers;  // opened on the stream's thread only, as the calls run
 };
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
@@ -94,7 +159,13 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     require(comm, "comm");
     runtime().memory(device);  // a device of this plugin
     const std::chrono::milliseconds timeout(timeout_ms > 0 ? timeout_ms : 300'000);
-    auto made = std::shared_ptr<Comm>(new Comm{device, ShmComm(id->bytes, nranks, rank, timeout)});
+    // The communicator owns the arenas it maps, and outlives every call that opens one.
+    auto peers = std::make_shared<PeerArenas>();
+    ShmComm::InPlace in_place{
+        [peers](const ShmComm::Place& place, uint64_t bytes) { return peers->open(place, bytes); },
+        runtime().collectives_in_place()};
+    auto made = std::shared_ptr<Comm>(
+        new Comm{device, ShmComm(id->bytes, nranks, rank, timeout, std::move(in_place)), std::move(peers)});
     *comm = comms().add(std::move(made));
   });
 }
@@ -116,7 +187,9 @@ H2_Status allreduce(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     const uint64_t bytes = bytes_of(count, dtype);
     const void* from = resolve_device(send, bytes, "send");
     void* into = resolve_device(recv, bytes, "recv");
-    issue(*comm, stream, [comm, from, into, count, dtype, op] { comm->shm.allreduce(from, into, count, dtype, op); });
+    issue(*comm, stream, [comm, from, into, count, dtype, op, places = std::array{place_of(send), place_of(recv)}] {
+      comm->shm.allreduce(from, into, count, dtype, op, &places[0], &places[1]);
+    });
   });
 }
 
@@ -128,8 +201,9 @@ H2_Status reduce_scatter(H2_Comm* handle, const void* send, void* recv, uint64_t
     const uint64_t bytes = bytes_of(recv_count, dtype);
     const void* from = resolve_device(send, bytes * static_cast<uint64_t>(comm->shm.size()), "send");
     void* into = resolve_device(recv, bytes, "recv");
-    issue(*comm, stream,
-          [comm, from, into, recv_count, dtype, op] { comm->shm.reduce_scatter(from, into, recv_count, dtype, op); });
+    issue(*comm, stream, [comm, from, into, recv_count, dtype, op, place = place_of(send)] {
+      comm->shm.reduce_scatter(from, into, recv_count, dtype, op, &place);
+    });
   });
 }
 
@@ -140,7 +214,9 @@ H2_Status allgather(H2_Comm* handle, const void* send, void* recv, uint64_t send
     const uint64_t bytes = bytes_of(send_count, dtype);
     const void* from = resolve_device(send, bytes, "send");
     void* into = resolve_device(recv, bytes * static_cast<uint64_t>(comm->shm.size()), "recv");
-    issue(*comm, stream, [comm, from, into, send_count, dtype] { comm->shm.allgather(from, into, send_count, dtype); });
+    issue(*comm, stream, [comm, from, into, send_count, dtype, place = place_of(send)] {
+      comm->shm.allgather(from, into, send_count, dtype, &place);
+    });
   });
 }
 
@@ -153,8 +229,9 @@ H2_Status broadcast(H2_Comm* handle, const void* send, void* recv, uint64_t coun
     const uint64_t bytes = bytes_of(count, dtype);
     const void* from = comm->shm.rank() == root ? resolve_device(send, bytes, "send") : nullptr;
     void* into = resolve_device(recv, bytes, "recv");
-    issue(*comm, stream,
-          [comm, from, into, count, dtype, root] { comm->shm.broadcast(from, into, count, dtype, root); });
+    issue(*comm, stream, [comm, from, into, count, dtype, root, place = place_of(from != nullptr ? send : nullptr)] {
+      comm->shm.broadcast(from, into, count, dtype, root, &place);
+    });
   });
 }
 

@@ -143,6 +143,18 @@ Config read_config(const SettingLookup& setting) {
 
   config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const std::optional<Setting> threads = setting("threads")) config.threads = parse_count(*threads, 256);
+
+  if (const std::optional<Setting> in_place = setting("collectives_in_place")) {
+    if (in_place->value == "0" || in_place->value == "off") {
+      config.collectives_in_place = 0;
+    } else {
+      try {
+        config.collectives_in_place = parse_size(in_place->value);
+      } catch (const std::invalid_argument& e) {
+        bad_setting(*in_place, std::string(e.what()) + " (a size such as 64KiB, or 0/off for never)");
+      }
+    }
+  }
   return config;
 }
 

@@ -16,6 +16,10 @@
 //                                        them is tried here
 //   threads    H2_CPU_REFERENCE_THREADS  threads each operator may use (1..256, default: the
 //                                        machine's cores); results are bit-identical for any value
+//   collectives_in_place H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE  the size from which the collective
+//                                        library reads and writes the ranks' buffers in place rather
+//                                        than copying through its segment (default 64KiB; 0 or off:
+//                                        never); every rank of a communicator must be set alike
 // Several devices with different capacities let one machine host an uneven cluster.
 #pragma once
 
@@ -34,6 +38,7 @@ struct Config {
   bool blocking = false;
   uint32_t op_dtypes = 0;  // bit per H2_DType; read_config sets it (F64, F32, F16 and BF16 by default)
   int threads = 1;
+  uint64_t collectives_in_place = 64 << 10;  // bytes; 0: never
 };
 
 // Throws PluginError(H2_STATUS_INVALID_ARGUMENT) with a message naming where the value came from

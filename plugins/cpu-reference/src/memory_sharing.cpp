@@ -78,7 +78,7 @@ ImportedRanges::~ImportedRanges() {
   }
 }
 
-void* ImportedRanges::open(const SharedRange& range) {
+MappedRange map_shared_range(const SharedRange& range) {
   const std::string what = "memory of process " + std::to_string(range.pid);
   const std::string path = "/proc/" + std::to_string(range.pid) + "/fd/" + std::to_string(range.fd);
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -105,7 +105,12 @@ void* ImportedRanges::open(const SharedRange& range) {
   if (shadow == MAP_FAILED)
     fail(H2_STATUS_OUT_OF_MEMORY,
          "cannot map " + std::to_string(range.bytes) + " bytes of " + what + ": " + std::strerror(map_errno));
-  char* device_view = static_cast<char*>(shadow);
+  return {static_cast<char*>(shadow), mapped, lead};
+}
+
+void* ImportedRanges::open(const SharedRange& range) {
+  const auto [shadow, mapped, lead] = map_shared_range(range);
+  char* device_view = shadow;
   if (strict_) {
     void* guard = mmap(nullptr, mapped, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (guard == MAP_FAILED) {
@@ -116,7 +121,7 @@ void* ImportedRanges::open(const SharedRange& range) {
     register_device_range(device_view, mapped, device_);
   }
   std::lock_guard lock(mutex_);
-  Import import{device_view + lead, static_cast<char*>(shadow), mapped, lead, static_cast<size_t>(range.bytes)};
+  Import import{device_view + lead, shadow, mapped, lead, static_cast<size_t>(range.bytes)};
   imports_.emplace(import.device_view, import);
   return import.device_view;
 }

@@ -29,6 +29,18 @@ struct SharedRange {
 };
 
 H2_MemHandle encode_handle(const SharedRange& range);
+
+// A range of another process's memfd mapped read-write into this one (the shadow view of an
+// import; the collective library's view of a peer's arena). munmap(base, mapped) releases it.
+struct MappedRange {
+  char* base = nullptr;  // the mapping, from the page that holds the range's first byte
+  size_t mapped = 0;     // bytes mapped
+  size_t lead = 0;       // where the range starts in the mapping
+};
+// Throws PluginError: UNSUPPORTED naming the reason when the memfd cannot be opened from this
+// process (it ended, is another user's or another node's, or is no longer the arena the range
+// names); OUT_OF_MEMORY when the mapping fails.
+MappedRange map_shared_range(const SharedRange& range);
 // Throws PluginError(INVALID_ARGUMENT) for bytes that are not a cpu-reference handle.
 SharedRange decode_handle(const H2_MemHandle& handle);
 

@@ -30,6 +30,10 @@ constexpr H2_OptionInfo kOptions[] = {
      "threads each operator computes with, 1 to 256; results are bit-identical for any value "
      "(H2_CPU_REFERENCE_THREADS)",
      "the machine's cores"},
+    {sizeof(H2_OptionInfo), "collectives_in_place",
+     "size from which the collective library reads and writes the ranks' buffers in place instead of copying "
+     "through its shared segment; 0/off: never; alike on every rank (H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE)",
+     "64KiB"},
 };
 
 }  // namespace

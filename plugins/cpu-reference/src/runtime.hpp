@@ -26,6 +26,8 @@ class Runtime {
 
   int device_count() const { return static_cast<int>(memory_.size()); }
   uint32_t op_dtypes() const { return config_.op_dtypes; }  // H2_CPU_REFERENCE_OP_DTYPES
+  // H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE: bytes, 0 for never.
+  uint64_t collectives_in_place() const { return config_.collectives_in_place; }
   void properties(int device, H2_DeviceProperties& props) const;
 
   DeviceMemory& memory(int device) const;

@@ -220,7 +220,7 @@ TEST_F(CAbiOptions, OptionListIsCallableBeforeInitialize) {
   const H2_OptionInfo* infos = nullptr;
   size_t count = 0;
   ASSERT_EQ(api_->option_list(&infos, &count), H2_STATUS_OK);
-  ASSERT_EQ(count, 6u);
+  ASSERT_EQ(count, 7u);
   EXPECT_GE(infos->struct_size, H2_OPTION_INFO_SIZE_1_4);
   EXPECT_STREQ(H2_ARRAY_AT(H2_OptionInfo, infos, 1)->key, "memory");
   EXPECT_STREQ(H2_ARRAY_AT(H2_OptionInfo, infos, 1)->default_value, "4GiB");
@@ -238,7 +238,7 @@ TEST_F(CAbiOptions, AnUnknownKeyIsRefusedNamingTheKnownOnes) {
   EXPECT_EQ(initialize(options, 1), H2_STATUS_INVALID_ARGUMENT);
   EXPECT_THAT(std::string(api_->last_error()),
               HasSubstr("unknown option 'devcies' for plugin cpu-reference: its keys are devices, memory, strict, "
-                        "blocking, op_dtypes, threads"));
+                        "blocking, op_dtypes, threads, collectives_in_place"));
 }
 
 TEST_F(CAbiOptions, MalformedOptionArraysAreRefused) {

@@ -97,6 +97,16 @@ TEST(ReadConfig, OperatorDtypesDefaultToAllFourFloatTypesOrTheList) {
             all & ~(1u << H2_DTYPE_F64));
 }
 
+TEST(ReadConfig, CollectivesRunInPlaceFrom64KiBOrTheSizeGivenOrNever) {
+  EXPECT_EQ(read_config(env_of({})).collectives_in_place, 64u << 10);
+  EXPECT_EQ(read_config(env_of({{"H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", "1MiB"}})).collectives_in_place, 1u << 20);
+  EXPECT_EQ(read_config(env_of({{"H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", "off"}})).collectives_in_place, 0u);
+  EXPECT_EQ(read_config(env_of({{"H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", "0"}})).collectives_in_place, 0u);
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", "lots"}}),
+              HasSubstr("H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE='lots'"));
+  EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", "lots"}}), HasSubstr("0/off for never"));
+}
+
 TEST(ReadConfig, EveryBadValueNamesItsVariable) {
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_THREADS", "0"}}), HasSubstr("H2_CPU_REFERENCE_THREADS='0'"));
   EXPECT_THAT(error_of({{"H2_CPU_REFERENCE_BLOCKING", "sometimes"}}),
