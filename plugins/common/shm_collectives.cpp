@@ -370,7 +370,10 @@ bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall&
   const auto n = static_cast<size_t>(size_);
   b.sends.assign(n, nullptr);
   b.recvs.assign(n, nullptr);
-  bool opened = true;
+  // What this rank found: 1 every place it needs opened; 2 a place is unknown (a buffer other
+  // processes cannot open, this call only); 3 a place could not be opened (which does not change
+  // from call to call: the communicator stops trying, on every rank alike).
+  char found = 1;
   step(
       call,
       [&](char* mine) {
@@ -380,6 +383,14 @@ bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall&
         std::memcpy(mine, &p, sizeof p);
       },
       [&] {
+        const auto open = [&](const Place& place, uint64_t bytes, auto& into) {
+          if (!place.known) {
+            found = std::max<char>(found, 2);
+            return;
+          }
+          into = in_place_.open(place, bytes);
+          if (into == nullptr) found = 3;
+        };
         for (int r = 0; r < size_; ++r) {
           const auto i = static_cast<size_t>(r);
           const bool send_needed = c.send_from < 0 || c.send_from == r;
@@ -387,23 +398,24 @@ bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall&
             b.sends[i] = static_cast<const char*>(c.send);
             b.recvs[i] = static_cast<char*>(c.recv);
             // The others open this rank's places: without them they would not agree anyway.
-            opened = opened && (!send_needed || c.send_place != nullptr) && (!c.peer_recvs || c.recv_place != nullptr);
+            if ((send_needed && c.send_place == nullptr) || (c.peer_recvs && c.recv_place == nullptr))
+              found = std::max<char>(found, 2);
             continue;
           }
           Published p;
           std::memcpy(&p, slot(r), sizeof p);
-          if (send_needed) b.sends[i] = p.send.known ? in_place_.open(p.send, c.send_bytes) : nullptr;
-          if (c.peer_recvs) b.recvs[i] = p.recv.known ? in_place_.open(p.recv, c.recv_bytes) : nullptr;
-          opened = opened && (!send_needed || b.sends[i] != nullptr) && (!c.peer_recvs || b.recvs[i] != nullptr);
+          if (send_needed) open(p.send, c.send_bytes, b.sends[i]);
+          if (c.peer_recvs) open(p.recv, c.recv_bytes, b.recvs[i]);
         }
       });
-  bool everyone = true;
+  char worst = 1;
   step(
-      call, [&](char* mine) { *mine = opened ? 1 : 0; },
+      call, [&](char* mine) { *mine = found; },
       [&] {
-        for (int r = 0; r < size_; ++r) everyone = everyone && *slot(r) == 1;
+        for (int r = 0; r < size_; ++r) worst = std::max(worst, *slot(r));
       });
-  return everyone;
+  if (worst == 3) in_place_.from_bytes = 0;
+  return worst == 1;
 }
 
 void ShmComm::finish_in_place(const char* call) {
@@ -430,18 +442,28 @@ void ShmComm::allreduce(const void* send, void* recv, uint64_t count, uint32_t d
                      .recv_bytes = count * e,
                      .peer_recvs = true},
                     in_place)) {
-    // This rank's share of every rank's input, reduced a piece at a time into its own output and
-    // copied from there into every other rank's.
-    const uint64_t share_begin = count * static_cast<uint64_t>(rank_) / static_cast<uint64_t>(size_);
-    const uint64_t share_end = count * static_cast<uint64_t>(rank_ + 1) / static_cast<uint64_t>(size_);
+    // This rank's share of every rank's input, reduced a piece at a time into its own output; then,
+    // once every rank has reduced its share, the other shares read from their ranks' outputs. A
+    // rank writes only its own output: one whose call failed (an abort, a peer gone) and returned
+    // finds no other rank writing into its memory afterwards.
+    const auto share = [&](int r) {
+      return std::pair{count * static_cast<uint64_t>(r) / static_cast<uint64_t>(size_),
+                       count * static_cast<uint64_t>(r + 1) / static_cast<uint64_t>(size_)};
+    };
+    const auto [share_begin, share_end] = share(rank_);
+    char* mine = in_place.recvs[static_cast<size_t>(rank_)];
     std::vector<const char*> inputs(static_cast<size_t>(size_));
     for (uint64_t at = share_begin; at < share_end; at += kInPlacePiece) {
       const uint64_t n = std::min(kInPlacePiece, share_end - at);
       for (int r = 0; r < size_; ++r) inputs[static_cast<size_t>(r)] = in_place.sends[static_cast<size_t>(r)] + at * e;
-      char* mine = in_place.recvs[static_cast<size_t>(rank_)] + at * e;
-      reduce(inputs, mine, n, dtype, op);
-      for (int r = 0; r < size_; ++r)
-        if (r != rank_) std::memcpy(in_place.recvs[static_cast<size_t>(r)] + at * e, mine, n * e);
+      reduce(inputs, mine + at * e, n, dtype, op);
+    }
+    step(
+        "allreduce", [](char*) {}, [] {});
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const auto [begin, end] = share(r);
+      std::memcpy(mine + begin * e, in_place.recvs[static_cast<size_t>(r)] + begin * e, (end - begin) * e);
     }
     finish_in_place("allreduce");
     return;

@@ -13,13 +13,15 @@
 // all) into the result region, then all copy the result out. A rank overwrites its slot only once
 // every rank has finished reading the previous step.
 //
-// Where the plugin can say where a buffer lies for the node's other processes (allow_in_place), a
-// call of at least a given size runs on the ranks' buffers in place instead: every rank publishes
-// the places of its buffers in its slot, opens the others', and once all could, each reads the
-// others' buffers directly (an allreduce rank reduces its share of every rank's input and writes the
-// result into every rank's output). That moves each byte once or twice rather than three times, in
-// three steps whatever the size. Where any rank cannot open a place, every rank takes the
-// segment's path for that call.
+// Where the plugin can say where a buffer lies for the node's other processes (InPlace), a call of
+// at least a given size runs on the ranks' buffers in place instead: every rank publishes the
+// places of its buffers in its slot, opens the others', and once all could, each reads the others'
+// buffers directly (an allreduce rank reduces its share of every rank's input into its own output,
+// then reads the other shares from the other ranks' outputs). A rank writes into its own buffers
+// only, so a rank whose call failed and returned finds nobody writing into its memory. That moves
+// each byte once or twice rather than three times, in three steps whatever the size (four for an
+// allreduce). Where any rank's buffer has no place, every rank takes the segment's path for that
+// call; where a rank cannot open a place at all, for the communicator's remaining calls.
 //
 // A communicator's calls run one at a time, in the order issued (the plugin issues them on one
 // stream, or the caller orders its streams). Waits sleep on a futex in the segment and end with a
@@ -62,7 +64,8 @@ class ShmComm {
   // the plugin's to keep (a cache) and to release.
   using OpenPlace = std::function<char*(const Place& place, uint64_t bytes)>;
   // Calls of at least `from_bytes` (every rank's count alike) run in place, opening the other
-  // ranks' places with `open`; none do without `open` or with `from_bytes` 0.
+  // ranks' places with `open`; none do without `open` or with `from_bytes` 0, or once `open` has
+  // failed on any rank.
   struct InPlace {
     OpenPlace open;
     uint64_t from_bytes = 0;
@@ -154,7 +157,7 @@ class ShmComm {
     void* recv = nullptr;
     const Place* recv_place = nullptr;
     uint64_t recv_bytes = 0;
-    bool peer_recvs = false;  // every rank's output is needed, not only this rank's
+    bool peer_recvs = false;  // every rank's output is read, not only this rank's written
     int send_from = -1;       // the only rank whose input is needed (a broadcast's root); -1: all
   };
   struct Buffers {

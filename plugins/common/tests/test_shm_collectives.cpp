@@ -203,14 +203,35 @@ TEST(ShmCollectives, ARankThatCannotOpenAPlaceSendsEveryRankThroughTheSegment) {
     {
       ShmComm comm(in_place_id, kRanks, rank, 30s, shared.in_place(1, rank == 2));
       run_every_collective(comm, shared, rank, refused);
-      // All but the broadcast from rank 2, which opens nothing of the others'.
-      RANK_CHECK(comm.calls_in_place() == 1);
+      // The first call finds that rank 2 cannot open the others' buffers, and none tries again.
+      RANK_CHECK(comm.calls_in_place() == 0);
     }
     {
       ShmComm comm(segment_id, kRanks, rank, 30s);
       run_every_collective(comm, shared, rank, segment);
     }
     RANK_CHECK(std::memcmp(refused.data(), segment.data(), refused.size()) == 0);
+    return 0;
+  }));
+}
+
+TEST(ShmCollectives, ABufferWithoutAPlaceSendsThatCallThroughTheSegment) {
+  SharedBuffers shared;
+  uint8_t id[kShmCommIdBytes];
+  new_shm_comm_id(id);
+  expect_all_passed(run_ranks([&](int rank) {
+    ShmComm comm(id, kRanks, rank, 30s, shared.in_place(1));
+    float* a = reinterpret_cast<float*>(shared.region(rank));
+    float* b = a + kCount;
+    for (uint64_t i = 0; i < kCount; ++i) a[i] = value(rank, i);
+    const ShmComm::Place pa = shared.place_of(a), pb = shared.place_of(b);
+    // Rank 1's output has no place in the first call (an import, say): only that call is copied.
+    comm.allreduce(a, b, kCount, H2_DTYPE_F32, H2_REDUCE_SUM, &pa, rank == 1 ? nullptr : &pb);
+    RANK_CHECK(comm.calls_in_place() == 0);
+    std::vector<float> first(b, b + kCount);
+    comm.allreduce(a, b, kCount, H2_DTYPE_F32, H2_REDUCE_SUM, &pa, &pb);
+    RANK_CHECK(comm.calls_in_place() == 1);
+    RANK_CHECK(std::memcmp(first.data(), b, kCount * sizeof(float)) == 0);
     return 0;
   }));
 }

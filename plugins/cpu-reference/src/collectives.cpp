@@ -61,7 +61,7 @@ class PeerArenas {
   char* open(const ShmComm::Place& place, uint64_t bytes) {
     PeerPlace where;
     std::memcpy(&where, place.bytes, sizeof where);
-    if (where.offset + bytes > where.arena.bytes) return nullptr;
+    if (bytes > where.arena.bytes || where.offset > where.arena.bytes - bytes) return nullptr;
     const auto key = std::make_tuple(where.arena.pid, where.arena.inode, where.arena.filesystem);
     auto it = mapped_.find(key);
     if (it == mapped_.end()) {
