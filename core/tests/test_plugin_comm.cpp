@@ -12,7 +12,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -236,6 +239,43 @@ TEST(PluginComm, EveryCollectiveGivesTheReductionOnFourRanks) {
 
 // A ring exchange of messages larger than a channel chunk: each rank sends right and receives from
 // the left in one group, which would wait forever issued one after the other.
+// The cpu-reference arenas this process maps: its own device's, and those of the peers whose memory
+// its collective library opened to work in place (each a memfd, told apart by its inode).
+size_t arenas_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> inodes;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:h2-cpu-reference-dev") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode;
+    fields >> range >> perms >> offset >> device >> inode;
+    inodes.insert(inode);
+  }
+  return inodes.size();
+}
+
+// cpu-reference's library reads the other ranks' device memory in place from 64 KiB, and copies
+// through its segment when told never to (H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE=off).
+TEST(PluginComm, CpuReferencesLibraryMapsItsPeersMemoryToWorkInPlace) {
+  if (test::plugin_under_test() != "cpu-reference") GTEST_SKIP() << "cpu-reference's library only";
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place ? "in place" : "through the segment");
+    test::ScopedEnv setting("H2_CPU_REFERENCE_COLLECTIVES_IN_PLACE", in_place ? "64KiB" : "off");
+    expect_all_passed(run_ranks(4, [&](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
+      PluginComm comm(device, id, ranks, rank, 30s);
+      Stream stream = device.create_stream();
+      Tensor x =
+          filled(stream, device, DType::f32, kCount, [&](int64_t i) { return static_cast<double>(i % 7 + rank); });
+      RANK_EXPECT(arenas_mapped() == 1);
+      comm.allreduce(stream, x, x, H2_REDUCE_SUM);
+      const std::vector<double> sum = x.to_host(stream);
+      for (int64_t i = 0; i < kCount; ++i) RANK_EXPECT(sum[static_cast<size_t>(i)] == 4.0 * (i % 7) + 6);
+      RANK_EXPECT(arenas_mapped() == (in_place ? 4u : 1u));
+      return 0;
+    }));
+  }
+}
+
 TEST(PluginComm, GroupedSendAndReceiveRunTogether) {
   const std::vector<int> codes = run_ranks(3, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
     PluginComm comm(device, id, ranks, rank, 30s);
