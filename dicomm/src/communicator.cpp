@@ -129,6 +129,31 @@ std::string Communicator::transport() const {
   return state().world->engine().transports();
 }
 
+std::string Communicator::collectives() const {
+  const CommState& s = state();
+  const std::string above = " above H2_DICOMM_SMALL_BYTES (" + std::to_string(s.world->small_bytes()) + " bytes)";
+  if (const VendorPath* vendor = s.vendor.get(); vendor != nullptr && vendor->why_not.empty()) {
+    const std::optional<CollectiveLibrary> library = PluginComm::library(vendor->device);
+    const std::string name = library ? library->name : vendor->device.label() + "'s library";
+    if (vendor->comm) return "on " + name + ", the plugin's collective library";
+    if (vendor->hierarchy)
+      return "hierarchically over " + std::to_string(vendor->hierarchy->groups.size()) + " plugin groups" + above +
+             ": each group's library inside (this rank's: " + name +
+             "), DiComm between the groups; DiComm's own algorithms below";
+  }
+  std::string own = "on DiComm's own algorithms";
+  if (const IslandPath* islands = s.islands.get(); islands != nullptr && islands->hierarchy)
+    own += ", hierarchically over " + std::to_string(islands->hierarchy->groups.size()) + " islands" + above +
+           (islands->allreduce_flat ? " but allreduce flat (halving and doubling follows the islands)" : "");
+  if (!s.world->vendor_collectives())
+    own += " (H2_DICOMM_VENDOR_COLLECTIVES is off)";
+  else if (s.vendor != nullptr)
+    own += " (no plugin library: " + s.vendor->why_not + ")";
+  else if (s.members.size() > 1)
+    own += " (whether a plugin library serves it is decided at the first collective)";
+  return own;
+}
+
 Communicator Communicator::split(int color, int key) const {
   CommState& parent = const_cast<CommState&>(state());
   World& world = *parent.world;

@@ -99,6 +99,8 @@ case $stage in
 import json, os, sys
 rows = [{r["bytes"]: r for r in map(json.loads, open(p))} if os.path.exists(p) else {} for p in sys.argv[1:]]
 print("allreduce, 2 ranks, f32 sum: busbw GB/s, DiComm (staged) against NCCL (collective section)")
+for name, table in zip(("off", "auto"), rows):  # what `h2 bench comm` says ran them
+    print(f"  {name}: collectives {next(iter(table.values()), {}).get('collectives', '-')}")
 for size in sorted(set(rows[0]) | set(rows[1])):
     own, nccl = rows[0].get(size, {}).get("busbw_gbps"), rows[1].get(size, {}).get("busbw_gbps")
     ratio = f"{nccl / own:.2f}x" if own and nccl else "-"

@@ -261,6 +261,7 @@ int run_bench(const BenchCommOptions& options, Communicator& world, const Device
                                      {"ranks", world.size()},
                                      {"provider", world.provider()},
                                      {"transport", world.transport()},
+                                     {"collectives", world.collectives()},
                                      {"dtype", options.dtype},
                                      {"bytes", row.bytes},
                                      {"count", row.count},
@@ -274,6 +275,8 @@ int run_bench(const BenchCommOptions& options, Communicator& world, const Device
       }
       if (bytes > options.max_bytes / options.factor) break;
     }
+    if (printer && op != "sendrecv" && op != "pingpong")
+      std::printf("# collectives: %s\n", world.collectives().c_str());
   }
   if (printer && wrong > 0)
     std::printf("# %lld wrong elements: DiComm gave wrong results\n", static_cast<long long>(wrong));

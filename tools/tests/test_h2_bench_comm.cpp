@@ -63,6 +63,17 @@ TEST(H2BenchComm, EveryCollectiveRunsOnAnAcceleratorsRanks) {
   for (const char* op : {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv", "pingpong"})
     EXPECT_THAT(r.output, HasSubstr(std::string("# h2 bench comm: ") + op + ", 2 ranks")) << r.output;
   EXPECT_THAT(r.output, testing::ContainsRegex("\\[rank 0\\] +4096 +1024 +f32 +sum +[0-9.]+ +[0-9.]+ +[0-9.]+ +0\n"));
+  EXPECT_THAT(r.output, HasSubstr("# collectives: on DiComm's own algorithms (H2_DICOMM_VENDOR_COLLECTIVES is off)"));
+}
+
+// Each table ends saying what ran the collectives: here the emulated HCCL, the plugin's library.
+TEST(H2BenchComm, SaysWhichLibraryRanTheCollectives) {
+  const CliResult r = run_h2("launch -n 2 --devices ascend:0,ascend:0 -- " + env_or_fail("H2_TOOL") +
+                                 " bench comm --op allreduce --min-bytes 4K --max-bytes 4K --iters 1 --warmup 0",
+                             "ASCEND_HOME_PATH=" + env_or_fail("H2_TEST_ASCEND_HOME") +
+                                 " H2_DICOMM_TIMEOUT=60 H2_DICOMM_VENDOR_COLLECTIVES=auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, testing::ContainsRegex("# collectives: on HCCL[^\n]*, the plugin's collective library"));
 }
 
 }  // namespace

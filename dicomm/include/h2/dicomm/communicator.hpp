@@ -103,6 +103,11 @@ class Communicator {
   // Every transport this rank uses: "shm; node transport (cma) to ranks 1,2,3" (ranks of this
   // node whose memory it reads directly; libfabric carries the rest).
   std::string transport() const;
+  // How this communicator's collectives have run so far, in words: on DiComm's own algorithms, on
+  // the plugin's collective library ("cpu-reference shared memory"), or hierarchically over plugin
+  // groups or islands above H2_DICOMM_SMALL_BYTES. Decided at the first collective (islands at the
+  // first large one), so before them it says what is still open.
+  std::string collectives() const;
 
   // Ranks with the same `color` form a new communicator, ordered by `key` then by rank. A negative
   // colour returns an invalid communicator. Collective over this communicator.
