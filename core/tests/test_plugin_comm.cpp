@@ -237,8 +237,6 @@ TEST(PluginComm, EveryCollectiveGivesTheReductionOnFourRanks) {
   expect_all_passed(codes);
 }
 
-// A ring exchange of messages larger than a channel chunk: each rank sends right and receives from
-// the left in one group, which would wait forever issued one after the other.
 // The cpu-reference arenas this process maps: its own device's, and those of the peers whose memory
 // its collective library opened to work in place (each a memfd, told apart by its inode).
 size_t arenas_mapped() {
@@ -276,6 +274,8 @@ TEST(PluginComm, CpuReferencesLibraryMapsItsPeersMemoryToWorkInPlace) {
   }
 }
 
+// A ring exchange of messages larger than a channel chunk: each rank sends right and receives from
+// the left in one group, which would wait forever issued one after the other.
 TEST(PluginComm, GroupedSendAndReceiveRunTogether) {
   const std::vector<int> codes = run_ranks(3, [](int rank, int ranks, const Device& device, const H2_CommUniqueId& id) {
     PluginComm comm(device, id, ranks, rank, 30s);

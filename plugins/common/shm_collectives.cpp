@@ -362,7 +362,8 @@ void ShmComm::step(const char* call, const std::function<void(char*)>& put, cons
 }
 
 bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall& c, Buffers& b) {
-  if (!in_place_.open || in_place_.from_bytes == 0 || bytes < in_place_.from_bytes || size_ < 2) return false;
+  // from_bytes is 0 without `open` (the constructor) and once an open has failed.
+  if (in_place_.from_bytes == 0 || bytes < in_place_.from_bytes || size_ < 2) return false;
   struct Published {
     Place send, recv;
   };
@@ -395,11 +396,10 @@ bool ShmComm::open_in_place(const char* call, uint64_t bytes, const InPlaceCall&
           const auto i = static_cast<size_t>(r);
           const bool send_needed = c.send_from < 0 || c.send_from == r;
           if (r == rank_) {
+            // Its own buffers as they are. Whether its places are known the other ranks find out,
+            // each opening them (there are at least two ranks).
             b.sends[i] = static_cast<const char*>(c.send);
             b.recvs[i] = static_cast<char*>(c.recv);
-            // The others open this rank's places: without them they would not agree anyway.
-            if ((send_needed && c.send_place == nullptr) || (c.peer_recvs && c.recv_place == nullptr))
-              found = std::max<char>(found, 2);
             continue;
           }
           Published p;

@@ -83,8 +83,7 @@ class PeerArenas {
 
 struct Comm {
   int device;
-  ShmComm shm;
-  std::shared_ptr<PeerArenas> peers;  // opened on the stream's thread only, as the calls run
+  ShmComm shm;  // its InPlace holds the peers' arenas it maps (PeerArenas), for its whole life
 };
 
 h2::plugin::HandleRegistry<H2_Comm, Comm>& comms() {
@@ -159,13 +158,13 @@ H2_Status comm_init_rank(int32_t device, const H2_CommUniqueId* id, int32_t nran
     require(comm, "comm");
     runtime().memory(device);  // a device of this plugin
     const std::chrono::milliseconds timeout(timeout_ms > 0 ? timeout_ms : 300'000);
-    // The communicator owns the arenas it maps, and outlives every call that opens one.
-    auto peers = std::make_shared<PeerArenas>();
-    ShmComm::InPlace in_place{
-        [peers](const ShmComm::Place& place, uint64_t bytes) { return peers->open(place, bytes); },
-        runtime().collectives_in_place()};
-    auto made = std::shared_ptr<Comm>(
-        new Comm{device, ShmComm(id->bytes, nranks, rank, timeout, std::move(in_place)), std::move(peers)});
+    // The communicator owns the arenas it maps; they are opened on the stream's thread only, as the
+    // calls run.
+    ShmComm::InPlace in_place{[peers = std::make_shared<PeerArenas>()](const ShmComm::Place& place, uint64_t bytes) {
+                                return peers->open(place, bytes);
+                              },
+                              runtime().collectives_in_place()};
+    auto made = std::shared_ptr<Comm>(new Comm{device, ShmComm(id->bytes, nranks, rank, timeout, std::move(in_place))});
     *comm = comms().add(std::move(made));
   });
 }
