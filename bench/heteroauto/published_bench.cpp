@@ -279,14 +279,53 @@ double fit_nic_efficiency(const json& c, const Cluster& cluster, NicKind kind, c
   return (low + high) / 2;
 }
 
+// The cluster with `type`'s measured profiles given a fixed share (MeasuredProfile::fixed_share).
+Cluster with_fixed_share(Cluster cluster, const std::string& type, double share) {
+  for (DeviceType& t : cluster.device_types)
+    if (t.name == type)
+      for (auto& [model, profile] : t.measured) profile.fixed_share = share;
+  return cluster;
+}
+
+// A device type's fixed share fitted to homogeneous trials: the share in [0, 0.9] whose predictions
+// have the least sum of squared log errors over them (a coarse grid, then a fine one around its best;
+// the error need not be monotonic in the share, as an efficiency's is).
+double fit_fixed_share(const json& c, const Cluster& cluster, const std::string& type,
+                       const std::vector<Trial>& trials) {
+  const auto error = [&](double share) {
+    const Cluster shared = with_fixed_share(cluster, type, share);
+    double sum = 0;
+    for (const Trial& t : trials) {
+      const Prediction p = predict(c, shared, t);
+      if (!p.unsupported.empty())
+        throw std::runtime_error("trial " + std::to_string(t.index) + " cannot be predicted: " + p.unsupported);
+      sum += std::pow(std::log(p.step_s / *t.measured_s), 2);
+    }
+    return sum;
+  };
+  double best = 0, best_error = error(0);
+  const auto search = [&](double from, double to, double step) {
+    for (int i = 0; from + i * step <= to + 1e-12; ++i)
+      if (const double share = from + i * step, e = error(share); e < best_error) {
+        best = share;
+        best_error = e;
+      }
+  };
+  search(0, 0.9, 0.01);
+  search(std::max(0.0, best - 0.01), std::min(0.9, best + 0.01), 0.001);
+  return best;
+}
+
 struct CaseResult {
   std::string name, kind;
   int trials = 0, predicted = 0, within_20 = 0;
   double spearman_h2 = 0, spearman_published = 0, mean_abs_error = 0, published_mean_abs_error = 0;
 };
 
-// NIC efficiencies fitted on homogeneous cases, by case name, for the cases calibrated on them.
+// NIC efficiencies and profiles' fixed shares fitted on homogeneous cases, by case name, for the
+// cases calibrated on them.
 std::map<std::string, std::pair<NicKind, double>> fitted_nics;
+std::map<std::string, std::map<std::string, double>> fitted_shares;  // case -> device type -> share
 
 CaseResult run_case(const fs::path& file, bool verbose) {
   std::ifstream in(file);
@@ -300,7 +339,9 @@ CaseResult run_case(const fs::path& file, bool verbose) {
   for (const CalibrationFit& fit : fits)
     std::cout << "  calibrated " << fit.device_type << ": efficiency " << fit.efficiency << " (" << fit.source << ")\n";
   // "nic_calibration": {"kind", "trial"} fits the kind's efficiency on one of this (homogeneous)
-  // case's trials; {"kind", "case"} takes what a homogeneous case fitted.
+  // case's trials; {"kind", "case"} takes what a homogeneous case fitted. Trials fitted on are
+  // predicted as measured (or nearly) by construction: they leave the comparison.
+  std::map<int, std::string> fitted_trials;  // trial -> which calibration used it
   std::optional<int> fitted_trial;
   if (c.contains("nic_calibration")) {
     const json& k = c.at("nic_calibration");
@@ -325,6 +366,35 @@ CaseResult run_case(const fs::path& file, bool verbose) {
     }
     cluster = with_nic_efficiency(cluster, kind, efficiency);
   }
+  if (fitted_trial) fitted_trials[*fitted_trial] = "the NIC calibration's trial";
+  // "profile_calibration": {"device_type", "fit_on": [trials]} fits the type's fixed share on those
+  // trials of this (homogeneous) case; {"device_type", "case"} takes what a homogeneous case fitted.
+  if (c.contains("profile_calibration")) {
+    const json& k = c.at("profile_calibration");
+    const std::string type = k.at("device_type");
+    double share = 0;
+    if (k.contains("fit_on")) {
+      if (out.kind != "homogeneous") throw std::runtime_error(out.name + ": only a homogeneous case fits a profile");
+      std::vector<Trial> on;
+      for (const json& j : c.at("trials"))
+        for (int index : k.at("fit_on").get<std::vector<int>>())
+          if (j.at("trial") == index && !j.at("measured_s").is_null() && !fitted_trials.count(index)) {
+            on.push_back(trial_of(j));
+            fitted_trials[index] = "fitted for the fixed share";
+          }
+      share = fit_fixed_share(c, cluster, type, on);
+      fitted_shares[out.name][type] = share;
+      std::printf("  calibrated %s: fixed share %.3f, fitted on %zu trials (marked below)\n", type.c_str(), share,
+                  on.size());
+    } else {
+      const std::string from = k.at("case");
+      if (!fitted_shares.count(from) || !fitted_shares[from].count(type))
+        throw std::runtime_error(out.name + ": no homogeneous case '" + from + "' fitted " + type + " first");
+      share = fitted_shares[from][type];
+      std::printf("  %s: fixed share %.3f, as fitted on %s\n", type.c_str(), share, from.c_str());
+    }
+    cluster = with_fixed_share(cluster, type, share);
+  }
   std::vector<double> measured, predicted, published;
   double error_sum = 0, published_error_sum = 0;
   if (verbose)
@@ -343,10 +413,10 @@ CaseResult run_case(const fs::path& file, bool verbose) {
                     *t.measured_s, p.unsupported.c_str());
       continue;
     }
-    if (fitted_trial == t.index) {  // predicted as measured by construction: not evidence
+    if (const auto fitted = fitted_trials.find(t.index); fitted != fitted_trials.end()) {  // not evidence
       if (verbose)
-        std::printf("  %-4d %-26s %-20s %9.2fs  (the NIC calibration's trial)\n", t.index, describe(t).c_str(),
-                    layers.c_str(), *t.measured_s);
+        std::printf("  %-4d %-26s %-20s %9.2fs %9.3fs  (%s)\n", t.index, describe(t).c_str(), layers.c_str(),
+                    *t.measured_s, p.step_s, fitted->second.c_str());
       continue;
     }
     const double step = p.step_s;

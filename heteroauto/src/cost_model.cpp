@@ -154,14 +154,21 @@ bool CostModel::measured_at(const std::vector<MeasuredTime>& points, int tp) {
   return std::any_of(points.begin(), points.end(), [&](const MeasuredTime& p) { return p.tp == tp; });
 }
 
-StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp) {
+StageTime CostModel::fixed_time(const std::vector<MeasuredTime>& points, double fixed_share, int tp) {
+  for (const MeasuredTime& p : points)  // ascending (tp, micro-batch): the first of the degree is its smallest
+    if (p.tp == tp) return {fixed_share * p.forward_ms * 1e-3, fixed_share * p.backward_ms * 1e-3};
+  return {};
+}
+
+StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp,
+                                   double fixed_share) {
   if (tp > 1 && measured_at(points, 1)) {
     int largest = 0;
     for (const MeasuredTime& p : points)
       if (p.tp == tp) largest = std::max(largest, p.micro_batch);
     if (largest > 0 && micro_batch > largest) {
       StageTime t = measured_time(points, largest, tp);
-      const StageTime from = measured_time(points, largest, 1), to = measured_time(points, micro_batch, 1);
+      const StageTime from = measured_time(points, largest, 1), to = measured_time(points, micro_batch, 1, fixed_share);
       t.forward += (to.forward - from.forward) / tp;
       t.backward += (to.backward - from.backward) / tp;
       return t;
@@ -184,8 +191,11 @@ StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int 
     t.backward = (1 - w) * below->backward_ms + w * above->backward_ms;
   } else {
     const MeasuredTime& nearest = below != nullptr ? *below : *above;
-    t.forward = nearest.forward_ms * b / nearest.micro_batch;
-    t.backward = nearest.backward_ms * b / nearest.micro_batch;
+    const StageTime fixed = fixed_time(points, fixed_share, tp);
+    const double scale = b / nearest.micro_batch;
+    t.forward = fixed.forward + (nearest.forward_ms * 1e-3 - fixed.forward) * scale;
+    t.backward = fixed.backward + (nearest.backward_ms * 1e-3 - fixed.backward) * scale;
+    return t;
   }
   t.forward *= 1e-3;
   t.backward *= 1e-3;
@@ -202,14 +212,17 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
   // Measured at the stage's degree: one rank's time, its allreduces included; else at degree 1, cut.
   const bool measured_at_tp = profile != nullptr && stage.tp > 1 && measured_at(profile->layer, stage.tp);
   const int profile_tp = measured_at_tp ? stage.tp : 1;
+  const double fixed_share = profile != nullptr ? profile->fixed_share : 0;
   if (measured_at_tp) {
-    const StageTime layer = measured_time(profile->layer, micro_batch, stage.tp);
+    const StageTime layer = measured_time(profile->layer, micro_batch, stage.tp, fixed_share);
     layer_forward = layer.forward;
     layer_backward = layer.backward;
   } else if (profile != nullptr) {
-    const StageTime layer = measured_time(profile->layer, micro_batch);
-    layer_forward = layer.forward / tp;
-    layer_backward = layer.backward / tp;
+    // The fixed part of each pass stays whole on every rank; the rest is cut.
+    const StageTime layer = measured_time(profile->layer, micro_batch, 1, fixed_share);
+    const StageTime fixed = fixed_time(profile->layer, fixed_share);
+    layer_forward = fixed.forward + (layer.forward - fixed.forward) / tp;
+    layer_backward = fixed.backward + (layer.backward - fixed.backward) / tp;
   } else {
     const double rate = facts.peak_flops * type.efficiency * tp;
     layer_forward = layer_forward_flops(micro_batch) / rate;
@@ -226,22 +239,22 @@ StageTime CostModel::stage_time(const StageSpec& stage, int micro_batch) const {
 
   StageTime t{stage.layers * layer_forward, stage.layers * layer_backward};
   if (stage.first && profile != nullptr && !profile->embedding.empty()) {
-    const StageTime embedding =
-        measured_time(profile->embedding, micro_batch, measured_at(profile->embedding, profile_tp) ? profile_tp : 1);
+    const StageTime embedding = measured_time(
+        profile->embedding, micro_batch, measured_at(profile->embedding, profile_tp) ? profile_tp : 1, fixed_share);
     t.forward += embedding.forward;
     t.backward += embedding.backward;
   }
   if (stage.last) {
     if (profile != nullptr && !profile->head.empty()) {
       // Whole on every tensor-parallel rank (HeteroPP does not cut the vocabulary).
-      const StageTime head =
-          measured_time(profile->head, micro_batch, measured_at(profile->head, profile_tp) ? profile_tp : 1);
+      const StageTime head = measured_time(profile->head, micro_batch,
+                                           measured_at(profile->head, profile_tp) ? profile_tp : 1, fixed_share);
       t.forward += head.forward;
       t.backward += head.backward;
     } else {
       // Without a measured head: its FLOPs at the layers' measured rate on one device, or at peak x
       // efficiency.
-      const double head = profile != nullptr ? measured_time(profile->layer, micro_batch).forward *
+      const double head = profile != nullptr ? measured_time(profile->layer, micro_batch, 1, fixed_share).forward *
                                                    head_forward_flops(1) / layer_forward_flops(1)
                                              : head_forward_flops(micro_batch) / (facts.peak_flops * type.efficiency);
       t.forward += head;

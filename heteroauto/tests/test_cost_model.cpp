@@ -138,6 +138,40 @@ TEST(CostModelTest, PointsMeasuredAtATensorParallelDegreeAreTakenAsTheyAre) {
   }
 }
 
+// A profile's fixed share (the part of a pass that neither a larger micro-batch nor tensor
+// parallelism shrinks) stays whole: scaled beyond the measured sizes a pass takes it plus the rest
+// scaled, and a stage of degree d takes it plus 1/d of the rest. Without one everything scales.
+TEST(CostModelTest, AProfilesFixedShareIsNeitherScaledNorCut) {
+  auto c = test::two_type_cluster();
+  c["device_types"][0]["measured"]["small"] = {
+      {"layer", {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}}}},
+      {"head", {{{"micro_batch", 1}, {"forward_ms", 4}, {"backward_ms", 8}}}},
+      {"fixed_share", 0.25}};
+  const Cluster cluster = parse_cluster(c);
+  const Model model = parse_model(test::small_model());
+  const CostModel cost(cluster, model);
+  const StageSpec one{&cluster.nodes[0], 1, 1, false, false, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(one, 1).forward, 10e-3);
+  EXPECT_DOUBLE_EQ(cost.stage_time(one, 4).forward, 2.5e-3 + 4 * 7.5e-3);
+  EXPECT_DOUBLE_EQ(cost.stage_time(one, 4).backward, 5e-3 + 4 * 15e-3);
+  const StageSpec cut{&cluster.nodes[0], 2, 1, false, false, Recompute::none};
+  const double allreduce = cost.allreduce_time(cost.intra_node_link(cluster.nodes[0]), cost.boundary_bytes(2), 2);
+  EXPECT_DOUBLE_EQ(cost.stage_time(cut, 2).forward, 2.5e-3 + 2 * 7.5e-3 / 2 + 2 * allreduce);
+  const StageSpec head{&cluster.nodes[0], 1, 0, false, true, Recompute::none};
+  EXPECT_DOUBLE_EQ(cost.stage_time(head, 2).forward, 1e-3 + 2 * 3e-3);
+  c["device_types"][0]["measured"]["small"]["fixed_share"] = 0;
+  const Cluster scaled = parse_cluster(c);
+  EXPECT_DOUBLE_EQ(
+      CostModel(scaled, model).stage_time({&scaled.nodes[0], 1, 1, false, false, Recompute::none}, 4).forward, 40e-3);
+  c["device_types"][0]["measured"]["small"]["fixed_share"] = 1;
+  try {
+    parse_cluster(c);
+    FAIL() << "a fixed share of 1 was accepted";
+  } catch (const DescriptionError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("fixed_share"));
+  }
+}
+
 TEST(CostModelTest, CommunicationByHand) {
   TwoTypes s;
   const Link link{100, 10, false, 0};  // 100 Gbit/s, 10 us

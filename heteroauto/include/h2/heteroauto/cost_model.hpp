@@ -83,7 +83,13 @@ class CostModel {
   // measured at a degree d > 1, where degree-1 points exist: that size's time plus what the degree-1
   // points add from it to `micro_batch`, cut d ways. What tensor parallelism costs a small layer at
   // one size (launches, synchronisation) then stays per micro-batch, and only the work grows.
-  static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp = 1);
+  // Scaled from one size n to b, a pass takes its fixed part F (`fixed_share` of the degree's
+  // smallest measured size, MeasuredProfile::fixed_share) plus (t_n - F) b / n.
+  static StageTime measured_time(const std::vector<MeasuredTime>& points, int micro_batch, int tp = 1,
+                                 double fixed_share = 0);
+  // `fixed_share` of the pass at the smallest size measured at degree `tp`, in seconds: the part that
+  // tensor parallelism does not cut.
+  static StageTime fixed_time(const std::vector<MeasuredTime>& points, double fixed_share, int tp = 1);
   // Whether any point was measured at tensor-parallel degree `tp`.
   static bool measured_at(const std::vector<MeasuredTime>& points, int tp);
 

@@ -54,11 +54,19 @@ struct MeasuredTime {
 };
 
 // What `h2 profile` (or a person) measured for one model on a device type. The cost model
-// interpolates linearly between the measured micro-batch sizes and scales linearly beyond them.
+// interpolates linearly between the measured micro-batch sizes and scales linearly beyond them
+// (all but the fixed share below).
 struct MeasuredProfile {
   std::vector<MeasuredTime> layer;      // one transformer block; ascending (tp, micro-batch size)
   std::vector<MeasuredTime> embedding;  // the token embedding (first stage); empty: not measured
   std::vector<MeasuredTime> head;       // final norm, LM head and loss (last stage); empty: not measured
+  // The share of a pass at the smallest measured micro-batch size (degree 1) that neither a larger
+  // micro-batch nor tensor parallelism shrinks: kernel launches, synchronisation, matrices too small
+  // to fill the device. Beyond the measured sizes a pass takes that fixed part plus the rest scaled
+  // with the micro-batch, and a layer cut over d ranks takes the fixed part plus 1/d of the rest.
+  // 0 (the default): everything scales. A profile measured at one size cannot show it; it is fitted
+  // to homogeneous runs of the type (bench/heteroauto/published: "profile_calibration").
+  double fixed_share = 0;
   // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
   double optimizer_ns_per_parameter = 0;
   // How far the measurement's repeats lay apart (h2 profile: the layer's interquartile range over its
