@@ -288,32 +288,23 @@ Cluster with_fixed_share(Cluster cluster, const std::string& type, double share)
 }
 
 // A device type's fixed share fitted to homogeneous trials: the share in [0, 0.9] whose predictions
-// have the least sum of squared log errors over them (a coarse grid, then a fine one around its best;
-// the error need not be monotonic in the share, as an efficiency's is).
+// have the least sum of squared log errors over them (as calibrate_cluster fits one to a type's
+// calibrated_from runs; the trials here run as published, not evenly split).
 double fit_fixed_share(const json& c, const Cluster& cluster, const std::string& type,
                        const std::vector<Trial>& trials) {
-  const auto error = [&](double share) {
-    const Cluster shared = with_fixed_share(cluster, type, share);
-    double sum = 0;
-    for (const Trial& t : trials) {
-      const Prediction p = predict(c, shared, t);
-      if (!p.unsupported.empty())
-        throw std::runtime_error("trial " + std::to_string(t.index) + " cannot be predicted: " + p.unsupported);
-      sum += std::pow(std::log(p.step_s / *t.measured_s), 2);
-    }
-    return sum;
-  };
-  double best = 0, best_error = error(0);
-  const auto search = [&](double from, double to, double step) {
-    for (int i = 0; from + i * step <= to + 1e-12; ++i)
-      if (const double share = from + i * step, e = error(share); e < best_error) {
-        best = share;
-        best_error = e;
-      }
-  };
-  search(0, 0.9, 0.01);
-  search(std::max(0.0, best - 0.01), std::min(0.9, best + 0.01), 0.001);
-  return best;
+  return minimise_on_grid(
+      [&](double share) {
+        const Cluster shared = with_fixed_share(cluster, type, share);
+        double sum = 0;
+        for (const Trial& t : trials) {
+          const Prediction p = predict(c, shared, t);
+          if (!p.unsupported.empty())
+            throw std::runtime_error("trial " + std::to_string(t.index) + " cannot be predicted: " + p.unsupported);
+          sum += std::pow(std::log(p.step_s / *t.measured_s), 2);
+        }
+        return sum;
+      },
+      0, 0.9);
 }
 
 struct CaseResult {
@@ -337,7 +328,11 @@ CaseResult run_case(const fs::path& file, bool verbose) {
             << out.name << " (" << out.kind << ", " << c.at("status").get<std::string>()
             << "): " << c.at("sources").at("cluster").get<std::string>() << "\n";
   for (const CalibrationFit& fit : fits)
-    std::cout << "  calibrated " << fit.device_type << ": efficiency " << fit.efficiency << " (" << fit.source << ")\n";
+    std::cout << "  calibrated " << fit.device_type << ": "
+              << (fit.model.empty()
+                      ? "efficiency " + std::to_string(fit.efficiency)
+                      : "fixed share " + std::to_string(fit.fixed_share) + " of its " + fit.model + " profile")
+              << " (" << fit.source << ")\n";
   // "nic_calibration": {"kind", "trial"} fits the kind's efficiency on one of this (homogeneous)
   // case's trials; {"kind", "case"} takes what a homogeneous case fitted. Trials fitted on are
   // predicted as measured (or nearly) by construction: they leave the comparison.
@@ -376,12 +371,16 @@ CaseResult run_case(const fs::path& file, bool verbose) {
     if (k.contains("fit_on")) {
       if (out.kind != "homogeneous") throw std::runtime_error(out.name + ": only a homogeneous case fits a profile");
       std::vector<Trial> on;
-      for (const json& j : c.at("trials"))
-        for (int index : k.at("fit_on").get<std::vector<int>>())
-          if (j.at("trial") == index && !j.at("measured_s").is_null() && !fitted_trials.count(index)) {
-            on.push_back(trial_of(j));
-            fitted_trials[index] = "fitted for the fixed share";
-          }
+      for (int index : k.at("fit_on").get<std::vector<int>>()) {
+        const auto j = std::find_if(c.at("trials").begin(), c.at("trials").end(),
+                                    [&](const json& trial) { return trial.at("trial") == index; });
+        if (j == c.at("trials").end() || j->at("measured_s").is_null() || fitted_trials.count(index))
+          throw std::runtime_error(out.name + ": profile_calibration.fit_on: trial " + std::to_string(index) +
+                                   " is not a measured trial that no other calibration uses");
+        on.push_back(trial_of(*j));
+        fitted_trials[index] = "fitted for the fixed share";
+      }
+      if (on.empty()) throw std::runtime_error(out.name + ": profile_calibration.fit_on names no trial");
       share = fit_fixed_share(c, cluster, type, on);
       fitted_shares[out.name][type] = share;
       std::printf("  calibrated %s: fixed share %.3f, fitted on %zu trials (marked below)\n", type.c_str(), share,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "h2/heteroauto/layout.hpp"
 
@@ -10,6 +11,7 @@ namespace h2::heteroauto {
 namespace {
 
 constexpr double kLowestEfficiency = 1e-3;
+constexpr double kLargestFixedShare = 0.9;
 
 std::string seconds(double s) {
   char text[32];
@@ -17,16 +19,89 @@ std::string seconds(double s) {
   return text;
 }
 
+// Squared log errors of the runs' predictions, summed: a run twice as slow as predicted weighs as
+// much as one twice as fast.
+double log_error(const Cluster& cluster, const DeviceType& type, const std::vector<const Calibration*>& runs) {
+  double sum = 0;
+  for (const Calibration* run : runs)
+    sum += std::pow(std::log(predict_calibration_run(cluster, type, *run) / run->step_time_s), 2);
+  return sum;
+}
+
+void describe_runs(const std::vector<const Calibration*>& runs, CalibrationFit& fit) {
+  for (const Calibration* run : runs) {
+    fit.measured_step_s.push_back(run->step_time_s);
+    fit.source += (fit.source.empty() ? "" : "; ") + run->source;
+  }
+}
+
+// The efficiency of `type` as peak x efficiency (whatever it measured besides) that meets its runs.
+double fit_efficiency(const Cluster& cluster, const DeviceType& type, const std::vector<const Calibration*>& runs) {
+  DeviceType trial = type;
+  trial.measured.clear();
+  const auto at = [&](double efficiency) {
+    trial.efficiency = efficiency;
+    return trial;
+  };
+  if (runs.size() > 1) {
+    const double x = minimise_on_grid([&](double x) { return log_error(cluster, at(std::exp(x)), runs); },
+                                      std::log(kLowestEfficiency), 0);
+    // At an end of the range the runs want an efficiency beyond it: something in them is wrong.
+    if (x <= std::log(kLowestEfficiency) + 1e-9 || x >= -1e-9)
+      throw DescriptionError("device type '" + type.name +
+                             "': calibrated_from: no efficiency in [0.001, 1] meets its " +
+                             std::to_string(runs.size()) + " runs (the best lies at " +
+                             (x >= -1e-9 ? "1: the runs are faster than its peak_tflops allow" : "0.001") +
+                             "): its peak_tflops, its nodes' links or the measurements are wrong");
+    return std::exp(x);
+  }
+  const Calibration& run = *runs.front();
+  const auto predict = [&](double efficiency) { return predict_calibration_run(cluster, at(efficiency), run); };
+  const std::string what = "device type '" + type.name + "': calibrated_from (" + run.source + "): ";
+  const double at_peak = predict(1), at_lowest = predict(kLowestEfficiency);
+  if (at_peak > run.step_time_s)
+    throw DescriptionError(what + "the measured step of " + seconds(run.step_time_s) +
+                           " is faster than HeteroAuto predicts at efficiency 1 (" + seconds(at_peak) +
+                           "): its peak_tflops, its nodes' links or the measurement is wrong");
+  if (at_lowest < run.step_time_s)
+    throw DescriptionError(what + "the measured step of " + seconds(run.step_time_s) +
+                           " is slower than HeteroAuto predicts at efficiency 0.001 (" + seconds(at_lowest) +
+                           "): the links or the measurement is wrong");
+  // Bisection on the efficiency's logarithm: the predicted step falls as the efficiency rises.
+  double low = std::log(kLowestEfficiency), high = 0;
+  for (int i = 0; i < 48; ++i) {
+    const double middle = (low + high) / 2;
+    (predict(std::exp(middle)) > run.step_time_s ? low : high) = middle;
+  }
+  return std::exp((low + high) / 2);
+}
+
+// The fixed share of `type`'s profile of `model` that meets the runs of that model.
+double fit_fixed_share(const Cluster& cluster, const DeviceType& type, const std::string& model,
+                       const std::vector<const Calibration*>& runs) {
+  DeviceType trial = type;
+  const auto at = [&](double share) {
+    trial.measured.at(model).fixed_share = share;
+    return trial;
+  };
+  bool depends = false;
+  for (const Calibration* run : runs)
+    depends = depends || predict_calibration_run(cluster, at(0), *run) !=
+                             predict_calibration_run(cluster, at(kLargestFixedShare), *run);
+  if (!depends)
+    throw DescriptionError("device type '" + type.name + "': calibrated_from: no run of " + model +
+                           " depends on its profile's fixed share (every one is at the profile's micro-batch sizes "
+                           "and tensor-parallel degrees): give a run at another micro-batch size or degree");
+  return minimise_on_grid([&](double share) { return log_error(cluster, at(share), runs); }, 0, kLargestFixedShare);
+}
+
 }  // namespace
 
-double predict_calibration_run(const Cluster& cluster, const DeviceType& type, double efficiency) {
-  const Calibration& run = type.calibrated_from.value();
+double predict_calibration_run(const Cluster& cluster, const DeviceType& type, const Calibration& run) {
   Cluster alone;
   alone.name = "calibration of " + type.name;
   alone.device_types = {type};
-  alone.device_types[0].efficiency = efficiency;
-  alone.device_types[0].measured.clear();  // the fit is of peak x efficiency, whatever was measured besides
-  alone.device_types[0].calibrated_from.reset();
+  alone.device_types[0].calibrated_from.clear();
   alone.nics = cluster.nics;
   alone.nodes = {run.nodes};
   alone.device_direct_rdma = cluster.device_direct_rdma;
@@ -47,30 +122,43 @@ double predict_calibration_run(const Cluster& cluster, const DeviceType& type, d
   return evaluator.build_plan({pipeline}, {{per_replica, 0}}, run.micro_batch).prediction.step_time_s;
 }
 
+double minimise_on_grid(const std::function<double(double)>& error, double low, double high) {
+  double best = low, best_error = error(low);
+  const auto search = [&](double from, double to, double step) {
+    for (int i = 0; from + i * step <= to + step * 1e-6; ++i)
+      if (const double x = from + i * step, e = error(x); e < best_error) {
+        best = x;
+        best_error = e;
+      }
+  };
+  const double coarse = (high - low) / 100;
+  search(low, high, coarse);
+  search(std::max(low, best - coarse), std::min(high, best + coarse), coarse / 10);
+  return best;
+}
+
 Cluster calibrate_cluster(const Cluster& cluster, std::vector<CalibrationFit>* fits) {
   Cluster calibrated = cluster;
   for (DeviceType& type : calibrated.device_types) {
-    if (!type.calibrated_from) continue;
-    const Calibration& run = *type.calibrated_from;
-    const auto predict = [&](double efficiency) { return predict_calibration_run(cluster, type, efficiency); };
-    const std::string what = "device type '" + type.name + "': calibrated_from (" + run.source + "): ";
-    const double at_peak = predict(1), at_lowest = predict(kLowestEfficiency);
-    if (at_peak > run.step_time_s)
-      throw DescriptionError(what + "the measured step of " + seconds(run.step_time_s) +
-                             " is faster than HeteroAuto predicts at efficiency 1 (" + seconds(at_peak) +
-                             "): its peak_tflops, its nodes' links or the measurement is wrong");
-    if (at_lowest < run.step_time_s)
-      throw DescriptionError(what + "the measured step of " + seconds(run.step_time_s) +
-                             " is slower than HeteroAuto predicts at efficiency 0.001 (" + seconds(at_lowest) +
-                             "): the links or the measurement is wrong");
-    // Bisection on the efficiency's logarithm: the predicted step falls as the efficiency rises.
-    double low = std::log(kLowestEfficiency), high = 0;
-    for (int i = 0; i < 48; ++i) {
-      const double middle = (low + high) / 2;
-      (predict(std::exp(middle)) > run.step_time_s ? low : high) = middle;
+    if (type.calibrated_from.empty()) continue;
+    // Runs of a model the type has a profile of fit that profile; the others the efficiency.
+    std::vector<const Calibration*> unprofiled;
+    std::map<std::string, std::vector<const Calibration*>> profiled;
+    for (const Calibration& run : type.calibrated_from)
+      (type.measured.count(run.model.name) ? profiled[run.model.name] : unprofiled).push_back(&run);
+    if (!unprofiled.empty()) {
+      type.efficiency = fit_efficiency(cluster, type, unprofiled);
+      CalibrationFit fit{type.name, "", type.efficiency};
+      describe_runs(unprofiled, fit);
+      if (fits != nullptr) fits->push_back(fit);
     }
-    type.efficiency = std::exp((low + high) / 2);
-    if (fits != nullptr) fits->push_back({type.name, type.efficiency, run.step_time_s, run.source});
+    for (const auto& [model, runs] : profiled) {
+      const double share = fit_fixed_share(cluster, type, model, runs);
+      type.measured.at(model).fixed_share = share;
+      CalibrationFit fit{type.name, model, type.efficiency, share};
+      describe_runs(runs, fit);
+      if (fits != nullptr) fits->push_back(fit);
+    }
   }
   return calibrated;
 }

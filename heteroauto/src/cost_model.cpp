@@ -168,13 +168,15 @@ StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int 
       if (p.tp == tp) largest = std::max(largest, p.micro_batch);
     if (largest > 0 && micro_batch > largest) {
       StageTime t = measured_time(points, largest, tp);
-      const StageTime from = measured_time(points, largest, 1), to = measured_time(points, micro_batch, 1, fixed_share);
+      const StageTime from = measured_time(points, largest, 1, fixed_share),
+                      to = measured_time(points, micro_batch, 1, fixed_share);
       t.forward += (to.forward - from.forward) / tp;
       t.backward += (to.backward - from.backward) / tp;
       return t;
     }
   }
-  // Between two measured sizes: linear between them; outside: proportional to the nearest one.
+  // Between two measured sizes: linear between them; outside: the fixed part plus the rest of the
+  // nearest one in proportion.
   const double b = micro_batch;
   const MeasuredTime* below = nullptr;
   const MeasuredTime* above = nullptr;
@@ -191,11 +193,13 @@ StageTime CostModel::measured_time(const std::vector<MeasuredTime>& points, int 
     t.backward = (1 - w) * below->backward_ms + w * above->backward_ms;
   } else {
     const MeasuredTime& nearest = below != nullptr ? *below : *above;
+    // The fixed part, in ms, never more than the nearest point's whole pass (a profile whose time
+    // falls with the micro-batch would otherwise scale a negative rest).
     const StageTime fixed = fixed_time(points, fixed_share, tp);
-    const double scale = b / nearest.micro_batch;
-    t.forward = fixed.forward + (nearest.forward_ms * 1e-3 - fixed.forward) * scale;
-    t.backward = fixed.backward + (nearest.backward_ms * 1e-3 - fixed.backward) * scale;
-    return t;
+    const double fixed_forward = std::min(fixed.forward * 1e3, nearest.forward_ms),
+                 fixed_backward = std::min(fixed.backward * 1e3, nearest.backward_ms);
+    t.forward = fixed_forward + (nearest.forward_ms - fixed_forward) * b / nearest.micro_batch;
+    t.backward = fixed_backward + (nearest.backward_ms - fixed_backward) * b / nearest.micro_batch;
   }
   t.forward *= 1e-3;
   t.backward *= 1e-3;

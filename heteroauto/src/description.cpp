@@ -153,9 +153,14 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
   d.memory_gib = r.required_number("memory_gib", kMinMemoryGib, kMaxMemoryGib);
   d.efficiency = r.number("efficiency", 0.5, 1e-3, 1);
   if (const nlohmann::json* calibration = r.optional("calibrated_from")) {
-    if (j.contains("efficiency"))
-      r.fail("calibrated_from", "and efficiency both say how fast the type is: give one of them");
-    d.calibrated_from = parse_calibration(*calibration, r.path_of("calibrated_from"), d.name);
+    const std::string at = r.path_of("calibrated_from");
+    if (calibration->is_array()) {
+      if (calibration->empty()) r.fail("calibrated_from", "must hold at least one run");
+      for (size_t i = 0; i < calibration->size(); ++i)
+        d.calibrated_from.push_back(parse_calibration(calibration->at(i), at + "[" + std::to_string(i) + "]", d.name));
+    } else {
+      d.calibrated_from.push_back(parse_calibration(*calibration, at, d.name));
+    }
   }
   d.runtime_overhead_gib = r.number("runtime_overhead_gib", 1, 0, d.memory_gib);
   d.host_link_gbps = r.number("host_link_gbps", 200, kMinGbps, kMaxGbps);
@@ -164,6 +169,11 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
     for (const auto& [model, profile] : measured->items())
       d.measured[model] = parse_measured_profile(profile, r.path_of("measured") + "." + model);
   }
+  // A run of a model without a measured profile fits the efficiency, which must then not be given.
+  if (j.contains("efficiency") &&
+      std::any_of(d.calibrated_from.begin(), d.calibrated_from.end(),
+                  [&](const Calibration& run) { return !d.measured.count(run.model.name); }))
+    r.fail("calibrated_from", "and efficiency both say how fast the type is: give one of them");
   r.reject_unknown();
   return d;
 }
@@ -230,11 +240,14 @@ Cluster parse_cluster(const nlohmann::json& json) {
     c.nodes.push_back(g);
   });
   // A calibration's nodes name one of the NIC types, known only now.
-  for (size_t i = 0; i < c.device_types.size(); ++i)
-    if (const auto& k = c.device_types[i].calibrated_from;
-        k && std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == k->nodes.nic; }))
-      throw DescriptionError("device_types[" + std::to_string(i) + "].calibrated_from.nodes.nic: '" + k->nodes.nic +
-                             "' is not one of nic_types");
+  for (size_t i = 0; i < c.device_types.size(); ++i) {
+    const std::vector<Calibration>& runs = c.device_types[i].calibrated_from;
+    for (size_t k = 0; k < runs.size(); ++k)
+      if (std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == runs[k].nodes.nic; }))
+        throw DescriptionError("device_types[" + std::to_string(i) + "].calibrated_from" +
+                               (runs.size() > 1 ? "[" + std::to_string(k) + "]" : "") + ".nodes.nic: '" +
+                               runs[k].nodes.nic + "' is not one of nic_types");
+  }
   check_unique(c.nodes, "nodes");
   int64_t devices = 0;
   for (const NodeGroup& g : c.nodes) devices += static_cast<int64_t>(g.count) * g.devices_per_node;

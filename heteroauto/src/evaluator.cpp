@@ -529,9 +529,12 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       replica.pipeline_time_s = sim.makespan;
       for (const Segment& segment : pc.layout.segments) {
         const DeviceType& type = c.device_type(c.nodes[segment.group].device_type);
+        const bool efficiency_fitted =
+            std::any_of(type.calibrated_from.begin(), type.calibrated_from.end(),
+                        [&](const Calibration& run) { return !type.measured.count(run.model.name); });
         plan.prediction.cost_basis[type.name] = cost_.measured(type) != nullptr ? "measured (h2 profile)"
-                                                : type.calibrated_from ? "peak x efficiency fitted to a homogeneous run"
-                                                                       : "peak x efficiency";
+                                                : efficiency_fitted ? "peak x efficiency fitted to a homogeneous run"
+                                                                    : "peak x efficiency";
         for (int k = 0; k < segment.stages; ++k) {
           std::vector<DeviceRef> devices;
           for (int t = 0; t < segment.tp; ++t) devices.push_back(take_device(segment.group, rank++));

@@ -502,11 +502,18 @@ SearchResult search_plans(const Cluster& cluster, const Model& model, const Sear
   const Cluster calibrated = calibrate_cluster(cluster, &fits);
   SearchResult result = Search(calibrated, model, effective).run();
   for (const CalibrationFit& fit : fits) {
-    char efficiency[32];
-    std::snprintf(efficiency, sizeof efficiency, "%.3f", fit.efficiency);
+    char value[32];
+    std::snprintf(value, sizeof value, "%.3f", fit.model.empty() ? fit.efficiency : fit.fixed_share);
+    const std::string what = fit.model.empty()
+                                 ? std::string("efficiency ") + value
+                                 : "fixed share " + std::string(value) + " of its " + fit.model + " profile";
+    std::string steps;
+    for (double s : fit.measured_step_s) steps += (steps.empty() ? "" : ", ") + seconds_text(s);
     result.explanation.insert(result.explanation.begin(),
-                              "calibrated " + fit.device_type + ": efficiency " + efficiency + " meets the " +
-                                  seconds_text(fit.measured_step_s) + " step of " + fit.source);
+                              "calibrated " + fit.device_type + ": " + what +
+                                  (fit.measured_step_s.size() == 1 ? " meets the " + steps + " step of "
+                                                                   : " fits the " + steps + " steps of ") +
+                                  fit.source);
   }
   return result;
 }

@@ -159,10 +159,20 @@ TEST(CostModelTest, AProfilesFixedShareIsNeitherScaledNorCut) {
   EXPECT_DOUBLE_EQ(cost.stage_time(cut, 2).forward, 2.5e-3 + 2 * 7.5e-3 / 2 + 2 * allreduce);
   const StageSpec head{&cluster.nodes[0], 1, 0, false, true, Recompute::none};
   EXPECT_DOUBLE_EQ(cost.stage_time(head, 2).forward, 1e-3 + 2 * 3e-3);
+  // Beyond the largest size measured at degree 2 (4), degree 1 grows from 4 to 8 with its fixed part
+  // kept: 2.5 + 9.5 b / 2 ms, so from 21.5 to 40.5 ms, cut 2 ways.
+  c["device_types"][0]["measured"]["small"]["layer"] = {
+      {{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}},
+      {{"micro_batch", 2}, {"forward_ms", 12}, {"backward_ms", 24}},
+      {{"micro_batch", 1}, {"forward_ms", 8}, {"backward_ms", 16}, {"tp", 2}},
+      {{"micro_batch", 4}, {"forward_ms", 12}, {"backward_ms", 24}, {"tp", 2}}};
+  const Cluster both = parse_cluster(c);
+  EXPECT_DOUBLE_EQ(CostModel(both, model).stage_time({&both.nodes[0], 2, 1, false, false, Recompute::none}, 8).forward,
+                   12e-3 + (40.5e-3 - 21.5e-3) / 2);
   c["device_types"][0]["measured"]["small"]["fixed_share"] = 0;
   const Cluster scaled = parse_cluster(c);
   EXPECT_DOUBLE_EQ(
-      CostModel(scaled, model).stage_time({&scaled.nodes[0], 1, 1, false, false, Recompute::none}, 4).forward, 40e-3);
+      CostModel(scaled, model).stage_time({&scaled.nodes[0], 1, 1, false, false, Recompute::none}, 4).forward, 24e-3);
   c["device_types"][0]["measured"]["small"]["fixed_share"] = 1;
   try {
     parse_cluster(c);

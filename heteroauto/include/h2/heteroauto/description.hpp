@@ -60,12 +60,12 @@ struct MeasuredProfile {
   std::vector<MeasuredTime> layer;      // one transformer block; ascending (tp, micro-batch size)
   std::vector<MeasuredTime> embedding;  // the token embedding (first stage); empty: not measured
   std::vector<MeasuredTime> head;       // final norm, LM head and loss (last stage); empty: not measured
-  // The share of a pass at the smallest measured micro-batch size (degree 1) that neither a larger
+  // The share of a pass at the smallest measured micro-batch size (of the degree used) that neither a larger
   // micro-batch nor tensor parallelism shrinks: kernel launches, synchronisation, matrices too small
   // to fill the device. Beyond the measured sizes a pass takes that fixed part plus the rest scaled
   // with the micro-batch, and a layer cut over d ranks takes the fixed part plus 1/d of the rest.
-  // 0 (the default): everything scales. A profile measured at one size cannot show it; it is fitted
-  // to homogeneous runs of the type (bench/heteroauto/published: "profile_calibration").
+  // 0 (the default): everything scales. A profile measured at one size cannot show it; it can be
+  // fitted to homogeneous runs of the type (DeviceType::calibrated_from, calibration.hpp).
   double fixed_share = 0;
   // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
   double optimizer_ns_per_parameter = 0;
@@ -103,9 +103,10 @@ struct SharedHost {
   std::vector<std::string> node_groups;  // every device of these groups computes on the host
 };
 
-// A homogeneous run of a device type that its efficiency is fitted to (calibration.hpp): the model,
-// the nodes and the layout it ran, and the step time measured (or published) for it. The fitted
-// efficiency is then used unchanged wherever the type appears, in mixed clusters too.
+// A homogeneous run of a device type that the type is fitted to (calibration.hpp): the model, the
+// nodes and the layout it ran, and the step time measured (or published) for it. What is fitted
+// (the efficiency, or the fixed share of the model's measured profile) is then used unchanged
+// wherever the type appears, in mixed clusters too.
 struct Calibration {
   std::string source;  // where the measurement comes from, in words
   Model model;
@@ -128,8 +129,10 @@ struct DeviceType {
   double host_link_gbps = 200;      // device <-> host (PCIe), for host staging
   // By model name: measured times replace peak x efficiency for that model.
   std::map<std::string, MeasuredProfile> measured;
-  // When present, `efficiency` is fitted to it (calibrate_cluster) instead of given.
-  std::optional<Calibration> calibrated_from;
+  // Homogeneous runs to fit the type to (calibrate_cluster; "calibrated_from": one run or a list).
+  // Runs of a model with a measured profile fit that profile's fixed_share; the others fit
+  // `efficiency`, which the description then does not give.
+  std::vector<Calibration> calibrated_from;
 };
 
 struct NicType {
