@@ -135,7 +135,10 @@ double Evaluator::dp_allreduce_lower_bound(const ClassLayout& layout) const {
     members[s.group] = {layout.replicas, replicas_per_node(layout, i)};
     fastest = std::min(fastest, hierarchical_allreduce(1u << s.group, members, bytes, s.tp));
   }
-  return overlap ? fastest / layers : fastest;
+  // The distributed optimizer's reduce-scatter carries half an allreduce's traffic (its gather after
+  // the optimizer step only adds).
+  const double sum = cost_.distributed_optimizer() ? fastest / 2 : fastest;
+  return overlap ? sum / layers : sum;
 }
 
 double Evaluator::transfer_sum(const ClassLayout& layout, int micro_batch) const {
@@ -354,16 +357,32 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
   return times;
 }
 
+std::vector<std::vector<double>> Evaluator::gradient_sum_times(const std::vector<PartitionedClass>& classes) const {
+  std::vector<std::vector<double>> times = dp_allreduce_times(classes);
+  if (cost_.distributed_optimizer())
+    for (std::vector<double>& stages : times)
+      for (double& t : stages) t /= 2;
+  return times;
+}
+
 double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes) const {
   double slowest = 0;
-  for (const std::vector<double>& stages : dp_allreduce_times(classes))
+  for (const std::vector<double>& stages : gradient_sum_times(classes))
     for (double t : stages) slowest = std::max(slowest, t);
   return slowest;
 }
 
+double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes) const {
+  if (!cost_.distributed_optimizer()) return 0;
+  double slowest = 0;
+  for (const std::vector<double>& stages : dp_allreduce_times(classes))
+    for (double t : stages) slowest = std::max(slowest, t);
+  return slowest / 2 * 4 / cost_.gradients().comm_bytes;
+}
+
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
                                          const std::vector<PipelineTimes>& times) const {
-  const std::vector<std::vector<double>> sums = dp_allreduce_times(classes);
+  const std::vector<std::vector<double>> sums = gradient_sum_times(classes);
   double exposed = 0;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PipelineTimes& t = times[ci];
@@ -556,7 +575,9 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
   prediction.dp_allreduce_s = dp_allreduce_time(classes);
   prediction.exposed_allreduce_s = exposed_allreduce_time(classes, class_times);
   prediction.optimizer_s = optimizer_time(classes);
-  prediction.step_time_s = prediction.pipeline_time_s + prediction.exposed_allreduce_s + prediction.optimizer_s;
+  prediction.weight_gather_s = weight_gather_time(classes);
+  prediction.step_time_s =
+      prediction.pipeline_time_s + prediction.exposed_allreduce_s + prediction.optimizer_s + prediction.weight_gather_s;
   prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;
   prediction.mfu = cost_.step_flops() / (prediction.step_time_s * used_peak);
   prediction.bubble_fraction = 1 - busy / (replica_stages * prediction.pipeline_time_s);
@@ -645,7 +666,7 @@ void Evaluator::update_step_parts(StepParts& parts, const std::vector<Partitione
 double Evaluator::step_time(const std::vector<PartitionedClass>& classes, const StepParts& parts) const {
   double pipeline = 0;
   for (const ClassSimulations& s : parts.sims) pipeline = std::max({pipeline, s.base.makespan, s.more.makespan});
-  return pipeline + exposed_allreduce_time(classes, parts.times) + optimizer_time(classes);
+  return pipeline + after_pipeline_time(classes, parts.times);
 }
 
 double Evaluator::shared_host_load(const std::vector<PartitionedClass>& classes) const {

@@ -151,6 +151,7 @@ nlohmann::json to_json(const Plan& plan) {
             {"dp_allreduce_s", e.dp_allreduce_s},
             {"exposed_allreduce_s", e.exposed_allreduce_s},
             {"optimizer_s", e.optimizer_s},
+            {"weight_gather_s", e.weight_gather_s},
             {"tokens_per_s", e.tokens_per_s},
             {"mfu", e.mfu},
             {"bubble_fraction", e.bubble_fraction},
@@ -183,6 +184,7 @@ Plan plan_from_json(const nlohmann::json& json) {
     e.dp_allreduce_s = pr.number("dp_allreduce_s", 0, 0, 1e12);
     e.exposed_allreduce_s = pr.number("exposed_allreduce_s", e.dp_allreduce_s, 0, 1e12);
     e.optimizer_s = pr.number("optimizer_s", 0, 0, 1e12);
+    e.weight_gather_s = pr.number("weight_gather_s", 0, 0, 1e12);
     e.tokens_per_s = pr.number("tokens_per_s", 0, 0, 1e18);
     e.mfu = pr.number("mfu", 0, 0, 1);
     e.bubble_fraction = pr.number("bubble_fraction", 0, 0, 1);

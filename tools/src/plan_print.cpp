@@ -53,7 +53,10 @@ void print_plan(const Plan& plan, std::ostream& out) {
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
       << " + exposed data-parallel allreduce " << format_duration(e.exposed_allreduce_s) << " of "
       << format_duration(e.dp_allreduce_s)
-      << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string()) << ")\n"
+      << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string())
+      << (e.weight_gather_s > 0 ? " + gathering the updated weights " + format_duration(e.weight_gather_s)
+                                : std::string())
+      << ")\n"
       << "  throughput     " << format_rate(e.tokens_per_s, "tokens/s") << ", MFU " << format_fixed(e.mfu * 100, 1, "%")
       << "\n"
       << "  bubble         " << format_fixed(e.bubble_fraction * 100, 1, "%") << " of the pipeline phase\n"

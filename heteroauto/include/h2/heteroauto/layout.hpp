@@ -115,8 +115,15 @@ class Evaluator {
   // holding the stage's layers (the largest shard, in the gradient settings' comm dtype), hierarchical
   // where replicas share nodes: inside each node, then across nodes over the slowest NIC among them.
   std::vector<std::vector<double>> dp_allreduce_times(const std::vector<PartitionedClass>& classes) const;
+  // What the gradients' sums take per class and stage: those allreduces, or with the distributed
+  // optimizer the reduce-scatters that replace them (half an allreduce's traffic each way).
+  std::vector<std::vector<double>> gradient_sum_times(const std::vector<PartitionedClass>& classes) const;
   // The slowest of them.
   double dp_allreduce_time(const std::vector<PartitionedClass>& classes) const;
+  // With the distributed optimizer: each stage's replicas gather their updated f32 weights back whole
+  // after the optimizer step (ShardedAdamW), half an allreduce of 4-byte values, which nothing hides;
+  // the slowest stage's. 0 without it.
+  double weight_gather_time(const std::vector<PartitionedClass>& classes) const;
   // What of the gradient sums the pipeline does not hide, after its end: stage k's sum starts when
   // its last backward pass does when sums overlap it (then its last layer's share stays exposed),
   // else when the pass ends, which for k > 0 is earlier than the pipeline's end by the backward
@@ -125,10 +132,10 @@ class Evaluator {
                                 const std::vector<PipelineTimes>& times) const;
   // The slowest stage's optimizer step, after the allreduce (zero without measured profiles).
   double optimizer_time(const std::vector<PartitionedClass>& classes) const;
-  // Everything after the last backward: the exposed allreduce, then the optimizer.
+  // Everything after the last backward: the exposed sums, the optimizer, then the weights' gather.
   double after_pipeline_time(const std::vector<PartitionedClass>& classes,
                              const std::vector<PipelineTimes>& times) const {
-    return exposed_allreduce_time(classes, times) + optimizer_time(classes);
+    return exposed_allreduce_time(classes, times) + optimizer_time(classes) + weight_gather_time(classes);
   }
   // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
   double dp_allreduce_lower_bound(const ClassLayout& layout) const;

@@ -49,11 +49,13 @@ struct PlanPipeline {
 };
 
 struct PlanPrediction {
-  double step_time_s = 0;          // slowest replica's pipeline + exposed data-parallel allreduce + optimizer
+  double step_time_s = 0;          // slowest replica's pipeline + exposed data-parallel sums + optimizer + gather
   double pipeline_time_s = 0;      // slowest replica's simulated 1F1B makespan
-  double dp_allreduce_s = 0;       // the slowest stage's gradient averaging, whole
+  double dp_allreduce_s = 0;       // the slowest stage's gradient averaging, whole (a reduce-scatter with
+                                   // the distributed optimizer)
   double exposed_allreduce_s = 0;  // what of it the pipeline does not hide (after its end)
   double optimizer_s = 0;          // the slowest stage's optimizer step (0 without measured profiles)
+  double weight_gather_s = 0;      // the distributed optimizer's gather of the updated weights (after it)
   double tokens_per_s = 0;
   double mfu = 0;              // model FLOPs per step / (step time x peak of the devices used)
   double bubble_fraction = 0;  // idle share of the used stages' time in the pipeline phase
