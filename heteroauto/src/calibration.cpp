@@ -28,11 +28,14 @@ double log_error(const Cluster& cluster, const DeviceType& type, const std::vect
   return sum;
 }
 
-void describe_runs(const std::vector<const Calibration*>& runs, CalibrationFit& fit) {
+// The fit's runs and how well the fitted `type` predicts them.
+void describe_runs(const Cluster& cluster, const DeviceType& type, const std::vector<const Calibration*>& runs,
+                   CalibrationFit& fit) {
   for (const Calibration* run : runs) {
     fit.measured_step_s.push_back(run->step_time_s);
     fit.source += (fit.source.empty() ? "" : "; ") + run->source;
   }
+  fit.rms_log_error = std::sqrt(log_error(cluster, type, runs) / static_cast<double>(runs.size()));
 }
 
 // The efficiency of `type` as peak x efficiency (whatever it measured besides) that meets its runs.
@@ -149,14 +152,16 @@ Cluster calibrate_cluster(const Cluster& cluster, std::vector<CalibrationFit>* f
     if (!unprofiled.empty()) {
       type.efficiency = fit_efficiency(cluster, type, unprofiled);
       CalibrationFit fit{type.name, "", type.efficiency};
-      describe_runs(unprofiled, fit);
+      DeviceType as_fitted = type;
+      as_fitted.measured.clear();  // the efficiency's runs are predicted from peak x efficiency
+      describe_runs(cluster, as_fitted, unprofiled, fit);
       if (fits != nullptr) fits->push_back(fit);
     }
     for (const auto& [model, runs] : profiled) {
       const double share = fit_fixed_share(cluster, type, model, runs);
       type.measured.at(model).fixed_share = share;
       CalibrationFit fit{type.name, model, type.efficiency, share};
-      describe_runs(runs, fit);
+      describe_runs(cluster, type, runs, fit);
       if (fits != nullptr) fits->push_back(fit);
     }
   }

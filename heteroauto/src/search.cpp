@@ -489,6 +489,21 @@ SearchResult Search::run() {
 
 }  // namespace
 
+namespace {
+
+// How far a fit leaves its runs, where it leaves them any distance: a fit that cannot explain its runs
+// must say so, or its value would be taken at its word.
+std::string fit_quality(const CalibrationFit& fit) {
+  const double percent = (std::exp(fit.rms_log_error) - 1) * 100;
+  if (percent < 0.05) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, " (the runs then predicted %.1f%% off, root mean square%s)", percent,
+                percent > 25 ? ": the model does not explain them" : "");
+  return text;
+}
+
+}  // namespace
+
 SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options) {
   if (options.top < 1 || options.per_class < 1 || options.max_classes < 0)
     throw std::invalid_argument("search options: top and per_class must be at least 1, max_classes at least 0");
@@ -513,7 +528,7 @@ SearchResult search_plans(const Cluster& cluster, const Model& model, const Sear
                               "calibrated " + fit.device_type + ": " + what +
                                   (fit.measured_step_s.size() == 1 ? " meets the " + steps + " step of "
                                                                    : " fits the " + steps + " steps of ") +
-                                  fit.source);
+                                  fit.source + fit_quality(fit));
   }
   return result;
 }

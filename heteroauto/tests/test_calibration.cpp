@@ -101,6 +101,7 @@ TEST(Calibration, FitsAProfilesFixedShareAndAnEfficiencyToSeveralRuns) {
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_EQ(fits[0].model, "small");
   EXPECT_NEAR(fits[0].fixed_share, 0.3, 1e-3);
+  EXPECT_LT(fits[0].rms_log_error, 1e-3);  // the runs are what the share predicts
   EXPECT_NEAR(calibrated.device_type("fast").measured.at("small").fixed_share, 0.3, 1e-3);
   EXPECT_DOUBLE_EQ(calibrated.device_type("fast").efficiency, 0.5);  // given, and kept
   const SearchResult result = search_plans(parse_cluster(c), parse_model(test::small_model()));
@@ -108,6 +109,13 @@ TEST(Calibration, FitsAProfilesFixedShareAndAnEfficiencyToSeveralRuns) {
       << result.explanation.front();
   EXPECT_NE(result.explanation.front().find("steps of run tp2 pp2 mbs2; run tp1 pp2 mbs2"), std::string::npos)
       << result.explanation.front();
+  // Runs no share explains (ten times as slow as predicted) get a fit that says so.
+  json slow = c;
+  for (json& run : slow["device_types"][0]["calibrated_from"])
+    run["step_time_s"] = run["step_time_s"].get<double>() * 10;
+  const SearchResult unexplained = search_plans(parse_cluster(slow), parse_model(test::small_model()));
+  EXPECT_NE(unexplained.explanation.front().find("the model does not explain them"), std::string::npos)
+      << unexplained.explanation.front();
 
   // Runs that the share does not change (degree 1 at the profile's micro-batch size) are refused.
   c["device_types"][0]["calibrated_from"] = json::array({run_of(1, 1, 1, 1)});

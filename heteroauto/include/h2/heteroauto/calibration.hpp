@@ -26,6 +26,9 @@ struct CalibrationFit {
   double fixed_share = 0;
   std::vector<double> measured_step_s;  // the runs'
   std::string source;                   // the runs' sources, joined
+  // How far the runs' predictions stay from their measurements with what was fitted: the root mean
+  // square of their log ratios (0.1: about 10%). Large: the model cannot explain the runs.
+  double rms_log_error = 0;
 };
 
 // HeteroAuto's predicted step time for a homogeneous run of `type`, as the type is given (its
