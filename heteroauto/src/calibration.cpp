@@ -129,7 +129,7 @@ double minimise_on_grid(const std::function<double(double)>& error, double low, 
   double best = low, best_error = error(low);
   const auto search = [&](double from, double to, double step) {
     for (int i = 0; from + i * step <= to + step * 1e-6; ++i)
-      if (const double x = from + i * step, e = error(x); e < best_error) {
+      if (const double x = std::min(high, from + i * step), e = error(x); e < best_error) {
         best = x;
         best_error = e;
       }

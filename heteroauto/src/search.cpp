@@ -516,6 +516,7 @@ SearchResult search_plans(const Cluster& cluster, const Model& model, const Sear
   std::vector<CalibrationFit> fits;
   const Cluster calibrated = calibrate_cluster(cluster, &fits);
   SearchResult result = Search(calibrated, model, effective).run();
+  result.calibration = fits;
   for (const CalibrationFit& fit : fits) {
     char value[32];
     std::snprintf(value, sizeof value, "%.3f", fit.model.empty() ? fit.efficiency : fit.fixed_share);

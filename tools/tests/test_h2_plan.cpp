@@ -77,6 +77,59 @@ TEST(H2Plan, TinyModelPlansOnTheLocalCpuDevicesAndWritesThePlanFile) {
 
 // HeteroAuto's best plans for a 30B model on the HexiScale-like cluster cut a layer with different
 // tensor-parallel degrees in two pipeline classes (HexiScale's asymmetric tensor parallelism), which
+// A profiled device type calibrated on homogeneous runs: what was fitted is in the JSON for programs,
+// and runs that cannot show a profile's fixed share are refused by name.
+TEST(H2Plan, SaysWhatCalibrationFitted) {
+  const nlohmann::json model = {{"name", "small"}, {"layers", 2},       {"hidden", 64},
+                                {"ffn", 256},      {"heads", 4},        {"seq_len", 16},
+                                {"vocab", 100},    {"global_batch", 8}, {"micro_batch_sizes", {1, 2}},
+                                {"dtype", "bf16"}};
+  const nlohmann::json nodes = {
+      {"count", 1}, {"devices_per_node", 8}, {"intra_node_bandwidth_gbps", 2400}, {"nic", "ib"}, {"nics_per_node", 8}};
+  const auto run = [&](int tp, int micro_batch, double step) {
+    return nlohmann::json{{"source", "tp " + std::to_string(tp)},
+                          {"model", model},
+                          {"nodes", nodes},
+                          {"layout", {{"tp", tp}, {"pp", 1}, {"micro_batch", micro_batch}}},
+                          {"step_time_s", step}};
+  };
+  nlohmann::json cluster = {
+      {"name", "calibrated"},
+      {"device_types",
+       {{{"name", "gpu"},
+         {"vendor", "A"},
+         {"peak_tflops", {{"bf16", 200}}},
+         {"memory_gib", 80},
+         {"measured", {{"small", {{"layer", {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}}}}}}}},
+         {"calibrated_from", {run(2, 1, 0.5), run(4, 1, 0.4)}}}}},
+      {"nic_types", {{{"name", "ib"}, {"type", "infiniband"}, {"bandwidth_gbps", 200}, {"latency_us", 2}}}},
+      {"nodes", {nodes}}};
+  cluster["nodes"][0]["name"] = "gpus";
+  cluster["nodes"][0]["device_type"] = "gpu";
+  const fs::path cluster_file = scratch("calibrated.json"), model_file = scratch("small.json");
+  std::ofstream(cluster_file) << cluster.dump();
+  std::ofstream(model_file) << model.dump();
+  const std::string args = " --cluster " + cluster_file.string() + " --model " + model_file.string();
+  auto r = run_h2("plan --json" + args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto fits = nlohmann::json::parse(r.output).at("calibration");
+  ASSERT_EQ(fits.size(), 1u) << fits;
+  EXPECT_EQ(fits[0]["device_type"], "gpu");
+  EXPECT_EQ(fits[0]["fitted"], "fixed_share");
+  EXPECT_EQ(fits[0]["model"], "small");
+  EXPECT_EQ(fits[0]["measured_step_s"].size(), 2u);
+  EXPECT_GE(fits[0]["value"].get<double>(), 0);
+  EXPECT_LE(fits[0]["value"].get<double>(), 0.9);
+  r = run_h2("plan --explain" + args);
+  EXPECT_THAT(r.output, HasSubstr("calibrated gpu: fixed share "));
+  cluster["device_types"][0]["calibrated_from"] = {run(1, 1, 0.5)};
+  std::ofstream(cluster_file) << cluster.dump();
+  r = run_h2("plan" + args);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("device type 'gpu': calibrated_from: no run of small depends on its profile's fixed share"));
+}
+
 // h2 train runs: -o writes the best plan, whatever its degrees.
 TEST(H2Plan, TheWrittenPlanIsTheBestOneAsymmetricDegreesIncluded) {
   const fs::path out = scratch("best.json");

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "h2/heteroauto/calibration.hpp"
 #include "h2/heteroauto/cost_model.hpp"
 #include "h2/heteroauto/plan.hpp"
 #include "h2/heteroauto/simulator.hpp"
@@ -56,7 +57,8 @@ struct SearchResult {
   std::vector<Plan> plans;  // best first; empty when nothing fits
   std::string infeasible;   // when no plan: the binding constraint, in words
   SearchStats stats;
-  std::vector<std::string> explanation;  // the search's reasoning, one line each, for --explain
+  std::vector<std::string> explanation;     // the search's reasoning, one line each, for --explain
+  std::vector<CalibrationFit> calibration;  // what the cluster's calibrated_from runs fitted, before the search
 };
 
 // Throws DescriptionError when the cluster cannot run the model's dtype at all.
