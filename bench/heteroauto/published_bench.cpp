@@ -311,7 +311,35 @@ struct CaseResult {
   std::string name, kind;
   int trials = 0, predicted = 0, within_20 = 0;
   double spearman_h2 = 0, spearman_published = 0, mean_abs_error = 0, published_mean_abs_error = 0;
+  json calibration = json::array();  // what was fitted for the case, for programs
+  json rows = json::array();         // one per trial, as the table prints it
+
+  json to_json() const {
+    return {{"case", name},
+            {"kind", kind},
+            {"calibration", calibration},
+            {"trials", rows},
+            {"summary",
+             {{"trials", trials},
+              {"predicted", predicted},
+              {"spearman", spearman_h2},
+              {"mean_abs_error", mean_abs_error},
+              {"within_20_percent", within_20},
+              {"publication_spearman", spearman_published},
+              {"publication_mean_abs_error", published_mean_abs_error}}}};
+  }
 };
+
+// A trial's row for programs: its configuration and what was measured; the caller adds the rest.
+json row_of(const Trial& t) {
+  return {{"trial", t.index},
+          {"micro_batch", t.micro_batch},
+          {"tp", t.tp},
+          {"dp", t.dp},
+          {"pp", t.pp},
+          {"layers", t.layers},
+          {"measured_s", t.measured_s ? json(*t.measured_s) : json(nullptr)}};
+}
 
 // NIC efficiencies and profiles' fixed shares fitted on homogeneous cases, by case name, for the
 // cases calibrated on them.
@@ -327,6 +355,11 @@ CaseResult run_case(const fs::path& file, bool verbose) {
   std::cout << "\n"
             << out.name << " (" << out.kind << ", " << c.at("status").get<std::string>()
             << "): " << c.at("sources").at("cluster").get<std::string>() << "\n";
+  for (const CalibrationFit& fit : fits)
+    out.calibration.push_back({{"device_type", fit.device_type},
+                               {"fitted", fit.model.empty() ? "efficiency" : "fixed_share"},
+                               {"value", fit.model.empty() ? fit.efficiency : fit.fixed_share},
+                               {"source", fit.source}});
   for (const CalibrationFit& fit : fits)
     std::cout << "  calibrated " << fit.device_type << ": "
               << (fit.model.empty()
@@ -350,6 +383,10 @@ CaseResult run_case(const fs::path& file, bool verbose) {
       for (const json& j : c.at("trials"))
         if (j.at("trial") == *fitted_trial) efficiency = fit_nic_efficiency(c, cluster, kind, trial_of(j));
       fitted_nics[out.name] = {kind, efficiency};
+      out.calibration.push_back({{"nic_kind", to_string(kind)},
+                                 {"fitted", "efficiency"},
+                                 {"value", efficiency},
+                                 {"trials", {*fitted_trial}}});
       std::printf("  calibrated %s NICs: efficiency %.3f, fitted on trial %d\n", to_string(kind).c_str(), efficiency,
                   *fitted_trial);
     } else {
@@ -357,6 +394,8 @@ CaseResult run_case(const fs::path& file, bool verbose) {
       if (!fitted_nics.count(from))
         throw std::runtime_error(out.name + ": no homogeneous case '" + from + "' came first");
       efficiency = fitted_nics[from].second;
+      out.calibration.push_back(
+          {{"nic_kind", to_string(kind)}, {"fitted", "efficiency"}, {"value", efficiency}, {"case", from}});
       std::printf("  %s NICs: efficiency %.3f, as fitted on %s\n", to_string(kind).c_str(), efficiency, from.c_str());
     }
     cluster = with_nic_efficiency(cluster, kind, efficiency);
@@ -383,6 +422,10 @@ CaseResult run_case(const fs::path& file, bool verbose) {
       if (on.empty()) throw std::runtime_error(out.name + ": profile_calibration.fit_on names no trial");
       share = fit_fixed_share(c, cluster, type, on);
       fitted_shares[out.name][type] = share;
+      json indices = json::array();
+      for (const Trial& t : on) indices.push_back(t.index);
+      out.calibration.push_back(
+          {{"device_type", type}, {"fitted", "fixed_share"}, {"value", share}, {"trials", indices}});
       std::printf("  calibrated %s: fixed share %.3f, fitted on %zu trials (marked below)\n", type.c_str(), share,
                   on.size());
     } else {
@@ -390,6 +433,7 @@ CaseResult run_case(const fs::path& file, bool verbose) {
       if (!fitted_shares.count(from) || !fitted_shares[from].count(type))
         throw std::runtime_error(out.name + ": no homogeneous case '" + from + "' fitted " + type + " first");
       share = fitted_shares[from][type];
+      out.calibration.push_back({{"device_type", type}, {"fitted", "fixed_share"}, {"value", share}, {"case", from}});
       std::printf("  %s: fixed share %.3f, as fitted on %s\n", type.c_str(), share, from.c_str());
     }
     cluster = with_fixed_share(cluster, type, share);
@@ -402,17 +446,26 @@ CaseResult run_case(const fs::path& file, bool verbose) {
   for (const json& j : c.at("trials")) {
     const Trial t = trial_of(j);
     ++out.trials;
-    if (!t.measured_s) continue;  // failed in the publication: nothing to compare
+    json row = row_of(t);
+    if (!t.measured_s) {  // failed in the publication: nothing to compare
+      out.rows.push_back(row);
+      continue;
+    }
     std::string layers;
     for (int l : t.layers) layers += (layers.empty() ? "" : "/") + std::to_string(l);
     const Prediction p = predict(c, cluster, t);
     if (!p.unsupported.empty()) {
+      row["not_predicted"] = p.unsupported;
+      out.rows.push_back(row);
       if (verbose)
         std::printf("  %-4d %-26s %-20s %9.2fs  not predicted: %s\n", t.index, describe(t).c_str(), layers.c_str(),
                     *t.measured_s, p.unsupported.c_str());
       continue;
     }
+    row["predicted_s"] = p.step_s;
     if (const auto fitted = fitted_trials.find(t.index); fitted != fitted_trials.end()) {  // not evidence
+      row["left_out"] = fitted->second;
+      out.rows.push_back(row);
       if (verbose)
         std::printf("  %-4d %-26s %-20s %9.2fs %9.3fs  (%s)\n", t.index, describe(t).c_str(), layers.c_str(),
                     *t.measured_s, p.step_s, fitted->second.c_str());
@@ -431,6 +484,9 @@ CaseResult run_case(const fs::path& file, bool verbose) {
       published_error = (*t.published_prediction_s - *t.measured_s) / *t.measured_s;
       published_error_sum += std::abs(published_error);
     }
+    row["error"] = error;
+    row["published_s"] = t.published_prediction_s ? json(*t.published_prediction_s) : json(nullptr);
+    out.rows.push_back(row);
     if (verbose)
       std::printf("  %-4d %-26s %-20s %9.2fs %9.3fs %+7.1f%% %9.3fs %+7.1f%%\n", t.index, describe(t).c_str(),
                   layers.c_str(), *t.measured_s, step, error * 100, t.published_prediction_s.value_or(0),
@@ -456,10 +512,11 @@ CaseResult run_case(const fs::path& file, bool verbose) {
 
 int main(int argc, char** argv) {
   CLI::App app{"HeteroAuto's predictions against published measurements"};
-  std::string directory;
+  std::string directory, json_path;
   bool quiet = false;
   app.add_option("--cases", directory, "bench/heteroauto/published")->required()->check(CLI::ExistingDirectory);
   app.add_flag("--quiet", quiet, "Only each case's summary");
+  app.add_option("--json", json_path, "Also write every case's trials, calibration and summary as JSON to this file");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<fs::path> files;
@@ -476,6 +533,13 @@ int main(int argc, char** argv) {
         std::printf(", within 20%%: %d of %d (goal: all: %s)", r.within_20, r.predicted,
                     r.within_20 == r.predicted ? "met" : "NOT met");
       std::printf("\n");
+    }
+    if (!json_path.empty()) {
+      json cases = json::array();
+      for (const CaseResult& r : results) cases.push_back(r.to_json());
+      std::ofstream out(json_path);
+      out << json{{"cases", cases}}.dump(1) << "\n";
+      if (!out) throw std::runtime_error("cannot write " + json_path);
     }
   } catch (const std::exception& e) {
     std::cerr << "published_bench: " << e.what() << "\n";
