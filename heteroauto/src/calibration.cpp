@@ -1,5 +1,6 @@
 #include "h2/heteroauto/calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -47,16 +48,26 @@ double fit_efficiency(const Cluster& cluster, const DeviceType& type, const std:
     return trial;
   };
   if (runs.size() > 1) {
-    const double x = minimise_on_grid([&](double x) { return log_error(cluster, at(std::exp(x)), runs); },
-                                      std::log(kLowestEfficiency), 0);
-    // At an end of the range the runs want an efficiency beyond it: something in them is wrong.
-    if (x <= std::log(kLowestEfficiency) + 1e-9 || x >= -1e-9)
-      throw DescriptionError("device type '" + type.name +
-                             "': calibrated_from: no efficiency in [0.001, 1] meets its " +
-                             std::to_string(runs.size()) + " runs (the best lies at " +
-                             (x >= -1e-9 ? "1: the runs are faster than its peak_tflops allow" : "0.001") +
-                             "): its peak_tflops, its nodes' links or the measurements are wrong");
-    return std::exp(x);
+    // Every run faster than its prediction at the peak, or slower than at 0.001: no efficiency in
+    // between explains them.
+    const auto all = [&](double efficiency, bool faster) {
+      return std::all_of(runs.begin(), runs.end(), [&](const Calibration* run) {
+        const double predicted = predict_calibration_run(cluster, at(efficiency), *run);
+        return faster ? run->step_time_s < predicted : run->step_time_s > predicted;
+      });
+    };
+    const std::string what =
+        "device type '" + type.name + "': calibrated_from: its " + std::to_string(runs.size()) + " runs are all ";
+    if (all(1, true))
+      throw DescriptionError(what +
+                             "faster than HeteroAuto predicts at efficiency 1: its peak_tflops, its nodes' links or "
+                             "the measurements are wrong");
+    if (all(kLowestEfficiency, false))
+      throw DescriptionError(what +
+                             "slower than HeteroAuto predicts at efficiency 0.001: the links or the measurements "
+                             "are wrong");
+    return std::exp(minimise_on_grid([&](double x) { return log_error(cluster, at(std::exp(x)), runs); },
+                                     std::log(kLowestEfficiency), 0));
   }
   const Calibration& run = *runs.front();
   const auto predict = [&](double efficiency) { return predict_calibration_run(cluster, at(efficiency), run); };
@@ -87,15 +98,23 @@ double fit_fixed_share(const Cluster& cluster, const DeviceType& type, const std
     trial.measured.at(model).fixed_share = share;
     return trial;
   };
+  // Relative, not exact: predictions the share does not change may still differ in their last bits.
   bool depends = false;
-  for (const Calibration* run : runs)
-    depends = depends || predict_calibration_run(cluster, at(0), *run) !=
-                             predict_calibration_run(cluster, at(kLargestFixedShare), *run);
+  for (const Calibration* run : runs) {
+    const double without = predict_calibration_run(cluster, at(0), *run);
+    depends = depends || std::abs(predict_calibration_run(cluster, at(kLargestFixedShare), *run) / without - 1) > 1e-6;
+  }
   if (!depends)
     throw DescriptionError("device type '" + type.name + "': calibrated_from: no run of " + model +
-                           " depends on its profile's fixed share (every one is at the profile's micro-batch sizes "
-                           "and tensor-parallel degrees): give a run at another micro-batch size or degree");
-  return minimise_on_grid([&](double share) { return log_error(cluster, at(share), runs); }, 0, kLargestFixedShare);
+                           " depends on its profile's fixed share (none is beyond the profile's micro-batch sizes "
+                           "or at a tensor-parallel degree it has no points for): give such a run");
+  const double share =
+      minimise_on_grid([&](double share) { return log_error(cluster, at(share), runs); }, 0, kLargestFixedShare);
+  if (share >= kLargestFixedShare)
+    throw DescriptionError("device type '" + type.name + "': calibrated_from: the runs of " + model +
+                           " want a fixed share above 0.9 (less than a tenth of a pass growing with its work): the "
+                           "profile, the nodes' links or the measurements are wrong");
+  return share;
 }
 
 }  // namespace
@@ -111,7 +130,9 @@ double predict_calibration_run(const Cluster& cluster, const DeviceType& type, c
   alone.device_direct_collectives = cluster.device_direct_collectives;
   const CanonicalCluster canonical = canonicalize(alone);
   const Evaluator evaluator(canonical, run.model, Schedule::one_f_one_b,
-                            {.comm_bytes = run.grad_comm_bytes, .overlap = run.overlap_grad_reduce});
+                            {.distributed_optimizer = run.distributed_optimizer,
+                             .comm_bytes = run.grad_comm_bytes,
+                             .overlap = run.overlap_grad_reduce});
   const int replicas = run.nodes.devices() / (run.tp * run.pp);
   const ClassLayout layout{{{0, run.tp, run.pp}}, replicas};
   PartitionedClass pipeline{layout, evaluator.stage_specs(layout)};

@@ -97,6 +97,7 @@ void parse_node_shape(JsonReader& nr, const Cluster& c, NodeGroup& g) {
 Calibration parse_calibration(const nlohmann::json& j, const std::string& path, const std::string& type_name) {
   JsonReader r(j, path);
   Calibration k;
+  k.path = path;
   k.source = r.string("source");
   k.model = parse_model_at(r.required("model"), r.path_of("model"));
   JsonReader nr(r.required("nodes"), r.path_of("nodes"));
@@ -119,6 +120,10 @@ Calibration parse_calibration(const nlohmann::json& j, const std::string& path, 
   if (const nlohmann::json* overlap = lr.optional("overlap_grad_reduce")) {
     if (!overlap->is_boolean()) lr.fail("overlap_grad_reduce", "must be true or false");
     k.overlap_grad_reduce = overlap->get<bool>();
+  }
+  if (const nlohmann::json* sharded = lr.optional("distributed_optimizer")) {
+    if (!sharded->is_boolean()) lr.fail("distributed_optimizer", "must be true or false");
+    k.distributed_optimizer = sharded->get<bool>();
   }
   lr.reject_unknown();
   const int64_t devices = static_cast<int64_t>(k.nodes.count) * k.nodes.devices_per_node;
@@ -244,9 +249,7 @@ Cluster parse_cluster(const nlohmann::json& json) {
     const std::vector<Calibration>& runs = c.device_types[i].calibrated_from;
     for (size_t k = 0; k < runs.size(); ++k)
       if (std::none_of(c.nics.begin(), c.nics.end(), [&](auto& n) { return n.name == runs[k].nodes.nic; }))
-        throw DescriptionError("device_types[" + std::to_string(i) + "].calibrated_from" +
-                               (runs.size() > 1 ? "[" + std::to_string(k) + "]" : "") + ".nodes.nic: '" +
-                               runs[k].nodes.nic + "' is not one of nic_types");
+        throw DescriptionError(runs[k].path + ".nodes.nic: '" + runs[k].nodes.nic + "' is not one of nic_types");
   }
   check_unique(c.nodes, "nodes");
   int64_t devices = 0;

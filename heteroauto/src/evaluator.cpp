@@ -294,7 +294,9 @@ double Evaluator::hierarchical_allreduce(unsigned groups, const RingMembers& mem
   return std::min(sharded, flat);
 }
 
-std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector<PartitionedClass>& classes) const {
+std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector<PartitionedClass>& classes,
+                                                               int bytes_per_value) const {
+  if (bytes_per_value == 0) bytes_per_value = cost_.gradients().comm_bytes;
   std::vector<std::vector<double>> times;
   int replicas = 0;
   for (const PartitionedClass& c : classes) {
@@ -350,7 +352,7 @@ std::vector<std::vector<double>> Evaluator::dp_allreduce_times(const std::vector
       double parameters = stage.layers * cost_.layer_parameters() / smallest_tp;
       if (stage.first) parameters += cost_.embedding_parameters() * vocabulary_share;
       if (stage.last) parameters += cost_.embedding_parameters() * vocabulary_share;
-      times[ci][k] = hierarchical_allreduce(groups, members, parameters * cost_.gradients().comm_bytes, smallest_tp);
+      times[ci][k] = hierarchical_allreduce(groups, members, parameters * bytes_per_value, smallest_tp);
       first_layer = end_layer;
     }
   }
@@ -375,9 +377,9 @@ double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes
 double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes) const {
   if (!cost_.distributed_optimizer()) return 0;
   double slowest = 0;
-  for (const std::vector<double>& stages : dp_allreduce_times(classes))
+  for (const std::vector<double>& stages : dp_allreduce_times(classes, 4))
     for (double t : stages) slowest = std::max(slowest, t);
-  return slowest / 2 * 4 / cost_.gradients().comm_bytes;
+  return slowest / 2;
 }
 
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
@@ -597,10 +599,13 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
                             std::to_string(w.first_layer) + "-" + std::to_string(w.first_layer + w.layers - 1) +
                             (w.recompute == Recompute::full ? ", recomputed" : "") + ") takes " +
                             milliseconds(w.forward_s + w.backward_s) + " per micro-batch";
-  if (prediction.exposed_allreduce_s > 0.5 * prediction.pipeline_time_s)
-    prediction.bottleneck = "data-parallel gradient allreduce: " + milliseconds(prediction.exposed_allreduce_s) +
-                            " exposed after a " + milliseconds(prediction.pipeline_time_s) + " pipeline; " +
-                            stage_words;
+  const double data_parallel = prediction.exposed_allreduce_s + prediction.weight_gather_s;
+  if (data_parallel > 0.5 * prediction.pipeline_time_s)
+    prediction.bottleneck =
+        (prediction.weight_gather_s > 0 ? "data-parallel gradient reduce-scatter and weight gather: "
+                                        : "data-parallel gradient allreduce: ") +
+        milliseconds(data_parallel) + " exposed after a " + milliseconds(prediction.pipeline_time_s) + " pipeline; " +
+        stage_words;
   else
     prediction.bottleneck = "compute: " + stage_words;
   if (const double load = shared_host_load(classes); load > 0)

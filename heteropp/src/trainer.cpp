@@ -172,7 +172,7 @@ class RankTrainer {
 
   StepReport run_step(int64_t step) {
     const Clock::time_point start = Clock::now();
-    busy_s_ = 0;
+    busy_s_ = previous_optimizer_s_;  // busy, and on the clock, as the step's report says (below)
     memory_used_ = 0;
     reset_peak_memory_stats(device_);
     plugin_allocations_ = memory_stats(device_).plugin_allocations;
@@ -228,7 +228,11 @@ class RankTrainer {
     mine.stats.exposed_comm_s = gradient_times_.exposed_s;
     mine.stats.optimizer_state =
         static_cast<double>(optimizer_->state_bytes() + (sharded_optimizer_ ? sharded_optimizer_->state_bytes() : 0));
-    mine.step_s = seconds(start, Clock::now());
+    // The step's clock: from its start to here, plus the previous step's optimizer (with the
+    // distributed optimizer, its weights' gather too), which ran after that step's report was
+    // exchanged. In a steady run that is the time from one step's start to the next's, which is what
+    // HeteroAuto predicts.
+    mine.step_s = seconds(start, Clock::now()) + previous_optimizer_s_;
     const StepTotals totals = exchange_step_statistics(world_, stream_, timeline_, mine);
 
     StepReport report;
@@ -250,12 +254,12 @@ class RankTrainer {
     update_loss_scale(report.skipped);
     stream_.synchronize();
     const Clock::time_point end = Clock::now();
-    busy_s_ += seconds(optimizer_start, end);
+    previous_optimizer_s_ = seconds(optimizer_start, end);
     timeline_.add(report.skipped ? "optimizer (skipped: overflow)" : "optimizer", "optimizer", optimizer_start, end,
                   {{"step", step}, {"lr", report.lr}, {"grad_norm", report.grad_norm}});
 
-    // The report's per-rank numbers were exchanged before the optimizer ran; its time is small
-    // against the pipeline, so the step time above leaves it out of the bubble, not of the clock.
+    // The report's per-rank numbers were exchanged before the optimizer ran: its time counts in the
+    // next step's report, busy and on the clock.
     report.ranks = totals.ranks;
     report.tokens_per_s = report.seconds > 0 ? global_tokens / report.seconds : 0;
     state_.step = step;
@@ -411,6 +415,7 @@ class RankTrainer {
   dicomm::Communicator tp_comm_;  // the stage's tensor-parallel group (invalid without one)
   Tensor found_inf_, norm_, loss_sum_;
   double busy_s_ = 0, memory_used_ = 0;
+  double previous_optimizer_s_ = 0;  // the last optimizer step's time, counted in the next step's clock
   uint64_t plugin_allocations_ = 0;  // the allocator's count at the start of the step
 };
 

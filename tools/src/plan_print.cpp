@@ -51,8 +51,8 @@ void print_plan(const Plan& plan, std::ostream& out) {
   }
   const auto& e = plan.prediction;
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
-      << " + exposed data-parallel allreduce " << format_duration(e.exposed_allreduce_s) << " of "
-      << format_duration(e.dp_allreduce_s)
+      << (e.weight_gather_s > 0 ? " + exposed gradient reduce-scatter " : " + exposed data-parallel allreduce ")
+      << format_duration(e.exposed_allreduce_s) << " of " << format_duration(e.dp_allreduce_s)
       << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string())
       << (e.weight_gather_s > 0 ? " + gathering the updated weights " + format_duration(e.weight_gather_s)
                                 : std::string())

@@ -101,7 +101,7 @@ TEST(H2Plan, SaysWhatCalibrationFitted) {
          {"peak_tflops", {{"bf16", 200}}},
          {"memory_gib", 80},
          {"measured", {{"small", {{"layer", {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}}}}}}}},
-         {"calibrated_from", {run(2, 1, 0.5), run(4, 1, 0.4)}}}}},
+         {"calibrated_from", {run(2, 1, 0.12), run(4, 1, 0.1)}}}}},
       {"nic_types", {{{"name", "ib"}, {"type", "infiniband"}, {"bandwidth_gbps", 200}, {"latency_us", 2}}}},
       {"nodes", {nodes}}};
   cluster["nodes"][0]["name"] = "gpus";

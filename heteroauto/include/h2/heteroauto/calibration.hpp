@@ -7,8 +7,9 @@
 //   efficiency rises), or with several runs the one with the least squared log error over them;
 // - the fixed share of the measured profile of the run's model (MeasuredProfile::fixed_share), which
 //   a profile at one micro-batch size cannot show: the share in [0, 0.9] with the least squared log
-//   error over the runs of that model. The runs must include one that the share changes (another
-//   micro-batch size or a tensor-parallel degree above 1).
+//   error over the runs of that model. The runs must include one that the share changes (beyond the
+//   profile's micro-batch sizes, or at a tensor-parallel degree it has no points for), and a share
+//   above 0.9 is refused, as is an efficiency no run can meet.
 #pragma once
 
 #include <functional>

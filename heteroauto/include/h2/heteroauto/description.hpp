@@ -108,13 +108,15 @@ struct SharedHost {
 // (the efficiency, or the fixed share of the model's measured profile) is then used unchanged
 // wherever the type appears, in mixed clusters too.
 struct Calibration {
+  std::string path;    // where it is in the description, for messages ("device_types[0].calibrated_from[1]")
   std::string source;  // where the measurement comes from, in words
   Model model;
   NodeGroup nodes;  // name "calibration", device_type the type's own; nic one of the cluster's nic_types
   int tp = 1, pp = 1, micro_batch = 1;  // data parallelism: the rest of the devices
   Recompute recompute = Recompute::none;
-  int grad_comm_bytes = 4;           // what its gradients travelled in (4: f32)
-  bool overlap_grad_reduce = false;  // whether its gradient sums overlapped the backward pass
+  int grad_comm_bytes = 4;             // what its gradients travelled in (4: f32)
+  bool overlap_grad_reduce = false;    // whether its gradient sums overlapped the backward pass
+  bool distributed_optimizer = false;  // whether it ran with the distributed optimizer
   double step_time_s = 0;
 };
 

@@ -114,7 +114,9 @@ class Evaluator {
   // Gradient averaging, per class and stage (classes[c].stages[k]): an allreduce over every replica
   // holding the stage's layers (the largest shard, in the gradient settings' comm dtype), hierarchical
   // where replicas share nodes: inside each node, then across nodes over the slowest NIC among them.
-  std::vector<std::vector<double>> dp_allreduce_times(const std::vector<PartitionedClass>& classes) const;
+  // `bytes_per_value`: 0 for the gradient settings' comm dtype.
+  std::vector<std::vector<double>> dp_allreduce_times(const std::vector<PartitionedClass>& classes,
+                                                      int bytes_per_value = 0) const;
   // What the gradients' sums take per class and stage: those allreduces, or with the distributed
   // optimizer the reduce-scatters that replace them (half an allreduce's traffic each way).
   std::vector<std::vector<double>> gradient_sum_times(const std::vector<PartitionedClass>& classes) const;
