@@ -355,11 +355,7 @@ CaseResult run_case(const fs::path& file, bool verbose) {
   std::cout << "\n"
             << out.name << " (" << out.kind << ", " << c.at("status").get<std::string>()
             << "): " << c.at("sources").at("cluster").get<std::string>() << "\n";
-  for (const CalibrationFit& fit : fits)
-    out.calibration.push_back({{"device_type", fit.device_type},
-                               {"fitted", fit.model.empty() ? "efficiency" : "fixed_share"},
-                               {"value", fit.model.empty() ? fit.efficiency : fit.fixed_share},
-                               {"source", fit.source}});
+  for (const CalibrationFit& fit : fits) out.calibration.push_back(to_json(fit));
   for (const CalibrationFit& fit : fits)
     std::cout << "  calibrated " << fit.device_type << ": "
               << (fit.model.empty()

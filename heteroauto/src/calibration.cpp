@@ -161,6 +161,17 @@ double minimise_on_grid(const std::function<double(double)>& error, double low, 
   return best;
 }
 
+nlohmann::json to_json(const CalibrationFit& fit) {
+  const bool efficiency = fit.model.empty();
+  return {{"device_type", fit.device_type},
+          {"fitted", efficiency ? "efficiency" : "fixed_share"},
+          {"model", efficiency ? nlohmann::json(nullptr) : nlohmann::json(fit.model)},
+          {"value", efficiency ? fit.efficiency : fit.fixed_share},
+          {"measured_step_s", fit.measured_step_s},
+          {"source", fit.source},
+          {"rms_log_error", fit.rms_log_error}};
+}
+
 Cluster calibrate_cluster(const Cluster& cluster, std::vector<CalibrationFit>* fits) {
   Cluster calibrated = cluster;
   for (DeviceType& type : calibrated.device_types) {

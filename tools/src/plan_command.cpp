@@ -98,14 +98,7 @@ int run_plan(const PlanOptions& options) {
     nlohmann::json plans = nlohmann::json::array();
     for (const Plan& plan : result.plans) plans.push_back(heteroauto::to_json(plan));
     nlohmann::json calibration = nlohmann::json::array();
-    for (const heteroauto::CalibrationFit& fit : result.calibration)
-      calibration.push_back({{"device_type", fit.device_type},
-                             {"fitted", fit.model.empty() ? "efficiency" : "fixed_share"},
-                             {"model", fit.model.empty() ? nlohmann::json(nullptr) : nlohmann::json(fit.model)},
-                             {"value", fit.model.empty() ? fit.efficiency : fit.fixed_share},
-                             {"measured_step_s", fit.measured_step_s},
-                             {"source", fit.source},
-                             {"rms_log_error", fit.rms_log_error}});
+    for (const heteroauto::CalibrationFit& fit : result.calibration) calibration.push_back(heteroauto::to_json(fit));
     nlohmann::json j = {{"plans", plans}, {"search", stats_json(result.stats)}, {"calibration", calibration}};
     if (result.plans.empty()) j["infeasible"] = result.infeasible;
     if (options.explain) j["explanation"] = result.explanation;

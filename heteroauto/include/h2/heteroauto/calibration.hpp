@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,9 @@ double minimise_on_grid(const std::function<double(double)>& error, double low, 
 // the type when no efficiency in [0.001, 1] meets a single run (then its peak, its links or the
 // measurement are wrong), or when no run of a profiled model depends on the fixed share.
 Cluster calibrate_cluster(const Cluster& cluster, std::vector<CalibrationFit>* fits = nullptr);
+
+// For programs (h2 plan --json): {"device_type", "fitted": "efficiency" or "fixed_share", "model"
+// (null for the efficiency), "value", "measured_step_s", "source", "rms_log_error"}.
+nlohmann::json to_json(const CalibrationFit& fit);
 
 }  // namespace h2::heteroauto
