@@ -120,9 +120,13 @@ int main(int argc, char** argv) {
   CLI::App app{"HeteroAuto planner benchmark"};
   std::string examples = "examples", json_path;
   long budget = 3'000'000;
+  bool distributed_optimizer = false;
   app.add_option("--examples", examples, "The examples folder (clusters/ and models/)");
   app.add_option("--json", json_path, "Also write the results as JSON to this file");
   app.add_option("--budget", budget, "Most plans the exhaustive search evaluates per case");
+  app.add_flag("--distributed-optimizer", distributed_optimizer,
+               "Plan the example clusters and their parts for the distributed optimizer (h2 plan "
+               "--distributed-optimizer), baselines included");
   CLI11_PARSE(app, argc, argv);
   json report;
 
@@ -165,7 +169,13 @@ int main(int argc, char** argv) {
   report["exhaustive_worst_gap"] = worst_gap;
 
   // ---- 2 and 3. Baselines and the superlinear measure on the example clusters ----
-  std::cout << "Planner speedup over the baselines (baseline step time / planner step time; - = nothing fits)\n";
+  const GradientSettings gradients{.distributed_optimizer = distributed_optimizer};
+  const SearchOptions planning{.gradients = gradients};
+  SearchOptions one = planning;
+  one.top = 1;
+  std::cout << "Planner speedup over the baselines (baseline step time / planner step time; - = nothing fits)"
+            << (distributed_optimizer ? ", every plan with the distributed optimizer" : "") << "\n";
+  report["distributed_optimizer"] = distributed_optimizer;
   std::printf("  %-16s %-10s %10s %8s %12s %10s %8s %14s %13s\n", "cluster", "model", "planner", "even", "homogeneous",
               "flops-prop", "metis", "vs sum of types", "vs at share");
   // The goal's own case, h2-1024, from 7B to 100B; the others to 30B (100B does not fit them).
@@ -176,11 +186,11 @@ int main(int argc, char** argv) {
       if (!goal_case && std::string(model_name) == "dense-100b") continue;
       const Cluster cluster = load_cluster(examples + "/clusters/" + cluster_name + ".json");
       const Model model = load_model(examples + "/models/" + model_name + ".json");
-      const SearchResult planned = search_plans(cluster, model);
+      const SearchResult planned = search_plans(cluster, model, planning);
       if (planned.plans.empty()) continue;
       const double planner = planned.plans[0].prediction.step_time_s;
       const CanonicalCluster canonical = canonicalize(cluster);
-      const Evaluator evaluator(canonical, model);
+      const Evaluator evaluator(canonical, model, Schedule::one_f_one_b, gradients);
       json row = {{"cluster", cluster_name}, {"model", model_name}, {"planner_step_s", planner}};
       auto ratio = [&](const std::optional<Plan>& baseline, const char* key) {
         row[key] = baseline ? json(baseline->prediction.step_time_s) : json(nullptr);
@@ -201,10 +211,10 @@ int main(int argc, char** argv) {
       for (const DeviceType& type : cluster.device_types) {
         const Cluster sub = only_type(cluster, type.name);
         if (sub.nodes.empty()) continue;
-        const SearchResult alone = search_plans(sub, model, {.top = 1});
+        const SearchResult alone = search_plans(sub, model, one);
         if (!alone.plans.empty()) sum += alone.plans[0].prediction.tokens_per_s;
         const double share = sub.device_count() * type.peak_tflops.at(model.dtype) / cluster_flops;
-        const SearchResult at_its_share = search_plans(sub, at_share(model, share), {.top = 1});
+        const SearchResult at_its_share = search_plans(sub, at_share(model, share), one);
         if (!at_its_share.plans.empty()) sum_at_share += at_its_share.plans[0].prediction.tokens_per_s;
       }
       const double tokens = planned.plans[0].prediction.tokens_per_s;
