@@ -180,7 +180,7 @@ Cluster calibrate_cluster(const Cluster& cluster, std::vector<CalibrationFit>* f
     std::vector<const Calibration*> unprofiled;
     std::map<std::string, std::vector<const Calibration*>> profiled;
     for (const Calibration& run : type.calibrated_from)
-      (type.measured.count(run.model.name) ? profiled[run.model.name] : unprofiled).push_back(&run);
+      (type.fits_efficiency(run) ? unprofiled : profiled[run.model.name]).push_back(&run);
     if (!unprofiled.empty()) {
       type.efficiency = fit_efficiency(cluster, type, unprofiled);
       CalibrationFit fit{type.name, "", type.efficiency};

@@ -175,9 +175,7 @@ DeviceType parse_device_type(const nlohmann::json& j, const std::string& path) {
       d.measured[model] = parse_measured_profile(profile, r.path_of("measured") + "." + model);
   }
   // A run of a model without a measured profile fits the efficiency, which must then not be given.
-  if (j.contains("efficiency") &&
-      std::any_of(d.calibrated_from.begin(), d.calibrated_from.end(),
-                  [&](const Calibration& run) { return !d.measured.count(run.model.name); }))
+  if (j.contains("efficiency") && d.efficiency_calibrated())
     r.fail("calibrated_from", "and efficiency both say how fast the type is: give one of them");
   r.reject_unknown();
   return d;

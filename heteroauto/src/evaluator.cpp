@@ -25,6 +25,14 @@ std::string count_text(double value) {  // "2", "1.5"
   return text;
 }
 
+// The largest of per-class, per-stage times (0 for none).
+double slowest(const std::vector<std::vector<double>>& times) {
+  double largest = 0;
+  for (const std::vector<double>& stages : times)
+    for (double t : stages) largest = std::max(largest, t);
+  return largest;
+}
+
 }  // namespace
 
 int ClassLayout::stage_count() const {
@@ -368,18 +376,12 @@ std::vector<std::vector<double>> Evaluator::gradient_sum_times(const std::vector
 }
 
 double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes) const {
-  double slowest = 0;
-  for (const std::vector<double>& stages : gradient_sum_times(classes))
-    for (double t : stages) slowest = std::max(slowest, t);
-  return slowest;
+  return slowest(gradient_sum_times(classes));
 }
 
 double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes) const {
   if (!cost_.distributed_optimizer()) return 0;
-  double slowest = 0;
-  for (const std::vector<double>& stages : dp_allreduce_times(classes, 4))
-    for (double t : stages) slowest = std::max(slowest, t);
-  return slowest / 2;
+  return slowest(dp_allreduce_times(classes, 4)) / 2;
 }
 
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
@@ -550,12 +552,10 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
       replica.pipeline_time_s = sim.makespan;
       for (const Segment& segment : pc.layout.segments) {
         const DeviceType& type = c.device_type(c.nodes[segment.group].device_type);
-        const bool efficiency_fitted =
-            std::any_of(type.calibrated_from.begin(), type.calibrated_from.end(),
-                        [&](const Calibration& run) { return !type.measured.count(run.model.name); });
         plan.prediction.cost_basis[type.name] = cost_.measured(type) != nullptr ? "measured (h2 profile)"
-                                                : efficiency_fitted ? "peak x efficiency fitted to a homogeneous run"
-                                                                    : "peak x efficiency";
+                                                : type.efficiency_calibrated()
+                                                    ? "peak x efficiency fitted to a homogeneous run"
+                                                    : "peak x efficiency";
         for (int k = 0; k < segment.stages; ++k) {
           std::vector<DeviceRef> devices;
           for (int t = 0; t < segment.tp; ++t) devices.push_back(take_device(segment.group, rank++));

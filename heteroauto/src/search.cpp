@@ -487,10 +487,6 @@ SearchResult Search::run() {
   return result_;
 }
 
-}  // namespace
-
-namespace {
-
 // How far a fit leaves its runs, where it leaves them any distance: a fit that cannot explain its runs
 // must say so, or its value would be taken at its word.
 std::string fit_quality(const CalibrationFit& fit) {

@@ -135,6 +135,15 @@ struct DeviceType {
   // Runs of a model with a measured profile fit that profile's fixed_share; the others fit
   // `efficiency`, which the description then does not give.
   std::vector<Calibration> calibrated_from;
+
+  // Whether `run` fits the efficiency (the type has no measured profile of its model) rather than a
+  // profile's fixed share; and whether any of the type's runs does.
+  bool fits_efficiency(const Calibration& run) const { return !measured.count(run.model.name); }
+  bool efficiency_calibrated() const {
+    for (const Calibration& run : calibrated_from)
+      if (fits_efficiency(run)) return true;
+    return false;
+  }
 };
 
 struct NicType {
