@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -36,6 +38,16 @@ struct ClassCandidate {
   double standalone = 0;
 };
 
+// The counts of `from` added to `to` (not its groups or time).
+void add_counts(SearchStats& to, const SearchStats& from) {
+  to.layouts += from.layouts;
+  to.pruned += from.pruned;
+  to.partitioned += from.partitioned;
+  to.infeasible += from.infeasible;
+  to.combinations += from.combinations;
+  to.simulated += from.simulated;
+}
+
 // What the search of one set of groups (or one refinement) counted and the infeasible layout that
 // came closest (largest memory over need), for the explanation. Each block is searched on its own,
 // possibly on another thread, and the tallies are merged in block order: the same result whatever
@@ -53,12 +65,7 @@ struct Tally {
     closest_binding = why();
   }
   void add(const Tally& other) {
-    stats.layouts += other.stats.layouts;
-    stats.pruned += other.stats.pruned;
-    stats.partitioned += other.stats.partitioned;
-    stats.infeasible += other.stats.infeasible;
-    stats.combinations += other.stats.combinations;
-    stats.simulated += other.stats.simulated;
+    add_counts(stats, other.stats);
     too_deep += other.too_deep;
     note_closest(other.closest_fit, [&] { return other.closest_binding; });
   }
@@ -130,6 +137,7 @@ class Search {
   // Adds c to a list of the best estimates, at most max(simulate, top): of equal estimates the first
   // kept stays first.
   void keep(std::vector<Combination>& best, Combination c) const;
+  bool would_keep(const std::vector<Combination>& best, double estimate) const;
   Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
               Tally& tally) const;
 
@@ -269,8 +277,9 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     }
     ClassCandidate candidate{{layout, partition.stages}, {}, 0};
     candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
-    candidate.standalone = evaluator_.estimate_pipeline(candidate.times, per_replica) +
-                           evaluator_.after_pipeline_time({candidate.pc}, {candidate.times});
+    candidate.standalone = evaluator_.estimate_pipeline(candidate.times, per_replica);
+    if (best.size() == keep && candidate.standalone >= best.back().standalone) continue;  // as in combine()
+    candidate.standalone += evaluator_.after_pipeline_time({candidate.pc}, {candidate.times});
     auto at = std::upper_bound(best.begin(), best.end(), candidate.standalone,
                                [](double t, const ClassCandidate& c) { return t < c.standalone; });
     best.insert(at, std::move(candidate));
@@ -279,9 +288,14 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   return best;
 }
 
+bool Search::would_keep(const std::vector<Combination>& best, double estimate) const {
+  const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
+  return best.size() < limit || estimate < best.back().estimate;
+}
+
 void Search::keep(std::vector<Combination>& best, Combination c) const {
   const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
-  if (best.size() == limit && c.estimate >= best.back().estimate) return;
+  if (!would_keep(best, c.estimate)) return;
   auto at = std::upper_bound(best.begin(), best.end(), c.estimate,
                              [](double t, const Combination& x) { return t < x.estimate; });
   best.insert(at, std::move(c));
@@ -320,6 +334,9 @@ void Search::combine(int micro_batch, int micro_batches,
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
               c.estimate = std::max(c.estimate, evaluator_.estimate_pipeline(times[b], c.split[b].most()));
+            // What follows the pipelines only adds: a combination already behind the last kept is
+            // not kept, and its gradient sums (the costliest part of an estimate) need not be worked out.
+            if (!would_keep(best, c.estimate)) return true;
             c.estimate += evaluator_.after_pipeline_time(classes, times);
             keep(best, std::move(c));
           }
@@ -406,7 +423,14 @@ SearchResult Search::run() {
   };
   std::vector<std::vector<ClassCandidate>> found(sizes.size() * blocks);
   std::vector<Tally> tallies(sizes.size() * blocks);
-  parallel_for(found.size(), [&](size_t i) {
+  // The sets of the most groups take longest (more orderings and degrees): started first, so that no
+  // core finishes early while the last of them still runs on another.
+  std::vector<size_t> largest_first(found.size());
+  std::iota(largest_first.begin(), largest_first.end(), size_t{0});
+  std::stable_sort(largest_first.begin(), largest_first.end(),
+                   [&](size_t a, size_t b) { return std::popcount(a % blocks + 1) > std::popcount(b % blocks + 1); });
+  parallel_for(found.size(), [&](size_t k) {
+    const size_t i = largest_first[k];
     const int b = sizes[i / blocks];
     found[i] = best_classes(block_of(i % blocks), b, static_cast<int>(model_.global_batch / b), tallies[i]);
   });
@@ -498,6 +522,53 @@ std::string fit_quality(const CalibrationFit& fit) {
   return text;
 }
 
+// The plans of a search without the distributed optimizer and of one with it, merged: the fastest
+// first (of equal ones, the one without), the stats of both, the explanation of the search whose plan
+// won and one line for the other. Where neither fits, the search with it names the binding
+// constraint: it had the more memory.
+SearchResult merge_optimizer_choice(SearchResult without, SearchResult with, int top) {
+  auto best = [](const SearchResult& r) {
+    return r.plans.empty() ? std::numeric_limits<double>::infinity() : r.plans.front().prediction.step_time_s;
+  };
+  const double best_without = best(without), best_with = best(with);
+  const bool chosen = best_with < best_without;
+  SearchResult merged = std::move(chosen ? with : without);
+  const SearchResult& other = chosen ? without : with;
+  merged.plans.insert(merged.plans.end(), other.plans.begin(), other.plans.end());
+  // A plan whose every layer has one replica has nothing to shard: both searches find it, identical
+  // but for the flag. It is kept once, without.
+  const auto flag_only = [](const Plan& sharded, const Plan& plain) {
+    if (!sharded.distributed_optimizer || plain.distributed_optimizer) return false;
+    nlohmann::json a = to_json(sharded), b = to_json(plain);
+    a.erase("distributed_optimizer");
+    b.erase("distributed_optimizer");
+    return a == b;
+  };
+  std::vector<Plan> distinct;
+  for (const Plan& p : merged.plans)
+    if (std::ranges::none_of(merged.plans, [&](const Plan& q) { return flag_only(p, q); })) distinct.push_back(p);
+  merged.plans = std::move(distinct);
+  std::stable_sort(merged.plans.begin(), merged.plans.end(), [&](const Plan& a, const Plan& b) {
+    if (a.prediction.step_time_s != b.prediction.step_time_s)
+      return a.prediction.step_time_s < b.prediction.step_time_s;
+    return !a.distributed_optimizer && b.distributed_optimizer;
+  });
+  if (merged.plans.size() > static_cast<size_t>(top)) merged.plans.resize(static_cast<size_t>(top));
+  add_counts(merged.stats, other.stats);
+  if (merged.plans.empty())
+    merged.infeasible = with.infeasible.starts_with("memory: ")
+                            ? with.infeasible + ", even with the distributed optimizer sharding AdamW's moments"
+                            : with.infeasible;
+  auto best_text = [&](double t) { return std::isinf(t) ? std::string("nothing fits") : seconds_text(t); };
+  merged.explanation.push_back(std::string("distributed optimizer: ") +
+                               (merged.plans.empty() ? "nothing fits with it or without it"
+                                : chosen ? "chosen: its best plan takes " + best_text(best_with) + ", without it " +
+                                               best_text(best_without) + " (the lines above are the search with it)"
+                                         : "not chosen: with it the best plan takes " + best_text(best_with) +
+                                               ", without it " + best_text(best_without)));
+  return merged;
+}
+
 }  // namespace
 
 SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options) {
@@ -511,7 +582,20 @@ SearchResult search_plans(const Cluster& cluster, const Model& model, const Sear
   }
   std::vector<CalibrationFit> fits;
   const Cluster calibrated = calibrate_cluster(cluster, &fits);
-  SearchResult result = Search(calibrated, model, effective).run();
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  if (effective.choose_distributed_optimizer && !effective.gradients.distributed_optimizer) {
+    // The two searches at once: each alone leaves cores idle while its largest sets of groups finish.
+    SearchOptions sharded = effective;
+    sharded.gradients.distributed_optimizer = true;
+    std::future<SearchResult> with =
+        std::async(std::launch::async, [&] { return Search(calibrated, model, sharded).run(); });
+    SearchResult without = Search(calibrated, model, effective).run();
+    result = merge_optimizer_choice(std::move(without), with.get(), effective.top);
+    result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    result = Search(calibrated, model, effective).run();
+  }
   result.calibration = fits;
   for (const CalibrationFit& fit : fits) {
     char value[32];

@@ -153,7 +153,7 @@ TEST(Search, ExplainsWhenTheModelCannotFit) {
 // replicas fit where without it only a deeper pipeline does: four 50 GiB devices hold a 7B model's
 // state as a 4-stage pipeline (4.5 bytes of 18 per parameter each) but not as 2 replicas of 2 stages
 // (9 each), which fit with the moments sharded (7 each).
-TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
+Cluster four_devices_of_52_gib() {
   json cluster = test::two_type_cluster();
   cluster["device_types"] = json::array({cluster["device_types"][0]});
   cluster["device_types"][0]["memory_gib"] = 52;
@@ -161,14 +161,18 @@ TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
   cluster["device_direct_rdma"] = json::array({json::array({"A", "A"})});
   cluster["nodes"][0]["devices_per_node"] = 4;
   cluster["nodes"][0]["nics_per_node"] = 4;
-  const Cluster c = parse_cluster(cluster);
+  return parse_cluster(cluster);
+}
+
+TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
+  const Cluster c = four_devices_of_52_gib();
   const Model model = parse_model(test::model_7b());
   auto most_replicas = [](const SearchResult& result) {
     int most = 0;
     for (const Plan& plan : result.plans) most = std::max(most, plan.replica_count());
     return most;
   };
-  const SearchResult plain = search_plans(c, model, {.top = 8});
+  const SearchResult plain = search_plans(c, model, {.top = 8, .choose_distributed_optimizer = false});
   const SearchResult sharded = search_plans(c, model, {.top = 8, .gradients = {.distributed_optimizer = true}});
   ASSERT_FALSE(plain.plans.empty()) << plain.infeasible;
   ASSERT_FALSE(sharded.plans.empty()) << sharded.infeasible;
@@ -181,6 +185,42 @@ TEST(Search, TheDistributedOptimizerLetsMoreReplicasFit) {
       for (const PlanStage& stage : pipeline.stages) EXPECT_LE(stage.memory_bytes, stage.capacity_bytes);
   // The plan file keeps it, so h2 train turns it on.
   EXPECT_TRUE(plan_from_json(to_json(sharded.plans.front())).distributed_optimizer);
+}
+
+// By default the search plans with the distributed optimizer and without it and keeps the faster plans:
+// its best is the better of the two searches' best, it says which it took, and where the two tie (one
+// replica per layer: nothing to shard) it keeps the plan without.
+TEST(Search, ChoosesTheDistributedOptimizerPerPlan) {
+  const Model model = parse_model(test::model_7b());
+  json single_json = test::two_type_cluster();
+  single_json["nodes"].erase(1);
+  for (const Cluster& cluster : {parse_cluster(test::two_type_cluster()), parse_cluster(single_json)}) {
+    const SearchResult without = search_plans(cluster, model, {.choose_distributed_optimizer = false});
+    const SearchResult with = search_plans(cluster, model, {.gradients = {.distributed_optimizer = true}});
+    const SearchResult chosen = search_plans(cluster, model);
+    ASSERT_FALSE(without.plans.empty()) << without.infeasible;
+    ASSERT_FALSE(with.plans.empty()) << with.infeasible;
+    ASSERT_EQ(chosen.plans.size(), 3u);
+    const double w = without.plans[0].prediction.step_time_s, d = with.plans[0].prediction.step_time_s;
+    EXPECT_EQ(chosen.plans[0].prediction.step_time_s, std::min(w, d));
+    EXPECT_EQ(chosen.plans[0].distributed_optimizer, d < w);
+    for (size_t i = 1; i < chosen.plans.size(); ++i)
+      EXPECT_LE(chosen.plans[i - 1].prediction.step_time_s, chosen.plans[i].prediction.step_time_s);
+    EXPECT_EQ(chosen.stats.layouts, without.stats.layouts + with.stats.layouts);
+    EXPECT_THAT(chosen.explanation.back(),
+                testing::StartsWith(d < w ? "distributed optimizer: chosen" : "distributed optimizer: not chosen"));
+  }
+  // Four 52 GiB devices: a 7B model's state fits 2 replicas only with the moments sharded (the case of
+  // TheDistributedOptimizerLetsMoreReplicasFit), and a one-replica plan gains nothing from it.
+  const SearchResult chosen = search_plans(four_devices_of_52_gib(), model, {.top = 20});
+  int single_replica = 0;
+  for (const Plan& plan : chosen.plans) {
+    if (plan.replica_count() > 1) continue;
+    ++single_replica;
+    EXPECT_FALSE(plan.distributed_optimizer) << "a tie keeps the plan without it";
+  }
+  EXPECT_GT(single_replica, 0);
+  EXPECT_TRUE(std::ranges::any_of(chosen.plans, [](const Plan& plan) { return plan.distributed_optimizer; }));
 }
 
 TEST(Search, ExplainsABatchNoMicroBatchSizeDivides) {

@@ -252,11 +252,19 @@ TEST_F(TrainTest, DistributedOptimizerShardsAdamWOverReplicasAndTrainsTheSameMod
                               (dir_ / "model.json").string() + " --plan " + (dir_ / "zero-plan.json").string() +
                               " --out " + (dir_ / "zero-planned").string() + " --steps 1");
   ASSERT_EQ(planned.exit_code, 0) << planned.output;
-  EXPECT_NE(planned.output.find("counts on the distributed optimizer: training with it"), std::string::npos)
+  EXPECT_NE(planned.output.find("was made for the distributed optimizer: training with it"), std::string::npos)
       << planned.output;
   std::ifstream planned_summary(dir_ / "zero-planned" / "summary.json");
   EXPECT_EQ(nlohmann::json::parse(planned_summary).at("ranks")[0].at("optimizer_state_bytes"),
             sharded[0].at("ranks")[0].at("optimizer_state_bytes"));
+  // ... and --no-distributed-optimizer refuses it by name rather than run a plan whose memory may need it.
+  const auto refused =
+      run_h2("train --no-distributed-optimizer --cluster " + (dir_ / "cluster.json").string() + " --model " +
+             (dir_ / "model.json").string() + " --plan " + (dir_ / "zero-plan.json").string() + " --out " +
+             (dir_ / "zero-refused").string() + " --steps 1");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("was made for the distributed optimizer"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("--no-distributed-optimizer"), std::string::npos) << refused.output;
 
   // A sharded run's checkpoint resumes unsharded under another plan, and an unsharded one sharded.
   const std::string sharded_step2 = (dir_ / "zero-sharded" / "checkpoints" / "step-000002").string();

@@ -39,6 +39,15 @@ heteroauto::GradientSettings gradient_settings(bool distributed_optimizer, const
           .overlap = overlap_grad_reduce == "on"};
 }
 
+void add_distributed_optimizer_flags(CLI::App& command, bool& always, bool& never, const std::string& always_help) {
+  CLI::Option* on = command.add_flag("--distributed-optimizer", always, always_help);
+  command
+      .add_flag("--no-distributed-optimizer", never,
+                "Never shard AdamW's moments over the replicas; without either flag HeteroAuto plans with and "
+                "without the distributed optimizer and keeps whichever plan is faster")
+      ->excludes(on);
+}
+
 void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
   CLI::App* command = app.add_subcommand("plan", "Plan a model's layout on a heterogeneous cluster (HeteroAuto)");
   command->add_option("--cluster", options.cluster, "Cluster description (JSON)")->required()->check(CLI::ExistingFile);
@@ -49,9 +58,9 @@ void add_plan_command(CLI::App& app, PlanOptions& options, int& exit_code) {
                    "Largest tensor-parallel degree to consider (as h2 train --max-tp); 0, the default: any the model "
                    "and the node groups allow")
       ->check(CLI::Range(0, 64));
-  command->add_flag("--distributed-optimizer", options.distributed_optimizer,
-                    "Plan for AdamW's moments sharded over each layer's replicas (h2 train --distributed-optimizer), "
-                    "so that plans that only fit with it are found");
+  add_distributed_optimizer_flags(*command, options.distributed_optimizer, options.no_distributed_optimizer,
+                                  "Plan every layout for AdamW's moments sharded over each layer's replicas (h2 train "
+                                  "--distributed-optimizer)");
   command
       ->add_option("--grad-comm-dtype", options.grad_comm_dtype,
                    "Plan for gradients travelling between replicas in this dtype (as h2 train --grad-comm-dtype)")
@@ -79,7 +88,8 @@ int run_plan(const PlanOptions& options) {
         .top = options.top,
         .max_tp = options.max_tp,
         .gradients =
-            gradient_settings(options.distributed_optimizer, options.grad_comm_dtype, options.overlap_grad_reduce)};
+            gradient_settings(options.distributed_optimizer, options.grad_comm_dtype, options.overlap_grad_reduce),
+        .choose_distributed_optimizer = !options.no_distributed_optimizer};
     result = heteroauto::search_plans(cluster, model, search);
     for (const Plan& plan : result.plans) heteroauto::check_plan_invariants(plan, cluster);
     // -o is for h2 train --plan: the best plan, as h2 train itself would take.

@@ -25,7 +25,8 @@ std::string plan_summary(const Plan& plan) {
     }
     shape += "]";
   }
-  return shape + ", micro-batch " + std::to_string(plan.micro_batch_size);
+  return shape + ", micro-batch " + std::to_string(plan.micro_batch_size) +
+         (plan.distributed_optimizer ? ", distributed optimizer" : "");
 }
 
 void print_plan(const Plan& plan, std::ostream& out) {
@@ -51,16 +52,21 @@ void print_plan(const Plan& plan, std::ostream& out) {
   }
   const auto& e = plan.prediction;
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
-      << (e.weight_gather_s > 0 ? " + exposed gradient reduce-scatter " : " + exposed data-parallel allreduce ")
+      << (plan.distributed_optimizer ? " + exposed gradient reduce-scatter " : " + exposed data-parallel allreduce ")
       << format_duration(e.exposed_allreduce_s) << " of " << format_duration(e.dp_allreduce_s)
       << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string())
-      << (e.weight_gather_s > 0 ? " + gathering the updated weights " + format_duration(e.weight_gather_s)
-                                : std::string())
+      << (plan.distributed_optimizer ? " + gathering the updated weights " + format_duration(e.weight_gather_s)
+                                     : std::string())
       << ")\n"
       << "  throughput     " << format_rate(e.tokens_per_s, "tokens/s") << ", MFU " << format_fixed(e.mfu * 100, 1, "%")
       << "\n"
       << "  bubble         " << format_fixed(e.bubble_fraction * 100, 1, "%") << " of the pipeline phase\n"
       << "  devices        " << e.devices_used << " of " << e.devices_total << " used\n"
+      << "  optimizer      "
+      << (plan.distributed_optimizer ? "distributed: AdamW's state and update sharded over each layer's replicas, "
+                                       "the updated weights gathered after the step"
+                                     : "replicated: every replica keeps AdamW's state and updates every weight")
+      << "\n"
       << "  bottleneck     " << e.bottleneck << "\n";
   std::string basis;
   for (const auto& [type, how] : e.cost_basis) basis += (basis.empty() ? "" : ", ") + type + ": " + how;

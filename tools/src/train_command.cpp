@@ -74,6 +74,10 @@ heteroauto::Plan read_plan(const std::string& path, const heteroauto::Cluster& c
     throw heteroauto::DescriptionError("plan " + path + " was made for another model than --model " + options.model +
                                        " (" + differences + ")");
   }
+  if (plan.distributed_optimizer && options.no_distributed_optimizer)
+    throw heteroauto::DescriptionError("plan " + path +
+                                       " was made for the distributed optimizer (\"distributed_optimizer\": true), "
+                                       "which --no-distributed-optimizer turns off; plan again with that flag");
   return plan;
 }
 
@@ -369,7 +373,8 @@ int run_driver(const TrainCommandOptions& options) {
                                  {.top = 1,
                                   .max_tp = options.max_tp,
                                   .gradients = gradient_settings(options.distributed_optimizer, options.grad_comm_dtype,
-                                                                 options.overlap_grad_reduce)});
+                                                                 options.overlap_grad_reduce),
+                                  .choose_distributed_optimizer = !options.no_distributed_optimizer});
     if (found.plans.empty()) throw heteroauto::DescriptionError("nothing fits: " + found.infeasible);
     plan = found.plans.front();
     heteroauto::check_plan_invariants(plan, cluster);
@@ -403,7 +408,7 @@ int run_driver(const TrainCommandOptions& options) {
   job.cluster = cluster_path;
   job.plan = plan_path;
   if (plan.distributed_optimizer && !options.distributed_optimizer) {
-    std::cout << "The plan's memory counts on the distributed optimizer: training with it.\n";
+    std::cout << "The plan was made for the distributed optimizer: training with it.\n";
     job.distributed_optimizer = true;
   }
   const std::string job_path = (fs::path(options.out) / "job.json").string();
@@ -493,10 +498,10 @@ void add_train_command(CLI::App& app, TrainCommandOptions& options, int& exit_co
                    "What gradients travel in between replicas; f16 and bf16 halve the bytes and sum in f32")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
-  command->add_flag("--distributed-optimizer", options.distributed_optimizer,
-                    "Shard AdamW's moments and the update of the f32 master weights over the replicas that hold each "
-                    "layer (ZeRO-1): the gradients are reduce-scattered, each rank updates its share, the masters "
-                    "are gathered back");
+  add_distributed_optimizer_flags(
+      *command, options.distributed_optimizer, options.no_distributed_optimizer,
+      "Shard AdamW's moments and the update of the f32 master weights over the replicas that hold each layer "
+      "(ZeRO-1): the gradients are reduce-scattered, each rank updates its share, the masters are gathered back");
   add_plugin_option_flag(command, options.plugin_options);
   command->add_flag("--worker", options.worker,
                     "Run as one rank of a job started by another launcher (srun, mpirun, h2 launch); needs --plan");

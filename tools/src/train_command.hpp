@@ -35,7 +35,8 @@ struct TrainCommandOptions {
   std::string overlap_grad_reduce = "on";  // sum gradients while the last backward pass runs
   uint64_t grad_bucket_bytes = uint64_t{1} << 20;
   std::string grad_comm_dtype = "f32";
-  bool distributed_optimizer = false;  // ZeRO-1: AdamW state sharded over each layer's replicas
+  bool distributed_optimizer = false;     // ZeRO-1: AdamW state sharded over each layer's replicas
+  bool no_distributed_optimizer = false;  // never; by default HeteroAuto's plan says which
   bool worker = false;
   std::string job;                          // --job FILE: one rank of the job h2 train's driver wrote there (job.json)
   std::vector<std::string> plugin_options;  // --plugin-option PLUGIN:KEY=VALUE, passed on to every rank

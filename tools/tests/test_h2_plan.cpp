@@ -130,11 +130,12 @@ TEST(H2Plan, SaysWhatCalibrationFitted) {
               HasSubstr("device type 'gpu': calibrated_from: no run of small depends on its profile's fixed share"));
 }
 
-// h2 train runs: -o writes the best plan, whatever its degrees.
+// h2 train runs: -o writes the best plan, whatever its degrees. (Without the distributed optimizer
+// the best plan of this case holds a layer at two degrees; with it, chosen by default, it does not.)
 TEST(H2Plan, TheWrittenPlanIsTheBestOneAsymmetricDegreesIncluded) {
   const fs::path out = scratch("best.json");
-  const std::string args =
-      " --top 5 --cluster " + example("clusters/hexiscale-like.json") + " --model " + example("models/dense-30b.json");
+  const std::string args = " --top 5 --no-distributed-optimizer --cluster " + example("clusters/hexiscale-like.json") +
+                           " --model " + example("models/dense-30b.json");
   auto r = run_h2("plan -o " + out.string() + args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("Wrote the best plan to " + out.string()));
@@ -158,6 +159,23 @@ TEST(H2Plan, TheWrittenPlanIsTheBestOneAsymmetricDegreesIncluded) {
 }
 
 // --max-tp bounds every stage's tensor-parallel degree.
+// Without either flag the plan is chosen with and without the distributed optimizer, and says which.
+TEST(H2Plan, SaysWhetherThePlanUsesTheDistributedOptimizer) {
+  const std::string args = " --top 1 --explain --cluster " + example("clusters/h2-1024.json") + " --model " +
+                           example("models/dense-30b.json");
+  auto chosen = run_h2("plan" + args);
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.output;
+  EXPECT_THAT(chosen.output, HasSubstr("distributed optimizer: chosen: its best plan takes"));
+  EXPECT_THAT(chosen.output, HasSubstr("micro-batch 1, distributed optimizer\n"));
+  EXPECT_THAT(chosen.output, HasSubstr("optimizer      distributed: "));
+  EXPECT_THAT(chosen.output, HasSubstr("gathering the updated weights"));
+  auto never = run_h2("plan --no-distributed-optimizer" + args);
+  ASSERT_EQ(never.exit_code, 0) << never.output;
+  EXPECT_THAT(never.output, Not(HasSubstr("distributed optimizer: ")));
+  EXPECT_THAT(never.output, HasSubstr("optimizer      replicated: "));
+  EXPECT_THAT(never.output, Not(HasSubstr("gathering the updated weights")));
+}
+
 TEST(H2Plan, MaxTpBoundsTheTensorParallelDegree) {
   for (int max_tp : {1, 2}) {
     SCOPED_TRACE(max_tp);
@@ -196,6 +214,10 @@ TEST(H2Plan, BadInputIsNamed) {
                     " --top 0");
   EXPECT_NE(top.exit_code, 0);
   EXPECT_THAT(top.output, HasSubstr("--top"));
+  auto both = run_h2("plan --cluster " + example("clusters/local.json") + " --model " +
+                     example("models/dense-7b.json") + " --distributed-optimizer --no-distributed-optimizer");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.output, HasSubstr("--no-distributed-optimizer"));
   fs::remove_all(broken.parent_path());
 }
 

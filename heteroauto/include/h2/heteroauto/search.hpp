@@ -13,7 +13,8 @@
 // recomputation per stage (partition.hpp). Classes are pruned with a lower bound that needs no
 // partition (the layers spread continuously over the stages' speeds). Micro-batches are
 // water-filled over the replicas (never zero). The best estimates are re-ranked with the 1F1B
-// event simulator, and the best few have their layer split refined on simulated step time.
+// event simulator, and the best few have their layer split refined on simulated step time. All of
+// it runs once without the distributed optimizer and once with it, unless the options fix which.
 #pragma once
 
 #include <string>
@@ -37,9 +38,15 @@ struct SearchOptions {
   bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
   int max_tp = 0;     // > 0: no tensor-parallel degree above it
   // What HeteroPP will do with the gradients. With distributed_optimizer (--distributed-optimizer),
-  // AdamW's moments are sharded over each layer's replicas, so plans that only fit with it are found
-  // (their plan says so, and h2 train turns it on).
+  // every plan shards AdamW's moments over each layer's replicas, so plans that only fit with it are
+  // found (their plan says so, and h2 train turns it on).
   GradientSettings gradients;
+  // Where gradients.distributed_optimizer is off: also plan with it on, and keep whichever plans are
+  // faster. It trades memory (the moments sharded: deeper stages, fewer recomputed layers, more
+  // replicas fit) and half the gradient traffic against gathering the updated weights after every
+  // step, which nothing hides; which wins depends on the layout, so it is a per-plan choice
+  // (--no-distributed-optimizer turns the choice off). The search runs once for each setting.
+  bool choose_distributed_optimizer = true;
 };
 
 struct SearchStats {
