@@ -386,7 +386,21 @@ double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classe
 
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
                                          const std::vector<PipelineTimes>& times) const {
+  return exposed_allreduce_time(classes, times, gradient_sum_times(classes));
+}
+
+double Evaluator::after_pipeline_time(const std::vector<PartitionedClass>& classes,
+                                      const std::vector<PipelineTimes>& times) const {
   const std::vector<std::vector<double>> sums = gradient_sum_times(classes);
+  // With f32 sums the gather's allreduces are the sums' (halved the same way): its time is theirs.
+  const bool same_width = cost_.gradients().comm_bytes == 4;
+  const double gather = cost_.distributed_optimizer() && same_width ? slowest(sums) : weight_gather_time(classes);
+  return exposed_allreduce_time(classes, times, sums) + optimizer_time(classes) + gather;
+}
+
+double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
+                                         const std::vector<PipelineTimes>& times,
+                                         const std::vector<std::vector<double>>& sums) const {
   double exposed = 0;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const PipelineTimes& t = times[ci];

@@ -132,13 +132,16 @@ class Evaluator {
   // passes and transfers of the stages before it. `times`: per class, its pipeline's times.
   double exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
                                 const std::vector<PipelineTimes>& times) const;
+  // The same for given gradient_sum_times.
+  double exposed_allreduce_time(const std::vector<PartitionedClass>& classes, const std::vector<PipelineTimes>& times,
+                                const std::vector<std::vector<double>>& sums) const;
   // The slowest stage's optimizer step, after the allreduce (zero without measured profiles).
   double optimizer_time(const std::vector<PartitionedClass>& classes) const;
   // Everything after the last backward: the exposed sums, the optimizer, then the weights' gather.
+  // The search's costliest estimate: the data-parallel allreduces are worked out once for the sums
+  // and the gather where both move values of one width.
   double after_pipeline_time(const std::vector<PartitionedClass>& classes,
-                             const std::vector<PipelineTimes>& times) const {
-    return exposed_allreduce_time(classes, times) + optimizer_time(classes) + weight_gather_time(classes);
-  }
+                             const std::vector<PipelineTimes>& times) const;
   // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
   double dp_allreduce_lower_bound(const ClassLayout& layout) const;
   // Sum of one pipeline's stage-to-stage transfer times (one direction), without a partition.
