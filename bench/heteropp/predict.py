@@ -16,6 +16,9 @@ speed: two devices of 2 GiB, one of 128 MiB, one of 112 MiB) and gpt-tiny:
   - local, tensor-parallel: the 2 GiB group's two devices with 20 MiB usable each and a global batch
     of 4, planned with --max-tp 2, so that every layer is cut over both devices (Megatron-LM's
     layout), which checks the cost model's tensor-parallel terms;
+  - local, distributed optimizer: the 2 GiB group's two devices (one per core) as two replicas with
+    --distributed-optimizer and --max-tp 1, which checks the reduce-scatter of the gradients and
+    the gather of the updated weights after the optimizer step;
   - homogeneous parts: the 2 GiB devices alone and the two small devices alone (which hold the model
     only together), each part pinned to one of the machine's cores (taskset), against the whole
     cluster on both cores: the heterogeneous job's tokens/s against the sum of its parts'.
@@ -67,7 +70,8 @@ def train(args, env, work, name, cluster, cpus=None, model=None, extra=()):
         plan = json.load(f)
     summary["plan"] = " + ".join(
         f"{len(p['replicas'])} x [{' '.join(stage_text(s) for s in p['stages'])}]"
-        for p in plan["pipelines"]) + f", micro-batch {plan['micro_batch_size']}"
+        for p in plan["pipelines"]) + f", micro-batch {plan['micro_batch_size']}" + (
+        ", distributed optimizer" if plan.get("distributed_optimizer") else "")
     summary["scenario"] = name
     summary["compute_drift"] = compute_drift(plan, os.path.join(out_dir, "trace.json"))
     return summary
@@ -116,6 +120,9 @@ def main():
     parser.add_argument("--main-job-runs", type=int, default=5,
                         help="consecutive runs of the main job (the 'local' scenario; goal: every one within 10%%)")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--only", action="append", metavar="SCENARIO",
+                        help="run only this prediction scenario (repeatable; by name, e.g. 'local, tensor-parallel'), "
+                             "and not the comparison with the homogeneous parts")
     args = parser.parse_args()
     env = dict(os.environ, H2_PLUGIN_PATH=args.plugin_path)
     with open(args.cluster) as f:
@@ -144,8 +151,20 @@ def main():
         small_batch = json.load(f)
     small_batch["global_batch"] = 4
 
+    # The distributed optimizer: the 2 GiB group's two devices at full size as two replicas.
+    replicas = copy.deepcopy(local)
+    replicas["nodes"] = replicas["nodes"][:1]
+    replicas["device_types"] = [t for t in replicas["device_types"] if t["name"] == replicas["nodes"][0]["device_type"]]
+
     scenarios = [("local", local, None, ()), ("local, tight memory", tight, None, ()),
-                 ("local, tensor-parallel", tensor_parallel, small_batch, ("--max-tp", "2"))]
+                 ("local, tensor-parallel", tensor_parallel, small_batch, ("--max-tp", "2")),
+                 ("local, distributed optimizer", replicas, None, ("--distributed-optimizer", "--max-tp", "1"))]
+    if args.only:
+        unknown = set(args.only) - {name for name, *_ in scenarios}
+        if unknown:
+            parser.error(f"--only: no scenario {', '.join(sorted(unknown))}; there are: "
+                         + "; ".join(name for name, *_ in scenarios))
+        scenarios = [s for s in scenarios if s[0] in args.only]
     failed = False
     results = []
     with tempfile.TemporaryDirectory(prefix="h2-bench-heteropp-") as work:
@@ -171,8 +190,9 @@ def main():
                   f"{100 * s['error']:>+7.1f}% {100 * s['uncertainty']:>9.1f}% {s['compute_drift']:>21.2f}x")
         main_job = [s for s in results if s["scenario"] == "local"]
         within = sum(1 for s in main_job if abs(s["error"]) <= 0.1)
-        print(f"  main job (local): {within} of {len(main_job)} consecutive runs within 10% of the prediction "
-              f"(goal: all of {args.main_job_runs}: {'met' if within == args.main_job_runs else 'NOT met'})")
+        if any(name == "local" for name, *_ in scenarios):
+            print(f"  main job (local): {within} of {len(main_job)} consecutive runs within 10% of the prediction "
+                  f"(goal: all of {args.main_job_runs}: {'met' if within == args.main_job_runs else 'NOT met'})")
         for name, *_ in scenarios:
             errors = [abs(s["error"]) for s in results if s["scenario"] == name]
             if errors:
@@ -184,7 +204,7 @@ def main():
         # The whole cluster on both cores against its parts, each alone on one core: the 2 GiB devices,
         # and the small devices (which hold the model only together).
         parts = []
-        for i, groups in enumerate([local["nodes"][:1], local["nodes"][1:]]):
+        for i, groups in enumerate([] if args.only else [local["nodes"][:1], local["nodes"][1:]]):
             part = copy.deepcopy(local)
             part["nodes"] = groups
             part["name"] = f"{local['name']}-" + "+".join(g["name"] for g in groups)
@@ -193,8 +213,8 @@ def main():
             failed |= s is None
             if s:
                 parts.append(s)
-        whole = train(args, env, work, "whole", local, cpus=f"0-{min(1, os.cpu_count() - 1)}")
-        failed |= whole is None
+        whole = None if args.only else train(args, env, work, "whole", local, cpus=f"0-{min(1, os.cpu_count() - 1)}")
+        failed |= whole is None and not args.only
         if whole and len(parts) == 2:
             total = sum(p["tokens_per_s"] for p in parts)
             print("\nThe heterogeneous cluster against the sum of its homogeneous parts (tokens/s)")
