@@ -69,6 +69,9 @@ MeasuredProfile parse_measured_profile(const nlohmann::json& j, const std::strin
   p.embedding = parse_measured_times(r, "embedding", false);
   p.head = parse_measured_times(r, "head", false);
   p.optimizer_ns_per_parameter = r.number("optimizer_ns_per_parameter", 0, 0, 1e9);
+  p.update_ns_per_parameter = r.number("update_ns_per_parameter", 0, 0, 1e9);
+  if (p.update_ns_per_parameter > p.optimizer_ns_per_parameter)
+    r.fail("update_ns_per_parameter", "must not exceed optimizer_ns_per_parameter, of which it is a part");
   p.fixed_share = r.number("fixed_share", 0, 0, 0.95);
   p.spread = r.number("spread", 0, 0, 1e6);
   p.repeats = static_cast<int>(r.optional_integer("repeats", 0, 0, 1 << 20));

@@ -96,6 +96,37 @@ TEST(CostModelTest, MeasuredProfileInterpolatesAndAddsEmbeddingHeadAndOptimizer)
   EXPECT_EQ(cost.optimizer_time(on_slow), 0);
 }
 
+// The distributed optimizer runs the norm and AdamW on 1/replicas of a stage's parameters, the zeroing
+// of the gradients on all of them; a profile that does not say how much of its optimizer time is the
+// update is charged whole.
+TEST(CostModelTest, TheDistributedOptimizerUpdatesOnlyItsShare) {
+  auto c = test::two_type_cluster();
+  c["device_types"][0]["measured"]["small"] = {
+      {"layer", {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}}}},
+      {"optimizer_ns_per_parameter", 2},
+      {"update_ns_per_parameter", 1.5}};
+  const Cluster cluster = parse_cluster(c);
+  const Model model = parse_model(test::small_model());
+  const CostModel plain(cluster, model), sharded(cluster, model, {.distributed_optimizer = true});
+  StageSpec stage{&cluster.nodes[0], 1, 2, false, false, Recompute::none};
+  stage.replicas = 4;
+  const double parameters = plain.device_parameters(stage);
+  EXPECT_DOUBLE_EQ(plain.optimizer_time(stage), parameters * 2e-9);
+  EXPECT_DOUBLE_EQ(sharded.optimizer_time(stage), parameters * (0.5 + 1.5 / 4) * 1e-9);
+  stage.replicas = 1;
+  EXPECT_DOUBLE_EQ(sharded.optimizer_time(stage), parameters * 2e-9);
+
+  c["device_types"][0]["measured"]["small"].erase("update_ns_per_parameter");
+  const Cluster unsaid = parse_cluster(c);
+  stage.nodes = &unsaid.nodes[0];
+  stage.replicas = 4;
+  EXPECT_DOUBLE_EQ(CostModel(unsaid, model, {.distributed_optimizer = true}).optimizer_time(stage), parameters * 2e-9);
+
+  c["device_types"][0]["measured"]["small"]["update_ns_per_parameter"] = 3;
+  EXPECT_THAT([&] { parse_cluster(c); }, testing::ThrowsMessage<DescriptionError>(
+                                             testing::HasSubstr("must not exceed optimizer_ns_per_parameter")));
+}
+
 // Points measured at a tensor-parallel degree are one rank's time with its communication: a stage of
 // that degree takes them as they are (tensor parallelism on small layers is far from 1 / tp); a stage
 // of a degree without points takes the degree-1 points cut, plus the allreduces the model charges.

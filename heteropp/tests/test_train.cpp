@@ -587,6 +587,10 @@ TEST_F(TrainTest, ProfileWritesMeasuredProfiles) {
     }
   }
   EXPECT_GT(measured.at("optimizer_ns_per_parameter").get<double>(), 0);
+  // Of it the norm and AdamW, which the distributed optimizer runs on its share only.
+  EXPECT_GT(measured.at("update_ns_per_parameter").get<double>(), 0);
+  EXPECT_LE(measured.at("update_ns_per_parameter").get<double>(),
+            measured.at("optimizer_ns_per_parameter").get<double>());
   // The repeats' spread and the times' uncertainty, with the repeats they come from.
   EXPECT_GE(measured.at("spread").get<double>(), 0);
   EXPECT_GE(measured.at("uncertainty").get<double>(), 0);

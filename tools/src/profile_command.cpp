@@ -161,7 +161,9 @@ int run_driver(const ProfileOptions& options) {
                   ", or its devices disagree): a prediction made from it means no more. Measure on an otherwise "
                   "idle machine, or with more --iterations.\n";
     optimizer_line += (optimizer_line.empty() ? "" : ", ") + name + " " +
-                      format_fixed(profile["optimizer_ns_per_parameter"].get<double>(), 2, " ns");
+                      format_fixed(profile["optimizer_ns_per_parameter"].get<double>(), 2, " ns") +
+                      " (norm and AdamW " + format_fixed(profile["update_ns_per_parameter"].get<double>(), 2, " ns") +
+                      ")";
   }
   if (options.json) {
     std::cout << nlohmann::json({{"model", model.name}, {"measured", measured}}).dump(2) << "\n";

@@ -69,6 +69,9 @@ struct MeasuredProfile {
   double fixed_share = 0;
   // Once per step, per parameter: zeroing the gradients, their norm and the AdamW update.
   double optimizer_ns_per_parameter = 0;
+  // Of it, the norm and the update: what the distributed optimizer does for 1/n of the parameters
+  // only (the zeroing stays whole). 0: not measured apart, and then charged whole.
+  double update_ns_per_parameter = 0;
   // How far the measurement's repeats lay apart (h2 profile: the layer's interquartile range over its
   // median, or between the type's devices): a prediction from it means no more than that. 0: not said.
   double spread = 0;

@@ -34,8 +34,9 @@ struct ProfileTurns {
 };
 
 // {"device": label, "layer": [{"micro_batch", "forward_ms", "backward_ms"}...], "embedding": [...],
-// "head": [...], "optimizer_ns_per_parameter": x, "spread": s, "repeats": n, "standard_error": e}, e the
-// widest relative standard error of the layer's mean time over the sizes.
+// "head": [...], "optimizer_ns_per_parameter": x, "update_ns_per_parameter": u, "spread": s,
+// "repeats": n, "standard_error": e}: x the optimizer's whole step per parameter, u its norm and
+// AdamW alone, e the widest relative standard error of the layer's mean time over the sizes.
 nlohmann::json profile_device(const heteroauto::Model& model, const Device& device, Stream& stream,
                               const ProfileSettings& settings, const ProfileTurns& turns = {});
 
