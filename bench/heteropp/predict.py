@@ -183,10 +183,10 @@ def main():
 
         print("\nHeteroAuto's predicted step time against HeteroPP's measured one (h2 train --profile: each run "
               "profiles, then trains)")
-        print(f"  {'scenario':<24} {'plan':<72} {'predicted':>10} {'measured':>10} {'error':>8} {'profile +-':>10} "
+        print(f"  {'scenario':<28} {'plan':<72} {'predicted':>10} {'measured':>10} {'error':>8} {'profile +-':>10} "
               f"{'train/profile compute':>22}")
         for s in results:
-            print(f"  {s['scenario']:<24} {s['plan']:<72} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
+            print(f"  {s['scenario']:<28} {s['plan']:<72} {s['predicted_step_s']:>9.3f}s {s['measured_step_s']:>9.3f}s "
                   f"{100 * s['error']:>+7.1f}% {100 * s['uncertainty']:>9.1f}% {s['compute_drift']:>21.2f}x")
         main_job = [s for s in results if s["scenario"] == "local"]
         within = sum(1 for s in main_job if abs(s["error"]) <= 0.1)

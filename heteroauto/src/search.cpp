@@ -522,8 +522,28 @@ std::string fit_quality(const CalibrationFit& fit) {
   return text;
 }
 
+// Whether two plans run the same stages (groups, degrees, layers, recomputation) on the same devices
+// with the same micro-batches: all but the optimizer's setting and what follows from it.
+bool same_layout(const Plan& a, const Plan& b) {
+  if (a.micro_batch_size != b.micro_batch_size || a.pipelines.size() != b.pipelines.size()) return false;
+  for (size_t i = 0; i < a.pipelines.size(); ++i) {
+    const PlanPipeline &x = a.pipelines[i], &y = b.pipelines[i];
+    if (x.stages.size() != y.stages.size() || x.replicas.size() != y.replicas.size()) return false;
+    for (size_t k = 0; k < x.stages.size(); ++k) {
+      const PlanStage &s = x.stages[k], &t = y.stages[k];
+      if (s.node_group != t.node_group || s.tp != t.tp || s.first_layer != t.first_layer || s.layers != t.layers ||
+          s.recompute != t.recompute)
+        return false;
+    }
+    for (size_t r = 0; r < x.replicas.size(); ++r)
+      if (x.replicas[r].micro_batches != y.replicas[r].micro_batches || x.replicas[r].devices != y.replicas[r].devices)
+        return false;
+  }
+  return true;
+}
+
 // The plans of a search without the distributed optimizer and of one with it, merged: the fastest
-// first (of equal ones, the one without), the stats of both, the explanation of the search whose plan
+// first (of equal ones, the one without), each layout once, the stats of both, the explanation of the search whose plan
 // won and one line for the other. Where neither fits, the search with it names the binding
 // constraint: it had the more memory.
 SearchResult merge_optimizer_choice(SearchResult without, SearchResult with, int top) {
@@ -535,18 +555,16 @@ SearchResult merge_optimizer_choice(SearchResult without, SearchResult with, int
   SearchResult merged = std::move(chosen ? with : without);
   const SearchResult& other = chosen ? without : with;
   merged.plans.insert(merged.plans.end(), other.plans.begin(), other.plans.end());
-  // A plan whose every layer has one replica has nothing to shard: both searches find it, identical
-  // but for the flag. It is kept once, without.
-  const auto flag_only = [](const Plan& sharded, const Plan& plain) {
-    if (!sharded.distributed_optimizer || plain.distributed_optimizer) return false;
-    nlohmann::json a = to_json(sharded), b = to_json(plain);
-    a.erase("distributed_optimizer");
-    b.erase("distributed_optimizer");
-    return a == b;
+  // Both searches often find the same layout: it is listed once, with the faster setting (without
+  // it where they tie, as a layout of one replica per layer does: nothing to shard).
+  const auto beaten = [](const Plan& p, const Plan& q) {
+    return p.distributed_optimizer != q.distributed_optimizer && same_layout(p, q) &&
+           (q.prediction.step_time_s < p.prediction.step_time_s ||
+            (q.prediction.step_time_s == p.prediction.step_time_s && p.distributed_optimizer));
   };
   std::vector<Plan> distinct;
   for (const Plan& p : merged.plans)
-    if (std::ranges::none_of(merged.plans, [&](const Plan& q) { return flag_only(p, q); })) distinct.push_back(p);
+    if (std::ranges::none_of(merged.plans, [&](const Plan& q) { return beaten(p, q); })) distinct.push_back(p);
   merged.plans = std::move(distinct);
   std::stable_sort(merged.plans.begin(), merged.plans.end(), [&](const Plan& a, const Plan& b) {
     if (a.prediction.step_time_s != b.prediction.step_time_s)
@@ -555,9 +573,10 @@ SearchResult merge_optimizer_choice(SearchResult without, SearchResult with, int
   });
   if (merged.plans.size() > static_cast<size_t>(top)) merged.plans.resize(static_cast<size_t>(top));
   add_counts(merged.stats, other.stats);
+  merged.stats.searches = 2;
   if (merged.plans.empty())
     merged.infeasible = with.infeasible.starts_with("memory: ")
-                            ? with.infeasible + ", even with the distributed optimizer sharding AdamW's moments"
+                            ? with.infeasible + " (also planned with the distributed optimizer)"
                             : with.infeasible;
   auto best_text = [&](double t) { return std::isinf(t) ? std::string("nothing fits") : seconds_text(t); };
   merged.explanation.push_back(std::string("distributed optimizer: ") +
@@ -588,8 +607,13 @@ SearchResult search_plans(const Cluster& cluster, const Model& model, const Sear
     // The two searches at once: each alone leaves cores idle while its largest sets of groups finish.
     SearchOptions sharded = effective;
     sharded.gradients.distributed_optimizer = true;
-    std::future<SearchResult> with =
-        std::async(std::launch::async, [&] { return Search(calibrated, model, sharded).run(); });
+    const auto search_with = [&] { return Search(calibrated, model, sharded).run(); };
+    std::future<SearchResult> with;
+    try {
+      with = std::async(std::launch::async, search_with);
+    } catch (const std::system_error&) {
+      with = std::async(std::launch::deferred, search_with);  // no thread to be had: one after the other
+    }
     SearchResult without = Search(calibrated, model, effective).run();
     result = merge_optimizer_choice(std::move(without), with.get(), effective.top);
     result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

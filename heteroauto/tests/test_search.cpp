@@ -8,6 +8,7 @@
 #include <functional>
 #include <queue>
 #include <random>
+#include <set>
 
 #include "fixtures.hpp"
 #include "h2/heteroauto/layout.hpp"
@@ -207,6 +208,20 @@ TEST(Search, ChoosesTheDistributedOptimizerPerPlan) {
     for (size_t i = 1; i < chosen.plans.size(); ++i)
       EXPECT_LE(chosen.plans[i - 1].prediction.step_time_s, chosen.plans[i].prediction.step_time_s);
     EXPECT_EQ(chosen.stats.layouts, without.stats.layouts + with.stats.layouts);
+    EXPECT_EQ(chosen.stats.searches, 2);
+    // Each layout once: the stages, their layers and the replicas' devices and micro-batches differ.
+    std::set<std::string> layouts;
+    for (const Plan& plan : chosen.plans) {
+      json layout = to_json(plan)["pipelines"];
+      for (json& pipeline : layout) {
+        pipeline.erase("transfer_ms");
+        pipeline.erase("bubble_fraction");
+        for (json& stage : pipeline["stages"])
+          for (const char* timed : {"forward_ms", "backward_ms", "memory_gib", "capacity_gib"}) stage.erase(timed);
+        for (json& replica : pipeline["replicas"]) replica.erase("pipeline_time_s");
+      }
+      EXPECT_TRUE(layouts.insert(layout.dump() + std::to_string(plan.micro_batch_size)).second) << layout.dump();
+    }
     EXPECT_THAT(chosen.explanation.back(),
                 testing::StartsWith(d < w ? "distributed optimizer: chosen" : "distributed optimizer: not chosen"));
   }

@@ -27,6 +27,7 @@ nlohmann::json stats_json(const heteroauto::SearchStats& s) {
           {"combinations", s.combinations},
           {"simulated", s.simulated},
           {"groups", s.groups},
+          {"searches", s.searches},
           {"seconds", s.seconds}};
 }
 
@@ -119,7 +120,8 @@ int run_plan(const PlanOptions& options) {
       for (const std::string& line : result.explanation) std::cout << "  " << line << "\n";
     }
     const auto& s = result.stats;
-    std::cout << "Searched " << s.layouts << " layouts over " << s.groups << " node groups in "
+    std::cout << "Searched " << s.layouts << " layouts over " << s.groups << " node groups"
+              << (s.searches == 2 ? ", with and without the distributed optimizer," : "") << " in "
               << format_duration(s.seconds) << ": " << s.pruned << " pruned by the bound, " << s.partitioned
               << " partitioned, " << s.combinations << " combinations, " << s.simulated << " simulated\n";
     for (size_t i = 0; i < result.plans.size(); ++i) {

@@ -51,21 +51,22 @@ void print_plan(const Plan& plan, std::ostream& out) {
     table.print(out, 4);
   }
   const auto& e = plan.prediction;
+  // With one replica of everything the distributed optimizer has nothing to shard or gather.
+  const bool sharded = plan.distributed_optimizer && plan.replica_count() > 1;
   out << "  step time      " << format_duration(e.step_time_s) << " (pipeline " << format_duration(e.pipeline_time_s)
-      << (plan.distributed_optimizer ? " + exposed gradient reduce-scatter " : " + exposed data-parallel allreduce ")
+      << (sharded ? " + exposed gradient reduce-scatter " : " + exposed data-parallel allreduce ")
       << format_duration(e.exposed_allreduce_s) << " of " << format_duration(e.dp_allreduce_s)
       << (e.optimizer_s > 0 ? " + optimizer " + format_duration(e.optimizer_s) : std::string())
-      << (plan.distributed_optimizer ? " + gathering the updated weights " + format_duration(e.weight_gather_s)
-                                     : std::string())
-      << ")\n"
+      << (sharded ? " + gathering the updated weights " + format_duration(e.weight_gather_s) : std::string()) << ")\n"
       << "  throughput     " << format_rate(e.tokens_per_s, "tokens/s") << ", MFU " << format_fixed(e.mfu * 100, 1, "%")
       << "\n"
       << "  bubble         " << format_fixed(e.bubble_fraction * 100, 1, "%") << " of the pipeline phase\n"
       << "  devices        " << e.devices_used << " of " << e.devices_total << " used\n"
       << "  optimizer      "
-      << (plan.distributed_optimizer ? "distributed: AdamW's state and update sharded over each layer's replicas, "
-                                       "the updated weights gathered after the step"
-                                     : "replicated: every replica keeps AdamW's state and updates every weight")
+      << (sharded                      ? "distributed: AdamW's state and update sharded over each layer's replicas, "
+                                         "the updated weights gathered after the step"
+          : plan.distributed_optimizer ? "distributed, with one replica: nothing to shard"
+                                       : "replicated: every replica keeps AdamW's state and updates every weight")
       << "\n"
       << "  bottleneck     " << e.bottleneck << "\n";
   std::string basis;

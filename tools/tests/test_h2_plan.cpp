@@ -158,7 +158,6 @@ TEST(H2Plan, TheWrittenPlanIsTheBestOneAsymmetricDegreesIncluded) {
   fs::remove_all(out.parent_path());
 }
 
-// --max-tp bounds every stage's tensor-parallel degree.
 // Without either flag the plan is chosen with and without the distributed optimizer, and says which.
 TEST(H2Plan, SaysWhetherThePlanUsesTheDistributedOptimizer) {
   const std::string args = " --top 1 --explain --cluster " + example("clusters/h2-1024.json") + " --model " +
@@ -176,6 +175,7 @@ TEST(H2Plan, SaysWhetherThePlanUsesTheDistributedOptimizer) {
   EXPECT_THAT(never.output, Not(HasSubstr("gathering the updated weights")));
 }
 
+// --max-tp bounds every stage's tensor-parallel degree.
 TEST(H2Plan, MaxTpBoundsTheTensorParallelDegree) {
   for (int max_tp : {1, 2}) {
     SCOPED_TRACE(max_tp);

@@ -57,6 +57,7 @@ struct SearchStats {
   long combinations = 0;  // multi-class combinations water-filled
   long simulated = 0;     // plans simulated
   int groups = 0;         // canonical node groups
+  int searches = 1;       // 2: the counts are of a search with the distributed optimizer and one without
   double seconds = 0;
 };
 
