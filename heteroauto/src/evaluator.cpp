@@ -422,10 +422,16 @@ double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& cl
 double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) const {
   // Every device steps at once: those on a shared host share its cores.
   const double shared_slowdown = std::max(1.0, shared_host_load(classes));
+  // Every class's pipeline holds every layer, and the distributed optimizer shards a layer over all
+  // of its holders: the replicas of every class.
+  int holders = 0;
+  for (const PartitionedClass& c : classes) holders += c.layout.replicas;
   double slowest = 0;
   for (const PartitionedClass& c : classes)
-    for (const StageSpec& stage : c.stages)
+    for (StageSpec stage : c.stages) {
+      stage.replicas = holders;
       slowest = std::max(slowest, cost_.optimizer_time(stage) * (stage.nodes->on_shared_host ? shared_slowdown : 1));
+    }
   return slowest;
 }
 

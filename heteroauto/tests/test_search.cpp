@@ -247,6 +247,31 @@ TEST(Search, ExplainsABatchNoMicroBatchSizeDivides) {
   EXPECT_THAT(result.infeasible, testing::StartsWith("batch: the global batch 7"));
 }
 
+// Every class's pipeline holds every layer, so the distributed optimizer shards each layer's update
+// over the replicas of all classes: two classes of one replica each halve it.
+TEST(Search, TheDistributedOptimizerShardsTheUpdateOverEveryClass) {
+  json description = test::two_type_cluster();
+  for (json& type : description["device_types"])
+    type["measured"]["small"] = {{"layer", {{{"micro_batch", 1}, {"forward_ms", 10}, {"backward_ms", 20}}}},
+                                 {"optimizer_ns_per_parameter", 2},
+                                 {"update_ns_per_parameter", 1.5}};
+  const CanonicalCluster canonical = canonicalize(parse_cluster(description));
+  const Model model = parse_model(test::small_model());
+  const Evaluator plain(canonical, model);
+  const Evaluator sharded(canonical, model, Schedule::one_f_one_b, {.distributed_optimizer = true});
+  auto whole_model_on = [&](int group) {
+    PartitionedClass c{{{{group, 1, 1}}, 1}, {}};
+    c.stages = plain.stage_specs(c.layout);
+    c.stages[0].layers = model.layers;
+    return c;
+  };
+  const PartitionedClass a = whole_model_on(0), b = whole_model_on(1);
+  const double parameters = plain.cost().device_parameters(a.stages[0]);
+  EXPECT_DOUBLE_EQ(plain.optimizer_time({a, b}), parameters * 2e-9);
+  EXPECT_DOUBLE_EQ(sharded.optimizer_time({a}), parameters * 2e-9);  // one holder: nothing to shard
+  EXPECT_DOUBLE_EQ(sharded.optimizer_time({a, b}), parameters * (0.5 + 1.5 / 2) * 1e-9);
+}
+
 TEST(Search, WaterFillingGivesFasterReplicasMoreMicroBatchesAndNeverZero) {
   const CanonicalCluster canonical = canonicalize(parse_cluster(test::two_type_cluster()));
   const Model model = parse_model(test::small_model());
