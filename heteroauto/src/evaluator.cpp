@@ -389,13 +389,17 @@ double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& cl
   return exposed_allreduce_time(classes, times, gradient_sum_times(classes));
 }
 
+double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes,
+                                     const std::vector<std::vector<double>>& sums) const {
+  // With f32 sums the gather's allreduces are the sums' (halved the same way): its time is theirs.
+  if (cost_.distributed_optimizer() && cost_.gradients().comm_bytes == 4) return slowest(sums);
+  return weight_gather_time(classes);
+}
+
 double Evaluator::after_pipeline_time(const std::vector<PartitionedClass>& classes,
                                       const std::vector<PipelineTimes>& times) const {
   const std::vector<std::vector<double>> sums = gradient_sum_times(classes);
-  // With f32 sums the gather's allreduces are the sums' (halved the same way): its time is theirs.
-  const bool same_width = cost_.gradients().comm_bytes == 4;
-  const double gather = cost_.distributed_optimizer() && same_width ? slowest(sums) : weight_gather_time(classes);
-  return exposed_allreduce_time(classes, times, sums) + optimizer_time(classes) + gather;
+  return exposed_allreduce_time(classes, times, sums) + optimizer_time(classes) + weight_gather_time(classes, sums);
 }
 
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
@@ -594,10 +598,11 @@ Plan Evaluator::build_plan(const std::vector<PartitionedClass>& classes, const s
   }
 
   PlanPrediction& prediction = plan.prediction;
-  prediction.dp_allreduce_s = dp_allreduce_time(classes);
-  prediction.exposed_allreduce_s = exposed_allreduce_time(classes, class_times);
+  const std::vector<std::vector<double>> sums = gradient_sum_times(classes);
+  prediction.dp_allreduce_s = heteroauto::slowest(sums);  // the function, not the local of that name
+  prediction.exposed_allreduce_s = exposed_allreduce_time(classes, class_times, sums);
   prediction.optimizer_s = optimizer_time(classes);
-  prediction.weight_gather_s = weight_gather_time(classes);
+  prediction.weight_gather_s = weight_gather_time(classes, sums);
   prediction.step_time_s =
       prediction.pipeline_time_s + prediction.exposed_allreduce_s + prediction.optimizer_s + prediction.weight_gather_s;
   prediction.tokens_per_s = static_cast<double>(model.global_batch) * model.seq_len / prediction.step_time_s;

@@ -138,6 +138,7 @@ class Search {
   // kept stays first.
   void keep(std::vector<Combination>& best, Combination c) const;
   bool would_keep(const std::vector<Combination>& best, double estimate) const;
+  size_t kept() const;  // how many estimates keep() keeps
   Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
               Tally& tally) const;
 
@@ -288,18 +289,20 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   return best;
 }
 
+size_t Search::kept() const {
+  return static_cast<size_t>(std::max(options_.simulate, options_.top));
+}
+
 bool Search::would_keep(const std::vector<Combination>& best, double estimate) const {
-  const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
-  return best.size() < limit || estimate < best.back().estimate;
+  return best.size() < kept() || estimate < best.back().estimate;
 }
 
 void Search::keep(std::vector<Combination>& best, Combination c) const {
-  const size_t limit = static_cast<size_t>(std::max(options_.simulate, options_.top));
   if (!would_keep(best, c.estimate)) return;
   auto at = std::upper_bound(best.begin(), best.end(), c.estimate,
                              [](double t, const Combination& x) { return t < x.estimate; });
   best.insert(at, std::move(c));
-  if (best.size() > limit) best.pop_back();
+  if (best.size() > kept()) best.pop_back();
 }
 
 void Search::combine(int micro_batch, int micro_batches,

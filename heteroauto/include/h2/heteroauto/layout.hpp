@@ -126,6 +126,9 @@ class Evaluator {
   // after the optimizer step (ShardedAdamW), half an allreduce of 4-byte values, which nothing hides;
   // the slowest stage's. 0 without it.
   double weight_gather_time(const std::vector<PartitionedClass>& classes) const;
+  // The same, given gradient_sum_times (the gather's allreduces are the sums' where both move f32).
+  double weight_gather_time(const std::vector<PartitionedClass>& classes,
+                            const std::vector<std::vector<double>>& sums) const;
   // What of the gradient sums the pipeline does not hide, after its end: stage k's sum starts when
   // its last backward pass does when sums overlap it (then its last layer's share stays exposed),
   // else when the pass ends, which for k > 0 is earlier than the pipeline's end by the backward
@@ -138,8 +141,7 @@ class Evaluator {
   // The slowest stage's optimizer step, after the allreduce (zero without measured profiles).
   double optimizer_time(const std::vector<PartitionedClass>& classes) const;
   // Everything after the last backward: the exposed sums, the optimizer, then the weights' gather.
-  // The search's costliest estimate: the data-parallel allreduces are worked out once for the sums
-  // and the gather where both move values of one width.
+  // The search's costliest estimate: the data-parallel allreduces are worked out once.
   double after_pipeline_time(const std::vector<PartitionedClass>& classes,
                              const std::vector<PipelineTimes>& times) const;
   // A bound no partition of the class (alone) beats: some stage holds at least ceil(L / p) layers.
