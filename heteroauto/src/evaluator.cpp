@@ -381,7 +381,8 @@ double Evaluator::dp_allreduce_time(const std::vector<PartitionedClass>& classes
 
 double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes) const {
   if (!cost_.distributed_optimizer()) return 0;
-  return slowest(dp_allreduce_times(classes, 4)) / 2;
+  // The weights travel in the model's dtype: a 16-bit model's holders round their slices first.
+  return slowest(dp_allreduce_times(classes, cost_.model().dtype_bytes())) / 2;
 }
 
 double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& classes,
@@ -391,8 +392,9 @@ double Evaluator::exposed_allreduce_time(const std::vector<PartitionedClass>& cl
 
 double Evaluator::weight_gather_time(const std::vector<PartitionedClass>& classes,
                                      const std::vector<std::vector<double>>& sums) const {
-  // With f32 sums the gather's allreduces are the sums' (halved the same way): its time is theirs.
-  if (cost_.distributed_optimizer() && cost_.gradients().comm_bytes == 4) return slowest(sums);
+  // Where the sums move the weights' dtype the gather's allreduces are theirs (halved the same way).
+  if (cost_.distributed_optimizer() && cost_.gradients().comm_bytes == cost_.model().dtype_bytes())
+    return slowest(sums);
   return weight_gather_time(classes);
 }
 

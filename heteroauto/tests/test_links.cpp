@@ -368,9 +368,10 @@ TEST(Links, SixteenBitGradientsAndOverlapShortenTheExposedSum) {
 }
 
 // The distributed optimizer (ZeRO-1, ShardedAdamW) reduce-scatters the gradients, half an allreduce's
-// traffic, and after the optimizer step gathers the updated f32 weights back whole, the other half at
-// 4 bytes a value, which no backward pass hides: with 16-bit gradients the gather carries twice the
-// bytes of the sum (its latencies once).
+// traffic, and after the optimizer step gathers the updated weights back whole, the other half, which
+// no backward pass hides. The weights travel in the model's dtype (each holder rounds its slice of a
+// bf16 model before the gather): with 16-bit gradients the gather carries the sum's bytes, with f32
+// gradients half of them (their latencies once).
 TEST(Links, TheDistributedOptimizerGathersItsWeightsAfterTheStep) {
   const ClassLayout layout{{{0, 1, 2}}, 8};
   Planner plain(consumer_cluster(), {.comm_bytes = 2, .overlap = false});
@@ -379,11 +380,14 @@ TEST(Links, TheDistributedOptimizerGathersItsWeightsAfterTheStep) {
   const std::vector<PipelineTimes> times{plain.evaluator.pipeline_times(c, 1)};
   const std::vector<std::vector<double>> sums = plain.evaluator.dp_allreduce_times({c});
   const double slowest = std::max(sums[0][0], sums[0][1]);
-  // At 4 bytes a value: twice the bytes of the 16-bit sums, their latencies once.
-  const std::vector<std::vector<double>> f32 = plain.evaluator.dp_allreduce_times({c}, 4);
-  const double gather = std::max(f32[0][0], f32[0][1]) / 2;
-  EXPECT_GT(gather, 0.9 * slowest);
-  EXPECT_LT(gather, slowest);
+  const double gather = slowest / 2;
+  Planner sharded_f32_sums(consumer_cluster(), {.distributed_optimizer = true, .comm_bytes = 4, .overlap = false});
+  const PartitionedClass f = sharded_f32_sums.partitioned(layout);
+  const std::vector<std::vector<double>> f32 = sharded_f32_sums.evaluator.dp_allreduce_times({f});
+  const double f32_sum = std::max(f32[0][0], f32[0][1]) / 2;
+  EXPECT_DOUBLE_EQ(sharded_f32_sums.evaluator.weight_gather_time({f}), gather);
+  EXPECT_GT(gather, 0.5 * f32_sum);
+  EXPECT_LT(gather, 0.55 * f32_sum);
   EXPECT_DOUBLE_EQ(plain.evaluator.weight_gather_time({c}), 0);
   EXPECT_DOUBLE_EQ(sharded.evaluator.dp_allreduce_time({d}), slowest / 2);
   EXPECT_DOUBLE_EQ(sharded.evaluator.exposed_allreduce_time({d}, times),

@@ -1,5 +1,7 @@
 #include "sharded_adamw.hpp"
 
+#include <algorithm>
+
 #include "h2/ops.hpp"
 
 namespace h2::heteropp {
@@ -19,6 +21,7 @@ ShardedAdamW::ShardedAdamW(GptStage& model, GradientSync& sync, Stream& stream, 
                                  slice.length, DType::f32);
       master_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
       ops::copy(stream_, packed.slice(0, slice.begin, slice.begin + slice.size), master_.back());
+      gather_layouts_.push_back(gather_layout(slice));
     }
     exp_avg_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
     exp_avg_sq_.push_back(Tensor::empty(stream_, {slice.size}, DType::f32));
@@ -46,13 +49,70 @@ Tensor ShardedAdamW::weight(size_t parameter) const {
   return p.master.defined() ? p.master : p.value;
 }
 
+ShardedAdamW::GatherLayout ShardedAdamW::gather_layout(const GradientSync::Slice& slice) const {
+  GatherLayout layout;
+  const int64_t members = slice.length / slice.size;
+  layout.runs.resize(static_cast<size_t>(members));
+  std::vector<int64_t> narrow(static_cast<size_t>(members), 0), wide(narrow);
+  // The parts lie one after another in the packed order; each member's range cuts them into runs.
+  int64_t start = 0;
+  for (const GradientSync::Part& part : slice.parts) {
+    // Read from the parameter's value: the 16-bit weights' masters may be released already.
+    const Tensor& value = model_.parameters()[part.parameter].value;
+    const int64_t end = start + part.of(value).numel();
+    const bool is_wide = value.dtype() == DType::f32;
+    for (int64_t m = start / slice.size; m < members && m * slice.size < end; ++m) {
+      const int64_t from = std::max(start, m * slice.size), to = std::min(end, (m + 1) * slice.size);
+      int64_t& count = (is_wide ? wide : narrow)[static_cast<size_t>(m)];
+      layout.runs[static_cast<size_t>(m)].push_back({from - m * slice.size, to - from, count, is_wide});
+      count += to - from;
+    }
+    start = end;
+  }
+  layout.narrow = *std::max_element(narrow.begin(), narrow.end());
+  layout.wide = *std::max_element(wide.begin(), wide.end());
+  return layout;
+}
+
+void ShardedAdamW::gather_sixteen_bit(size_t k, const Tensor& masters, const std::vector<WeightedView>& weights) {
+  const GradientSync::Slice& slice = sync_.slices()[k];
+  const GatherLayout& layout = gather_layouts_[k];
+  const int64_t members = slice.length / slice.size, me = slice.begin / slice.size;
+  const DType narrow_dtype = model_.config().dtype;
+  // This member's chunk of each kind: its masters rounded into 16 bits, or as they are.
+  const Tensor mine[2] = {Tensor::empty(stream_, {std::max<int64_t>(layout.narrow, 1)}, narrow_dtype),
+                          Tensor::empty(stream_, {std::max<int64_t>(layout.wide, 1)}, DType::f32)};
+  for (const GatherLayout::Run& run : layout.runs[static_cast<size_t>(me)])
+    ops::copy(stream_, masters.slice(0, run.offset, run.offset + run.elements),
+              mine[run.wide].slice(0, run.at, run.at + run.elements));
+  const int64_t chunk[2] = {layout.narrow, layout.wide};
+  Tensor all[2];
+  for (int kind = 0; kind < 2; ++kind) {
+    if (chunk[kind] == 0) continue;  // the same on every member: none of them gathers
+    all[kind] = Tensor::empty(stream_, {members * chunk[kind]}, mine[kind].dtype());
+    const Timeline::Clock::time_point start = Timeline::Clock::now();
+    slice.comm->allgather(stream_, mine[kind].slice(0, 0, chunk[kind]), all[kind]);
+    timeline_.add(
+        "allgather weights", "comm", start, Timeline::Clock::now(),
+        {{"elements", members * chunk[kind]}, {"bytes", members * chunk[kind] * dtype_size(all[kind].dtype())}});
+  }
+  // Every member's runs back into the packed order (exact: 16-bit values widen without rounding), then
+  // into the weights, where the 16-bit ones take those values unchanged.
+  const Tensor packed = Tensor::empty(stream_, {slice.length}, DType::f32);
+  for (int64_t m = 0; m < members; ++m)
+    for (const GatherLayout::Run& run : layout.runs[static_cast<size_t>(m)]) {
+      const int64_t from = m * chunk[run.wide] + run.at, to = m * slice.size + run.offset;
+      ops::copy(stream_, all[run.wide].slice(0, from, from + run.elements), packed.slice(0, to, to + run.elements));
+    }
+  unpack(stream_, packed, tensors_of(weights));
+}
+
 void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
   for (size_t k = 0; k < sync_.slices().size(); ++k) {
     const GradientSync::Slice& slice = sync_.slices()[k];
     const std::vector<WeightedView> weights = views(slice, [&](size_t i) { return weight(i); });
     // An f32 model's masters are its weights: this rank's slice of them, packed.
-    const Tensor packed = keeps_masters_ ? Tensor::empty(stream_, {slice.length}, DType::f32)
-                                         : pack(stream_, weights, slice.length, DType::f32);
+    const Tensor packed = keeps_masters_ ? Tensor() : pack(stream_, weights, slice.length, DType::f32);
     const Tensor masters = keeps_masters_ ? master_[k] : packed.slice(0, slice.begin, slice.begin + slice.size);
     // One call per weight-decay class, over the slice's stretches of that class.
     for (bool decay : {false, true}) {
@@ -68,12 +128,17 @@ void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
       if (params.empty()) continue;
       ops::adamw(stream_, params, grads, m, v, copies, settings_.options(lr, decay, grad_scale, step));
     }
-    // Every member's updated masters, gathered whole, into the weights (16-bit ones rounded once).
-    const Tensor updated = keeps_masters_ ? masters : Tensor::empty(stream_, {slice.size}, DType::f32);
-    if (!keeps_masters_) ops::copy(stream_, masters, updated);  // the gather's input is not its output
+    // Every member's updated masters, gathered whole, into the weights.
+    if (keeps_masters_) {
+      gather_sixteen_bit(k, masters, weights);
+      continue;
+    }
+    const Tensor updated = Tensor::empty(stream_, {slice.size}, DType::f32);
+    ops::copy(stream_, masters, updated);  // the gather's input is not its output
     const Timeline::Clock::time_point start = Timeline::Clock::now();
     slice.comm->allgather(stream_, updated, packed);
-    timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(), {{"elements", slice.length}});
+    timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(),
+                  {{"elements", slice.length}, {"bytes", slice.length * dtype_size(DType::f32)}});
     unpack(stream_, packed, tensors_of(weights));
   }
 }

@@ -3,8 +3,10 @@
 // per replica, whatever their tensor-parallel degrees), and this optimizer keeps, for the slice
 // alone, AdamW's two moments and, for a 16-bit model, the f32 masters: 1/n of what AdamW would keep.
 // A step updates the slice, then the group gathers the whole weights back (every rank needs them for
-// its forward pass): into the f32 weights, or rounded into the 16-bit ones, whose whole f32 masters
-// no rank keeps any more (Parameter::master is undefined there). An f32 model's weights are their
+// its forward pass): into the f32 weights, or, for a 16-bit model, as 16-bit weights, each rank
+// rounding its own slice before the gather (Megatron's: half the bytes of gathering f32 masters, and
+// the same weights, rounded from the same f32 values); no rank keeps a 16-bit weight's whole f32
+// master any more (Parameter::master is undefined there). An f32 model's weights are their
 // own masters: the slice is packed from them for the update. Parameters whose layers one rank holds alone stay
 // with AdamW.
 #pragma once
@@ -56,6 +58,23 @@ class ShardedAdamW {
   // Where the gathered masters go: the f32 weight, or the 16-bit one (rounded).
   Tensor weight(size_t parameter) const;
 
+  // How a 16-bit model's slice travels in the gather: per member of the group, its stretches of the
+  // slice that belong to 16-bit weights (narrow) and to f32 ones (wide: the norms' weights, carried
+  // exactly in a small f32 gather of their own), each at `at` in the member's chunk of its kind;
+  // every member's chunk is as long as the longest member's.
+  struct GatherLayout {
+    struct Run {
+      int64_t offset = 0, elements = 0;  // within the member's [begin, begin + size)
+      int64_t at = 0;                    // within the member's chunk of its kind
+      bool wide = false;
+    };
+    std::vector<std::vector<Run>> runs;  // by member (index begin / size)
+    int64_t narrow = 0, wide = 0;        // chunk elements per member
+  };
+  GatherLayout gather_layout(const GradientSync::Slice& slice) const;
+  // Gathers slice k's updated masters into the weights (`weights`: the slice's views of them).
+  void gather_sixteen_bit(size_t k, const Tensor& masters, const std::vector<WeightedView>& weights);
+
   GptStage& model_;
   GradientSync& sync_;
   Stream& stream_;
@@ -63,6 +82,7 @@ class ShardedAdamW {
   AdamWSettings settings_;
   bool keeps_masters_;                                 // a 16-bit model's f32 masters live here
   std::vector<Tensor> master_, exp_avg_, exp_avg_sq_;  // per slice, f32 [slice.size] (master_: if kept)
+  std::vector<GatherLayout> gather_layouts_;           // per slice, where masters are kept
 };
 
 }  // namespace h2::heteropp

@@ -74,6 +74,20 @@ class TrainTest : public ::testing::Test {
     return steps_done;
   }
 
+  // The bytes per element of the run's gathers of updated weights (the distributed optimizer's), from its trace.
+  static double weight_gather_bytes_per_element(const std::string& name) {
+    std::ifstream file(dir_ / name / "trace.json");
+    const nlohmann::json trace = nlohmann::json::parse(file);
+    double bytes = 0, elements = 0;
+    for (const nlohmann::json& e : trace.at("traceEvents"))
+      if (e.at("name") == "allgather weights") {
+        bytes += e.at("args").at("bytes").get<double>();
+        elements += e.at("args").at("elements").get<double>();
+      }
+    EXPECT_GT(elements, 0) << name << " gathered no weights";
+    return elements > 0 ? bytes / elements : 0;
+  }
+
   // Each step's loss.
   static std::vector<double> train(const std::string& name, const std::vector<ClassSpec>& classes,
                                    const std::string& extra = "") {
@@ -239,6 +253,19 @@ TEST_F(TrainTest, DistributedOptimizerShardsAdamWOverReplicasAndTrainsTheSameMod
     const double share = sharded16[i].at("ranks")[0].at("optimizer_state_bytes");
     EXPECT_NEAR(share, whole / 2, 0.1 * whole / 2) << "bf16: masters and moments halve";
   }
+  // Each rank rounds its own updated slice into bf16 before the gather: half the bytes of gathering
+  // f32 (only the norms' f32 weights travel as f32), the same weights.
+  EXPECT_NEAR(weight_gather_bytes_per_element("zero-sharded-bf16"), 2.0, 0.1);
+  EXPECT_EQ(weight_gather_bytes_per_element("zero-sharded"), 4.0);
+  // Also where replicas cut a layer with different degrees (strided pieces in the slices).
+  const std::vector<nlohmann::json> asymmetric16 = train_metrics("asymmetric-bf16", kAsymmetric, "", "bf16");
+  const std::vector<nlohmann::json> sharded_asymmetric16 =
+      train_metrics("zero-asymmetric-bf16", kAsymmetric, "--distributed-optimizer", "bf16");
+  ASSERT_EQ(asymmetric16.size(), sharded_asymmetric16.size());
+  for (size_t i = 0; i < asymmetric16.size(); ++i)
+    EXPECT_NEAR(sharded_asymmetric16[i].at("loss").get<double>(), asymmetric16[i].at("loss").get<double>(),
+                1e-5 * asymmetric16[i].at("loss").get<double>())
+        << "bf16, degrees 1 and 2, step " << i + 1;
   expect_close(single, train("zero-pipeline", kPipeline, "--distributed-optimizer"), 0,
                "3 uneven stages x 2 replicas, distributed optimizer");
   expect_close(single, train("zero-asymmetric", kAsymmetric, "--distributed-optimizer"), 0,

@@ -122,11 +122,13 @@ class Evaluator {
   std::vector<std::vector<double>> gradient_sum_times(const std::vector<PartitionedClass>& classes) const;
   // The slowest of them.
   double dp_allreduce_time(const std::vector<PartitionedClass>& classes) const;
-  // With the distributed optimizer: each stage's replicas gather their updated f32 weights back whole
-  // after the optimizer step (ShardedAdamW), half an allreduce of 4-byte values, which nothing hides;
-  // the slowest stage's. 0 without it.
+  // With the distributed optimizer: each stage's replicas gather their updated weights back whole
+  // after the optimizer step (ShardedAdamW), half an allreduce of values of the model's dtype (a
+  // 16-bit model's holders round their slices first), which nothing hides; the slowest stage's. 0
+  // without it.
   double weight_gather_time(const std::vector<PartitionedClass>& classes) const;
-  // The same, given gradient_sum_times (the gather's allreduces are the sums' where both move f32).
+  // The same, given gradient_sum_times (the gather's allreduces are the sums' where both move values
+  // of one size).
   double weight_gather_time(const std::vector<PartitionedClass>& classes,
                             const std::vector<std::vector<double>>& sums) const;
   // What of the gradient sums the pipeline does not hide, after its end: stage k's sum starts when
