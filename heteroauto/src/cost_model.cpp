@@ -273,8 +273,8 @@ double CostModel::optimizer_time(const StageSpec& stage) const {
   if (profile == nullptr) return 0;
   // The distributed optimizer takes the norm and the update of 1/replicas of the parameters; the
   // zeroing of the gradients stays whole.
-  const double replicas = gradients_.distributed_optimizer ? std::max(1, stage.replicas) : 1;
-  const double saved = profile->update_ns_per_parameter * (1 - 1 / replicas);
+  const double shards = gradients_.distributed_optimizer ? stage.shards() : 1;
+  const double saved = profile->update_ns_per_parameter * (1 - 1 / shards);
   return device_parameters(stage) * (profile->optimizer_ns_per_parameter - saved) * 1e-9;
 }
 
@@ -291,11 +291,11 @@ double CostModel::device_parameters(const StageSpec& stage) const {
 }
 
 double CostModel::parameter_state_bytes(const StageSpec& stage) const {
-  // A distributed optimizer keeps 1 / replicas of AdamW's two f32 moments and of the f32 masters of
+  // A distributed optimizer keeps 1 / shards of AdamW's two f32 moments and of the f32 masters of
   // 16-bit weights (an f32 weight is its own master, which every replica needs).
   const double sharded = 8 + (model_.dtype_bytes() == 2 ? 4 : 0);
-  const double per_parameter = state_bytes_per_parameter(model_) - sharded +
-                               sharded / (gradients_.distributed_optimizer ? std::max(1, stage.replicas) : 1);
+  const double per_parameter =
+      state_bytes_per_parameter(model_) - sharded + sharded / (gradients_.distributed_optimizer ? stage.shards() : 1);
   return device_parameters(stage) * per_parameter;
 }
 

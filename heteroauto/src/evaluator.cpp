@@ -435,7 +435,7 @@ double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) c
   double slowest = 0;
   for (const PartitionedClass& c : classes)
     for (StageSpec stage : c.stages) {
-      stage.replicas = holders;
+      stage.holders = holders;
       slowest = std::max(slowest, cost_.optimizer_time(stage) * (stage.nodes->on_shared_host ? shared_slowdown : 1));
     }
   return slowest;

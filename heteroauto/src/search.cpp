@@ -139,6 +139,8 @@ class Search {
   void keep(std::vector<Combination>& best, Combination c) const;
   bool would_keep(const std::vector<Combination>& best, double estimate) const;
   size_t kept() const;  // how many estimates keep() keeps
+  void count_every_holder(std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
+                          int micro_batch, Evaluator::StepParts& best_parts, double& best_step, Tally& tally) const;
   Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
               Tally& tally) const;
 
@@ -349,6 +351,42 @@ void Search::combine(int micro_batch, int micro_batches,
       });
 }
 
+// A class is partitioned knowing only its own replicas, but the distributed optimizer shards each
+// layer over every class's (each class's pipeline holds every layer), which frees memory that
+// partition did not count: with the classes known, each stage's recomputation is chosen again, and
+// each class partitioned again, and whichever of the two (or the plan as it was) simulates fastest
+// is kept. Both only gain: with more shards every choice that fitted still fits.
+void Search::count_every_holder(std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
+                                int micro_batch, Evaluator::StepParts& best_parts, double& best_step,
+                                Tally& tally) const {
+  if (!evaluator_.cost().gradients().distributed_optimizer || classes.size() < 2) return;
+  int holders = 0;
+  for (const PartitionedClass& c : classes) holders += c.layout.replicas;
+  std::vector<PartitionedClass> rechosen = classes, repartitioned = classes;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const int p = static_cast<int>(classes[ci].stages.size()), in_flight = split[ci].most();
+    for (int k = 0; k < p; ++k) {
+      StageSpec& stage = rechosen[ci].stages[static_cast<size_t>(k)];
+      stage.holders = holders;
+      choose_recompute(evaluator_.cost(), stage, micro_batch, std::min(in_flight, p - k));  // fits: it did with fewer
+    }
+    const Partition partition = partition_layers(evaluator_.cost(), rechosen[ci].stages, micro_batch, in_flight);
+    repartitioned[ci].stages = partition.feasible ? partition.stages : rechosen[ci].stages;
+  }
+  const auto take_if_faster = [&](const std::vector<PartitionedClass>& candidate, double tolerance) {
+    Evaluator::StepParts parts = evaluator_.step_parts(candidate, split, micro_batch);
+    const double step = evaluator_.step_time(candidate, parts);
+    ++tally.stats.simulated;
+    if (step > best_step * tolerance) return;
+    best_step = step;
+    best_parts = std::move(parts);
+    classes = candidate;
+  };
+  // The re-chosen stages replace the plan's also at an equal step, so that its memory counts every holder.
+  take_if_faster(rechosen, 1 + 1e-9);
+  take_if_faster(repartitioned, 1 - 1e-9);
+}
+
 // The bottleneck partition minimises the slowest stage, not the simulated step, in which the fill
 // and the LM head's stage also count: move single layers between neighbouring stages while the
 // simulated step improves and memory still fits.
@@ -359,6 +397,7 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
   Evaluator::StepParts best_parts = evaluator_.step_parts(classes, split, micro_batch);
   double best_step = evaluator_.step_time(classes, best_parts);
   ++tally.stats.simulated;
+  count_every_holder(classes, split, micro_batch, best_parts, best_step, tally);
   for (int round = 0; round < 4 * model_.layers; ++round) {
     bool improved = false;
     for (size_t ci = 0; ci < classes.size() && !improved; ++ci) {

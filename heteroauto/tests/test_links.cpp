@@ -386,6 +386,8 @@ TEST(Links, TheDistributedOptimizerGathersItsWeightsAfterTheStep) {
   const std::vector<std::vector<double>> f32 = sharded_f32_sums.evaluator.dp_allreduce_times({f});
   const double f32_sum = std::max(f32[0][0], f32[0][1]) / 2;
   EXPECT_DOUBLE_EQ(sharded_f32_sums.evaluator.weight_gather_time({f}), gather);
+  EXPECT_DOUBLE_EQ(
+      sharded_f32_sums.evaluator.weight_gather_time({f}, sharded_f32_sums.evaluator.gradient_sum_times({f})), gather);
   EXPECT_GT(gather, 0.5 * f32_sum);
   EXPECT_LT(gather, 0.55 * f32_sum);
   EXPECT_DOUBLE_EQ(plain.evaluator.weight_gather_time({c}), 0);

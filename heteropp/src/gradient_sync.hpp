@@ -23,7 +23,8 @@
 // Sharded (GradientSyncOptions::shard_optimizer, ZeRO-1 / Megatron's distributed optimizer): a
 // bucket's parts are packed and reduce-scattered over its group instead of all-reduced, so that each
 // of the group's n ranks ends with the sums of 1/n of the bucket (its Slice); ShardedAdamW updates
-// that slice of the masters with moments for it alone and gathers the whole masters back. Every
+// that slice of the masters with moments for it alone and gathers the whole weights back (in the
+// model's dtype: a 16-bit model's ranks round their slices first). Every
 // element of every layer is then in exactly one rank's slice, across replicas of any degree.
 #pragma once
 

@@ -57,11 +57,11 @@ ShardedAdamW::GatherLayout ShardedAdamW::gather_layout(const GradientSync::Slice
   // The parts lie one after another in the packed order; each member's range cuts them into runs.
   int64_t start = 0;
   for (const GradientSync::Part& part : slice.parts) {
-    // Read from the parameter's value: the 16-bit weights' masters may be released already.
+    // The value's dtype is what travels (the master is f32 for every parameter).
     const Tensor& value = model_.parameters()[part.parameter].value;
     const int64_t end = start + part.of(value).numel();
     const bool is_wide = value.dtype() == DType::f32;
-    for (int64_t m = start / slice.size; m < members && m * slice.size < end; ++m) {
+    for (int64_t m = start / slice.size; m < members && m * slice.size < end && start < end; ++m) {
       const int64_t from = std::max(start, m * slice.size), to = std::min(end, (m + 1) * slice.size);
       int64_t& count = (is_wide ? wide : narrow)[static_cast<size_t>(m)];
       layout.runs[static_cast<size_t>(m)].push_back({from - m * slice.size, to - from, count, is_wide});

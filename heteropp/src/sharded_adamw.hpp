@@ -55,12 +55,13 @@ class ShardedAdamW {
  private:
   // The slice's parts, as views of one tensor per parameter.
   std::vector<WeightedView> views(const GradientSync::Slice& slice, const std::function<Tensor(size_t)>& tensor) const;
-  // Where the gathered masters go: the f32 weight, or the 16-bit one (rounded).
+  // Where the gathered weights go: the f32 weight, or the 16-bit one (rounded before the gather).
   Tensor weight(size_t parameter) const;
 
   // How a 16-bit model's slice travels in the gather: per member of the group, its stretches of the
-  // slice that belong to 16-bit weights (narrow) and to f32 ones (wide: the norms' weights, carried
-  // exactly in a small f32 gather of their own), each at `at` in the member's chunk of its kind;
+  // slice that belong to 16-bit weights (narrow) and to f32 ones (wide: the rank-1 parameters, norm
+  // weights and biases, carried exactly in a small f32 gather of their own), each at `at` in the
+  // member's chunk of its kind;
   // every member's chunk is as long as the longest member's.
   struct GatherLayout {
     struct Run {
@@ -72,7 +73,8 @@ class ShardedAdamW {
     int64_t narrow = 0, wide = 0;        // chunk elements per member
   };
   GatherLayout gather_layout(const GradientSync::Slice& slice) const;
-  // Gathers slice k's updated masters into the weights (`weights`: the slice's views of them).
+  // Rounds slice k's updated masters into the 16-bit dtype and gathers every member's into the
+  // weights (`weights`: the slice's views of them).
   void gather_sixteen_bit(size_t k, const Tensor& masters, const std::vector<WeightedView>& weights);
 
   GptStage& model_;

@@ -254,7 +254,7 @@ TEST_F(TrainTest, DistributedOptimizerShardsAdamWOverReplicasAndTrainsTheSameMod
     EXPECT_NEAR(share, whole / 2, 0.1 * whole / 2) << "bf16: masters and moments halve";
   }
   // Each rank rounds its own updated slice into bf16 before the gather: half the bytes of gathering
-  // f32 (only the norms' f32 weights travel as f32), the same weights.
+  // f32 (only the rank-1 f32 parameters, the norms' weights, travel as f32), the same weights.
   EXPECT_NEAR(weight_gather_bytes_per_element("zero-sharded-bf16"), 2.0, 0.1);
   EXPECT_EQ(weight_gather_bytes_per_element("zero-sharded"), 4.0);
   // Also where replicas cut a layer with different degrees (strided pieces in the slices).

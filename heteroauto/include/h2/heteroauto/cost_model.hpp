@@ -6,6 +6,7 @@
 // All times are in seconds, memory in bytes.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,13 @@ struct StageSpec {
   bool first = false;  // holds the embedding
   bool last = false;   // holds the final norm, LM head and the loss
   Recompute recompute = Recompute::none;
-  // The pipeline class's replicas: at least that many ranks hold each of the stage's layers (other
-  // classes add more), over which a distributed optimizer shards AdamW's moments.
+  // The pipeline class's replicas: at least that many ranks hold each of the stage's layers.
   int replicas = 1;
+  // Every class's replicas, once the classes of a plan are known (each class's pipeline holds every
+  // layer): the ranks over which a distributed optimizer shards each layer's AdamW state and update.
+  // 0 while only the stage's own class is known (a class is partitioned before classes are combined).
+  int holders = 0;
+  int shards() const { return std::max({1, replicas, holders}); }
 };
 
 struct StageTime {

@@ -42,7 +42,8 @@ struct GradientSyncOptions {
   // once; f32: exact to the order of the sums.
   DType comm_dtype = DType::f32;
   // ZeRO-1: reduce-scatter the sums instead of all-reducing them, and shard AdamW's moments (and the
-  // update of the f32 masters) over each layer's holders; the masters are gathered back after it.
+  // update of the f32 masters) over each layer's holders; the updated weights are gathered back after
+  // it, in the model's dtype.
   bool shard_optimizer = false;
 };
 
