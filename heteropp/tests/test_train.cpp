@@ -417,8 +417,8 @@ TEST_F(TrainTest, ReplicasThatCutALayerWithDifferentDegreesTrainWhatOneProcessTr
 
 // h2 plan -o writes what h2 train --plan runs, on every example cluster whose devices run here (each
 // device type names a plugin: local, cpu-and-ascend, three-vendors), with gpt-tiny; the first step's
-// loss is one device's on all of them. The embedded default (local) is a tensor-parallel replica next
-// to a two-stage pipeline of uneven stages, and its trace shows the pipeline's messages.
+// loss is one device's on all of them. The embedded default (local) is a tensor-parallel stage in one
+// pipeline class next to another class, and its trace shows the pipeline's messages and the sums.
 TEST_F(TrainTest, PlanFilesOfTheRunnableExampleClustersTrainWhatOneDeviceTrains) {
   const fs::path examples = fs::path(h2::test::env_or_fail("H2_SOURCE_ROOT")) / "examples";
   const std::string model = (examples / "models" / "gpt-tiny.json").string();
@@ -449,8 +449,14 @@ TEST_F(TrainTest, PlanFilesOfTheRunnableExampleClustersTrainWhatOneDeviceTrains)
     std::set<std::string> events;
     const nlohmann::json trace = nlohmann::json::parse(std::ifstream(out / "trace.json"));
     for (const nlohmann::json& e : trace["traceEvents"]) events.insert(e.value("name", std::string()));
-    for (const char* event : {"send activations", "recv activations", "send gradients", "recv gradients",
-                              "allreduce tensor-parallel", "allreduce gradients"})
+    std::vector<std::string> expected = {"send activations", "recv activations", "send gradients", "recv gradients",
+                                         "allreduce tensor-parallel"};
+    // Its sums: reduce-scatters and a gather of the weights where the plan takes the distributed optimizer.
+    if (best.distributed_optimizer)
+      expected.insert(expected.end(), {"reduce-scatter gradients", "allgather weights"});
+    else
+      expected.emplace_back("allreduce gradients");
+    for (const std::string& event : expected)
       EXPECT_TRUE(events.count(event)) << "no '" << event << "' in the main job's trace";
   }
 }
