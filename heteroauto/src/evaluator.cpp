@@ -430,8 +430,7 @@ double Evaluator::optimizer_time(const std::vector<PartitionedClass>& classes) c
   const double shared_slowdown = std::max(1.0, shared_host_load(classes));
   // Every class's pipeline holds every layer, and the distributed optimizer shards a layer over all
   // of its holders: the replicas of every class.
-  int holders = 0;
-  for (const PartitionedClass& c : classes) holders += c.layout.replicas;
+  const int holders = layer_holders(classes);
   double slowest = 0;
   for (const PartitionedClass& c : classes)
     for (StageSpec stage : c.stages) {

@@ -124,4 +124,10 @@ ClassLayout even_class_layout(const Cluster& groups, const std::vector<int>& ord
   return layout;
 }
 
+int layer_holders(const std::vector<PartitionedClass>& classes) {
+  int holders = 0;
+  for (const PartitionedClass& c : classes) holders += c.layout.replicas;
+  return holders;
+}
+
 }  // namespace h2::heteroauto

@@ -360,8 +360,7 @@ void Search::count_every_holder(std::vector<PartitionedClass>& classes, const st
                                 int micro_batch, Evaluator::StepParts& best_parts, double& best_step,
                                 Tally& tally) const {
   if (!evaluator_.cost().gradients().distributed_optimizer || classes.size() < 2) return;
-  int holders = 0;
-  for (const PartitionedClass& c : classes) holders += c.layout.replicas;
+  const int holders = layer_holders(classes);
   std::vector<PartitionedClass> rechosen = classes, repartitioned = classes;
   for (size_t ci = 0; ci < classes.size(); ++ci) {
     const int p = static_cast<int>(classes[ci].stages.size()), in_flight = split[ci].most();

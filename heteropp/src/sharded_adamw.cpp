@@ -90,11 +90,7 @@ void ShardedAdamW::gather_sixteen_bit(size_t k, const Tensor& masters, const std
   for (int kind = 0; kind < 2; ++kind) {
     if (chunk[kind] == 0) continue;  // the same on every member: none of them gathers
     all[kind] = Tensor::empty(stream_, {members * chunk[kind]}, mine[kind].dtype());
-    const Timeline::Clock::time_point start = Timeline::Clock::now();
-    slice.comm->allgather(stream_, mine[kind].slice(0, 0, chunk[kind]), all[kind]);
-    timeline_.add(
-        "allgather weights", "comm", start, Timeline::Clock::now(),
-        {{"elements", members * chunk[kind]}, {"bytes", members * chunk[kind] * dtype_size(all[kind].dtype())}});
+    allgather_weights(slice, mine[kind].slice(0, 0, chunk[kind]), all[kind]);
   }
   // Every member's runs back into the packed order (exact: 16-bit values widen without rounding), then
   // into the weights, where the 16-bit ones take those values unchanged.
@@ -105,6 +101,13 @@ void ShardedAdamW::gather_sixteen_bit(size_t k, const Tensor& masters, const std
       ops::copy(stream_, all[run.wide].slice(0, from, from + run.elements), packed.slice(0, to, to + run.elements));
     }
   unpack(stream_, packed, tensors_of(weights));
+}
+
+void ShardedAdamW::allgather_weights(const GradientSync::Slice& slice, const Tensor& mine, const Tensor& all) {
+  const Timeline::Clock::time_point start = Timeline::Clock::now();
+  slice.comm->allgather(stream_, mine, all);
+  timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(),
+                {{"elements", all.numel()}, {"bytes", all.numel() * static_cast<int64_t>(dtype_size(all.dtype()))}});
 }
 
 void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
@@ -135,10 +138,7 @@ void ShardedAdamW::step(double lr, double grad_scale, int64_t step) {
     }
     const Tensor updated = Tensor::empty(stream_, {slice.size}, DType::f32);
     ops::copy(stream_, masters, updated);  // the gather's input is not its output
-    const Timeline::Clock::time_point start = Timeline::Clock::now();
-    slice.comm->allgather(stream_, updated, packed);
-    timeline_.add("allgather weights", "comm", start, Timeline::Clock::now(),
-                  {{"elements", slice.length}, {"bytes", slice.length * dtype_size(DType::f32)}});
+    allgather_weights(slice, updated, packed);
     unpack(stream_, packed, tensors_of(weights));
   }
 }

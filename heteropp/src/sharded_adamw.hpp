@@ -61,8 +61,7 @@ class ShardedAdamW {
   // How a 16-bit model's slice travels in the gather: per member of the group, its stretches of the
   // slice that belong to 16-bit weights (narrow) and to f32 ones (wide: the rank-1 parameters, norm
   // weights and biases, carried exactly in a small f32 gather of their own), each at `at` in the
-  // member's chunk of its kind;
-  // every member's chunk is as long as the longest member's.
+  // member's chunk of its kind; every member's chunk is as long as the longest member's.
   struct GatherLayout {
     struct Run {
       int64_t offset = 0, elements = 0;  // within the member's [begin, begin + size)
@@ -76,6 +75,9 @@ class ShardedAdamW {
   // Rounds slice k's updated masters into the 16-bit dtype and gathers every member's into the
   // weights (`weights`: the slice's views of them).
   void gather_sixteen_bit(size_t k, const Tensor& masters, const std::vector<WeightedView>& weights);
+  // One gather of updated weights over the slice's group, recorded in the timeline ("allgather
+  // weights", with its elements and bytes).
+  void allgather_weights(const GradientSync::Slice& slice, const Tensor& mine, const Tensor& all);
 
   GptStage& model_;
   GradientSync& sync_;

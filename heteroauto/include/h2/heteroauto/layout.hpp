@@ -73,6 +73,9 @@ struct PartitionedClass {
   ClassLayout layout;
   std::vector<StageSpec> stages;
 };
+// How many ranks hold each layer in a plan of these classes: every class's replicas (each class's
+// pipeline holds every layer). The distributed optimizer shards a layer over them (StageSpec::holders).
+int layer_holders(const std::vector<PartitionedClass>& classes);
 
 // The closed-form 1F1B estimate of one pipeline: its first micro-batch's way through and back, then one
 // period per further micro-batch.
