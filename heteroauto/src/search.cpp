@@ -36,6 +36,10 @@ struct ClassCandidate {
   PartitionedClass pc;
   PipelineTimes times;
   double standalone = 0;
+  // 0: the class fits with its own replicas. Else, under the distributed optimizer, the fewest
+  // holders of each layer (every class's replicas) over which its stages' AdamW state must be sharded
+  // to fit: it joins only combinations with at least that many replicas, and never runs alone.
+  int needs_holders = 0;
 };
 
 // The counts of `from` added to `to` (not its groups or time).
@@ -128,7 +132,16 @@ class Search {
   // By (group, tp, micro-batch); one per block searched.
   using SegmentCache = std::map<std::tuple<int, int, int>, SegmentTimes>;
   double lower_bound(const ClassLayout& layout, int micro_batch, int micro_batches, SegmentCache& cache) const;
+  // The pipeline's memory and the model's weights, gradients and AdamW state sharded over `holders`
+  // (0: the layout's own replicas), in bytes.
+  std::pair<double, double> model_state_fit(const ClassLayout& layout, int holders) const;
   bool holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const;
+  // The fewest holders, from the layout's replicas + 1 to `most`, with which a partition fits, and
+  // that partition; {0, infeasible} where none does.
+  std::pair<int, Partition> fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica, int most) const;
+  // At most how many ranks can hold each layer in a plan in which `block`'s class has `replicas`:
+  // every device outside the block a replica of its own, and no more replicas than micro-batches.
+  int most_holders(const std::vector<int>& block, int replicas, int micro_batches) const;
   std::vector<ClassCandidate> best_classes(const std::vector<int>& block, int micro_batch, int micro_batches,
                                            Tally& tally) const;
   // The best estimates of one micro-batch size's combinations into `best` (keep()).
@@ -214,15 +227,20 @@ double Search::lower_bound(const ClassLayout& layout, int micro_batch, int micro
   return fill + (per_replica - 1) * period + evaluator_.dp_allreduce_lower_bound(layout);
 }
 
-// A necessary condition for any partition: the pipeline's memory holds the model's weights,
-// gradients and optimizer state. Records the shortfall for the explanation when it does not.
-bool Search::holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const {
+std::pair<double, double> Search::model_state_fit(const ClassLayout& layout, int holders) const {
   const CostModel& cost = evaluator_.cost();
   double capacity = 0;
   for (const StageSpec& s : evaluator_.stage_specs(layout)) capacity += s.tp * cost.device_capacity(s);
   StageSpec whole{&groups().nodes[layout.segments.front().group], 1, model_.layers, true, true};
   whole.replicas = layout.replicas;
-  const double need = cost.parameter_state_bytes(whole);
+  whole.holders = holders;
+  return {capacity, cost.parameter_state_bytes(whole)};
+}
+
+// A necessary condition for any partition: the pipeline's memory holds the model's weights,
+// gradients and optimizer state. Records the shortfall for the explanation when it does not.
+bool Search::holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const {
+  const auto [capacity, need] = model_state_fit(layout, 0);
   if (capacity >= need) return true;
   tally.note_closest(capacity / need, [&] {
     return "memory: the largest pipelines (" + describe(layout) + ", micro-batch " + std::to_string(micro_batch) +
@@ -230,6 +248,51 @@ bool Search::holds_model_state(const ClassLayout& layout, int micro_batch, Tally
            " of weights, gradients and AdamW state of the model";
   });
   return false;
+}
+
+int Search::most_holders(const std::vector<int>& block, int replicas, int micro_batches) const {
+  int others = 0;
+  for (int g = 0; g < static_cast<int>(groups().nodes.size()); ++g)
+    if (std::ranges::find(block, g) == block.end()) others += groups().nodes[g].devices();
+  return std::min(micro_batches, replicas + others);
+}
+
+// More holders only shrink a stage's memory, so both the model state's fit and a partition's are
+// monotone in them: a bisection on the cheap necessary condition, then on partitions from there.
+std::pair<int, Partition> Search::fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica,
+                                                 int most) const {
+  const auto state_fits = [&](int holders) {
+    const auto [capacity, need] = model_state_fit(layout, holders);
+    return capacity >= need;
+  };
+  const auto partition_with = [&](int holders) {
+    std::vector<StageSpec> stages = evaluator_.stage_specs(layout);
+    for (StageSpec& stage : stages) stage.holders = holders;
+    return partition_layers(evaluator_.cost(), std::move(stages), micro_batch, per_replica);
+  };
+  if (most <= layout.replicas || !state_fits(most)) return {0, {}};
+  int low = layout.replicas + 1, high = most;  // the fewest whose model state fits lies in [low, high]
+  while (low < high) {
+    const int mid = low + (high - low) / 2;
+    if (state_fits(mid))
+      high = mid;
+    else
+      low = mid + 1;
+  }
+  Partition fits = partition_with(low);
+  if (fits.feasible) return {low, std::move(fits)};
+  fits = partition_with(most);
+  if (!fits.feasible) return {0, {}};
+  int short_of = low, enough = most;  // a partition fits with `enough` holders, none with `short_of`
+  while (enough - short_of > 1) {
+    const int mid = short_of + (enough - short_of) / 2;
+    Partition at = partition_with(mid);
+    if (at.feasible)
+      enough = mid, fits = std::move(at);
+    else
+      short_of = mid;
+  }
+  return {enough, std::move(fits)};
 }
 
 std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, int micro_batch, int micro_batches,
@@ -256,38 +319,48 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
   }
   std::sort(layouts.begin(), layouts.end(), [](const Coarse& a, const Coarse& b) { return a.bound < b.bound; });
 
-  std::vector<ClassCandidate> best;  // sorted by standalone estimate, at most options_.per_class
+  // Each sorted by standalone estimate, at most options_.per_class: the layouts that fit with their own
+  // replicas, and those that fit only with other classes' replicas sharing the distributed optimizer's
+  // state (a class of small devices beside large ones), which only combinations can use.
+  std::vector<ClassCandidate> best, leaning;
   const size_t keep = static_cast<size_t>(std::max(1, options_.per_class));
+  const auto add = [&](std::vector<ClassCandidate>& list, ClassCandidate candidate, int per_replica) {
+    candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
+    candidate.standalone = evaluator_.estimate_pipeline(candidate.times, per_replica);
+    if (list.size() == keep && candidate.standalone >= list.back().standalone) return;  // as in combine()
+    candidate.standalone += evaluator_.after_pipeline_time({candidate.pc}, {candidate.times});
+    auto at = std::upper_bound(list.begin(), list.end(), candidate.standalone,
+                               [](double t, const ClassCandidate& c) { return t < c.standalone; });
+    list.insert(at, std::move(candidate));
+    if (list.size() > keep) list.pop_back();
+  };
+  const bool may_lean = evaluator_.cost().gradients().distributed_optimizer;
   for (size_t i = 0; i < layouts.size(); ++i) {
     if (options_.prune && best.size() == keep && layouts[i].bound >= best.back().standalone) {
       tally.stats.pruned += static_cast<long>(layouts.size() - i);
       break;
     }
     const ClassLayout& layout = layouts[i].layout;
-    if (!holds_model_state(layout, micro_batch, tally)) {
-      ++tally.stats.infeasible;
-      continue;
-    }
     const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
-    ++tally.stats.partitioned;
-    const Partition partition =
-        partition_layers(evaluator_.cost(), evaluator_.stage_specs(layout), micro_batch, per_replica);
-    if (!partition.feasible) {
-      ++tally.stats.infeasible;
+    Partition partition;
+    if (holds_model_state(layout, micro_batch, tally)) {
+      ++tally.stats.partitioned;
+      partition = partition_layers(evaluator_.cost(), evaluator_.stage_specs(layout), micro_batch, per_replica);
       // Any layout that holds the model state is closer than one that does not.
-      tally.note_closest(1, [&] { return partition.binding + " (" + describe(layout) + ")"; });
+      if (!partition.feasible) tally.note_closest(1, [&] { return partition.binding + " (" + describe(layout) + ")"; });
+    }
+    if (partition.feasible) {
+      add(best, {{layout, partition.stages}, {}, 0, 0}, per_replica);
       continue;
     }
-    ClassCandidate candidate{{layout, partition.stages}, {}, 0};
-    candidate.times = evaluator_.pipeline_times(candidate.pc, micro_batch);
-    candidate.standalone = evaluator_.estimate_pipeline(candidate.times, per_replica);
-    if (best.size() == keep && candidate.standalone >= best.back().standalone) continue;  // as in combine()
-    candidate.standalone += evaluator_.after_pipeline_time({candidate.pc}, {candidate.times});
-    auto at = std::upper_bound(best.begin(), best.end(), candidate.standalone,
-                               [](double t, const ClassCandidate& c) { return t < c.standalone; });
-    best.insert(at, std::move(candidate));
-    if (best.size() > keep) best.pop_back();
+    ++tally.stats.infeasible;  // alone
+    if (!may_lean) continue;
+    auto [holders, leaning_partition] =
+        fewest_holders(layout, micro_batch, per_replica, most_holders(block, layout.replicas, micro_batches));
+    if (leaning_partition.feasible)
+      add(leaning, {{layout, std::move(leaning_partition.stages)}, {}, 0, holders}, per_replica);
   }
+  best.insert(best.end(), std::make_move_iterator(leaning.begin()), std::make_move_iterator(leaning.end()));
   return best;
 }
 
@@ -327,14 +400,17 @@ void Search::combine(int micro_batch, int micro_batches,
           std::vector<PipelineTimes> times;
           std::vector<int> replicas;
           std::vector<PartitionedClass> classes;
+          int needs_holders = 0;
           for (size_t b = 0; b < choices.size(); ++b) {
             const ClassCandidate& candidate = (*choices[b])[pick[b]];
             c.classes.push_back(&candidate);
             times.push_back(candidate.times);
             replicas.push_back(candidate.pc.layout.replicas);
             classes.push_back(candidate.pc);
+            needs_holders = std::max(needs_holders, candidate.needs_holders);
           }
           ++tally.stats.combinations;
+          if (needs_holders > layer_holders(classes)) return true;  // a class would not fit
           c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
@@ -396,7 +472,6 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
   Evaluator::StepParts best_parts = evaluator_.step_parts(classes, split, micro_batch);
   double best_step = evaluator_.step_time(classes, best_parts);
   ++tally.stats.simulated;
-  count_every_holder(classes, split, micro_batch, best_parts, best_step, tally);
   for (int round = 0; round < 4 * model_.layers; ++round) {
     bool improved = false;
     for (size_t ci = 0; ci < classes.size() && !improved; ++ci) {
@@ -495,8 +570,14 @@ SearchResult Search::run() {
       if (!best.empty()) {
         std::string names;
         for (int g : block_of(i)) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
-        result_.explanation.push_back("  micro-batch " + std::to_string(b) + ", best alone on {" + names + "}: " +
-                                      describe(best.front().pc.layout) + ": " + seconds_text(best.front().standalone));
+        const ClassCandidate& first = best.front();
+        result_.explanation.push_back("  micro-batch " + std::to_string(b) +
+                                      (first.needs_holders == 0
+                                           ? ", best alone on {" + names + "}: "
+                                           : ", on {" + names +
+                                                 "} only beside other classes (its AdamW state sharded over " +
+                                                 std::to_string(first.needs_holders) + " replicas or more): ") +
+                                      describe(first.pc.layout) + ": " + seconds_text(first.standalone));
       }
     }
     tally_.add(combining[si]);
@@ -510,24 +591,37 @@ SearchResult Search::run() {
                                   std::to_string(tally_.stats.combinations - before.combinations) + " combinations");
   }
 
-  // Simulate the best estimates, then refine the layer split of the best few simulated plans.
-  std::vector<std::pair<double, const Combination*>> simulated;
-  for (const Combination& c : best_) {
+  // Simulate the best estimates, each with every class's replicas counted (count_every_holder: a
+  // multi-class plan under the distributed optimizer often runs faster than its classes' partitions,
+  // made apart, suggest, and ranking it on those would leave it out of the few refined), then refine
+  // the layer split of the best few.
+  struct Simulated {
+    double step = 0;
+    const Combination* combination = nullptr;
     std::vector<PartitionedClass> classes;
-    for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
-    simulated.push_back({evaluator_.build_plan(classes, c.split, c.micro_batch).prediction.step_time_s, &c});
-    ++tally_.stats.simulated;
-  }
-  std::stable_sort(simulated.begin(), simulated.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const size_t refined = std::min(simulated.size(), static_cast<size_t>(std::max(options_.top, 12)));
+  };
+  std::vector<Simulated> simulated(best_.size());
+  std::vector<Tally> simulating(best_.size());
+  parallel_for(best_.size(), [&](size_t i) {
+    const Combination& c = best_[i];
+    Simulated& s = simulated[i];
+    s.combination = &c;
+    for (const ClassCandidate* candidate : c.classes) s.classes.push_back(candidate->pc);
+    Evaluator::StepParts parts = evaluator_.step_parts(s.classes, c.split, c.micro_batch);
+    s.step = evaluator_.step_time(s.classes, parts);
+    ++simulating[i].stats.simulated;
+    count_every_holder(s.classes, c.split, c.micro_batch, parts, s.step, simulating[i]);
+  });
+  for (const Tally& t : simulating) tally_.add(t);
+  std::stable_sort(simulated.begin(), simulated.end(),
+                   [](const Simulated& a, const Simulated& b) { return a.step < b.step; });
+  const size_t refined = std::min(simulated.size(), static_cast<size_t>(std::max(options_.top, options_.refine)));
   // Each refinement on its own, at once on the machine's cores.
   std::vector<Plan> plans(refined);
   std::vector<Tally> refinements(refined);
   parallel_for(refined, [&](size_t i) {
-    const Combination& c = *simulated[i].second;
-    std::vector<PartitionedClass> classes;
-    for (const ClassCandidate* candidate : c.classes) classes.push_back(candidate->pc);
-    plans[i] = refine(classes, c.split, c.micro_batch, refinements[i]);
+    const Combination& c = *simulated[i].combination;
+    plans[i] = refine(std::move(simulated[i].classes), c.split, c.micro_batch, refinements[i]);
   });
   for (size_t i = 0; i < refined; ++i) {
     tally_.add(refinements[i]);
@@ -632,8 +726,8 @@ SearchResult merge_optimizer_choice(SearchResult without, SearchResult with, int
 }  // namespace
 
 SearchResult search_plans(const Cluster& cluster, const Model& model, const SearchOptions& options) {
-  if (options.top < 1 || options.per_class < 1 || options.max_classes < 0)
-    throw std::invalid_argument("search options: top and per_class must be at least 1, max_classes at least 0");
+  if (options.top < 1 || options.per_class < 1 || options.refine < 1 || options.max_classes < 0)
+    throw std::invalid_argument("search options: top, per_class and refine must be at least 1, max_classes at least 0");
   SearchOptions effective = options;
   if (effective.max_classes == 0) {
     std::set<std::string> types;

@@ -30,6 +30,7 @@ namespace h2::heteroauto {
 struct SearchOptions {
   int top = 3;        // plans returned, best first
   int simulate = 24;  // best closed-form estimates re-ranked with the simulator
+  int refine = 12;    // best simulated plans whose layer split is refined on the simulated step
   int per_class = 6;  // best layouts kept per set of groups, combined across classes
   // Pipeline classes in one plan; 0: as many as the cluster has device types, and at least 3, so
   // that every type can run its own kind of replica.
