@@ -138,7 +138,8 @@ class Search {
   bool holds_model_state(const ClassLayout& layout, int micro_batch, Tally& tally) const;
   // The fewest holders, from the layout's replicas + 1 to `most`, with which a partition fits, and
   // that partition; {0, infeasible} where none does.
-  std::pair<int, Partition> fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica, int most) const;
+  std::pair<int, Partition> fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica, int most,
+                                           Tally& tally) const;
   // At most how many ranks can hold each layer in a plan in which `block`'s class has `replicas`:
   // every device outside the block a replica of its own, and no more replicas than micro-batches.
   int most_holders(const std::vector<int>& block, int replicas, int micro_batches) const;
@@ -259,8 +260,8 @@ int Search::most_holders(const std::vector<int>& block, int replicas, int micro_
 
 // More holders only shrink a stage's memory, so both the model state's fit and a partition's are
 // monotone in them: a bisection on the cheap necessary condition, then on partitions from there.
-std::pair<int, Partition> Search::fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica,
-                                                 int most) const {
+std::pair<int, Partition> Search::fewest_holders(const ClassLayout& layout, int micro_batch, int per_replica, int most,
+                                                 Tally& tally) const {
   const auto state_fits = [&](int holders) {
     const auto [capacity, need] = model_state_fit(layout, holders);
     return capacity >= need;
@@ -268,6 +269,7 @@ std::pair<int, Partition> Search::fewest_holders(const ClassLayout& layout, int 
   const auto partition_with = [&](int holders) {
     std::vector<StageSpec> stages = evaluator_.stage_specs(layout);
     for (StageSpec& stage : stages) stage.holders = holders;
+    ++tally.stats.partitioned;
     return partition_layers(evaluator_.cost(), std::move(stages), micro_batch, per_replica);
   };
   if (most <= layout.replicas || !state_fits(most)) return {0, {}};
@@ -281,6 +283,7 @@ std::pair<int, Partition> Search::fewest_holders(const ClassLayout& layout, int 
   }
   Partition fits = partition_with(low);
   if (fits.feasible) return {low, std::move(fits)};
+  if (low == most) return {0, {}};
   fits = partition_with(most);
   if (!fits.feasible) return {0, {}};
   int short_of = low, enough = most;  // a partition fits with `enough` holders, none with `short_of`
@@ -335,13 +338,34 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     if (list.size() > keep) list.pop_back();
   };
   const bool may_lean = evaluator_.cost().gradients().distributed_optimizer;
+  const auto beyond = [&](const std::vector<ClassCandidate>& list, double bound) {
+    return options_.prune && list.size() == keep && bound >= list.back().standalone;
+  };
+  // A layout that does not fit over its own replicas may still fit beside other classes.
+  const auto try_leaning = [&](const ClassLayout& layout, int per_replica) {
+    auto [holders, partition] =
+        fewest_holders(layout, micro_batch, per_replica, most_holders(block, layout.replicas, micro_batches), tally);
+    if (!partition.feasible) return false;
+    add(leaning, {{layout, std::move(partition.stages)}, {}, 0, holders}, per_replica);
+    return true;
+  };
   for (size_t i = 0; i < layouts.size(); ++i) {
-    if (options_.prune && best.size() == keep && layouts[i].bound >= best.back().standalone) {
+    const bool lean_pruned = !may_lean || beyond(leaning, layouts[i].bound);
+    if (beyond(best, layouts[i].bound) && lean_pruned) {
       tally.stats.pruned += static_cast<long>(layouts.size() - i);
       break;
     }
     const ClassLayout& layout = layouts[i].layout;
     const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
+    if (beyond(best, layouts[i].bound)) {
+      // No class that fits alone from here on beats those kept, but one that leans still may: those
+      // that do not hold the model state alone (a test without a partition) are tried. One that holds
+      // it and fails its partition only for activations is not (the bound's guarantee covers the
+      // classes that fit alone).
+      const auto [capacity, need] = model_state_fit(layout, 0);
+      if (capacity >= need || !try_leaning(layout, per_replica)) ++tally.stats.pruned;
+      continue;
+    }
     Partition partition;
     if (holds_model_state(layout, micro_batch, tally)) {
       ++tally.stats.partitioned;
@@ -349,16 +373,10 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
       // Any layout that holds the model state is closer than one that does not.
       if (!partition.feasible) tally.note_closest(1, [&] { return partition.binding + " (" + describe(layout) + ")"; });
     }
-    if (partition.feasible) {
+    if (partition.feasible)
       add(best, {{layout, partition.stages}, {}, 0, 0}, per_replica);
-      continue;
-    }
-    ++tally.stats.infeasible;  // alone
-    if (!may_lean) continue;
-    auto [holders, leaning_partition] =
-        fewest_holders(layout, micro_batch, per_replica, most_holders(block, layout.replicas, micro_batches));
-    if (leaning_partition.feasible)
-      add(leaning, {{layout, std::move(leaning_partition.stages)}, {}, 0, holders}, per_replica);
+    else if (lean_pruned || !try_leaning(layout, per_replica))
+      ++tally.stats.infeasible;
   }
   best.insert(best.end(), std::make_move_iterator(leaning.begin()), std::make_move_iterator(leaning.end()));
   return best;
@@ -409,8 +427,8 @@ void Search::combine(int micro_batch, int micro_batches,
             classes.push_back(candidate.pc);
             needs_holders = std::max(needs_holders, candidate.needs_holders);
           }
-          ++tally.stats.combinations;
           if (needs_holders > layer_holders(classes)) return true;  // a class would not fit
+          ++tally.stats.combinations;
           c.split = evaluator_.split_micro_batches(times, replicas, micro_batches);
           if (!c.split.empty()) {
             for (size_t b = 0; b < choices.size(); ++b)
@@ -504,6 +522,13 @@ Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<Mic
     }
     if (!improved) break;
   }
+  // The plan's memory figures count every holder (a leaning class's stages, where count_every_holder
+  // kept neither variant, still carry the fewest it needed).
+  if (evaluator_.cost().gradients().distributed_optimizer) {
+    const int holders = layer_holders(classes);
+    for (PartitionedClass& c : classes)
+      for (StageSpec& stage : c.stages) stage.holders = holders;
+  }
   return evaluator_.build_plan(classes, split, micro_batch);
 }
 
@@ -571,13 +596,14 @@ SearchResult Search::run() {
         std::string names;
         for (int g : block_of(i)) names += (names.empty() ? "" : ", ") + groups().nodes[g].name;
         const ClassCandidate& first = best.front();
-        result_.explanation.push_back("  micro-batch " + std::to_string(b) +
-                                      (first.needs_holders == 0
-                                           ? ", best alone on {" + names + "}: "
-                                           : ", on {" + names +
-                                                 "} only beside other classes (its AdamW state sharded over " +
-                                                 std::to_string(first.needs_holders) + " replicas or more): ") +
-                                      describe(first.pc.layout) + ": " + seconds_text(first.standalone));
+        // A class that fits only beside others has no time of its own to show.
+        result_.explanation.push_back(
+            "  micro-batch " + std::to_string(b) +
+            (first.needs_holders == 0
+                 ? ", best alone on {" + names + "}: " + describe(first.pc.layout) + ": " +
+                       seconds_text(first.standalone)
+                 : ", on {" + names + "} only beside other classes: " + describe(first.pc.layout) +
+                       ", its AdamW state sharded over " + std::to_string(first.needs_holders) + " replicas or more"));
       }
     }
     tally_.add(combining[si]);

@@ -36,8 +36,10 @@ struct SearchOptions {
   // that every type can run its own kind of replica.
   int max_classes = 0;
   Schedule schedule = Schedule::one_f_one_b;
-  bool prune = true;  // false: partition every layout, for checking that the bound loses nothing
-  int max_tp = 0;     // > 0: no tensor-parallel degree above it
+  // false: partition every layout, for checking that the bound loses nothing (among the classes that fit
+  // alone; past the bound, a class is tried beside others only where the model state alone does not fit)
+  bool prune = true;
+  int max_tp = 0;  // > 0: no tensor-parallel degree above it
   // What HeteroPP will do with the gradients. With distributed_optimizer (--distributed-optimizer),
   // every plan shards AdamW's moments over each layer's replicas, so plans that only fit with it are
   // found (their plan says so, and h2 train turns it on).
@@ -54,7 +56,7 @@ struct SearchStats {
   long layouts = 0;       // coarse layouts enumerated
   long pruned = 0;        // discarded by the lower bound without a partition
   long partitioned = 0;   // exact layer partitions computed
-  long infeasible = 0;    // partitions that did not fit in memory
+  long infeasible = 0;    // layouts that fit in memory neither alone nor beside other classes
   long combinations = 0;  // multi-class combinations water-filled
   long simulated = 0;     // plans simulated
   int groups = 0;         // canonical node groups
