@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -459,6 +460,26 @@ TEST_F(TrainTest, PlanFilesOfTheRunnableExampleClustersTrainWhatOneDeviceTrains)
     for (const std::string& event : expected)
       EXPECT_TRUE(events.count(event)) << "no '" << event << "' in the main job's trace";
   }
+  // At micro-batch 4 the 128 MiB device holds gpt-tiny alone only with its AdamW state sharded over
+  // the other replicas too (a class that fits only beside others): the plan makes it a replica of its
+  // own, and the job trains what one device trains.
+  nlohmann::json by_fours = nlohmann::json::parse(std::ifstream(model));
+  by_fours["micro_batch_sizes"] = {4};
+  write(dir_ / "gpt-tiny-by-fours.json", by_fours);
+  const std::string local = (examples / "clusters" / "local.json").string(),
+                    by_fours_model = (dir_ / "gpt-tiny-by-fours.json").string();
+  const fs::path plan = dir_ / "leaning.json", out = dir_ / "leaning";
+  result =
+      run_h2("plan --distributed-optimizer --cluster " + local + " --model " + by_fours_model + " -o " + plan.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const heteroauto::Plan leaning = heteroauto::load_plan(plan.string());
+  EXPECT_TRUE(std::ranges::any_of(leaning.pipelines, [](const heteroauto::PlanPipeline& pipeline) {
+    return pipeline.stages.size() == 1 && pipeline.stages[0].node_group == "local-128mib";
+  })) << result.output;
+  result = run_h2("train --cluster " + local + " --model " + by_fours_model + " --plan " + plan.string() +
+                  " --steps 1 --out " + out.string());
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NEAR(first_loss(out), single, 2e-5 * single);
 }
 
 TEST_F(TrainTest, BadInputIsNamed) {
