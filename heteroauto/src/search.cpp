@@ -155,8 +155,9 @@ class Search {
   size_t kept() const;  // how many estimates keep() keeps
   void count_every_holder(std::vector<PartitionedClass>& classes, const std::vector<MicroBatchSplit>& split,
                           int micro_batch, Evaluator::StepParts& best_parts, double& best_step, Tally& tally) const;
+  // From a simulated plan: `best_parts` and `best_step` are what simulating `classes` gave.
   Plan refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
-              Tally& tally) const;
+              Evaluator::StepParts best_parts, double best_step, Tally& tally) const;
 
   CanonicalCluster canonical_;
   const Model& model_;
@@ -350,14 +351,15 @@ std::vector<ClassCandidate> Search::best_classes(const std::vector<int>& block, 
     return true;
   };
   for (size_t i = 0; i < layouts.size(); ++i) {
-    const bool lean_pruned = !may_lean || beyond(leaning, layouts[i].bound);
-    if (beyond(best, layouts[i].bound) && lean_pruned) {
+    const bool alone_pruned = beyond(best, layouts[i].bound),
+               lean_pruned = !may_lean || beyond(leaning, layouts[i].bound);
+    if (alone_pruned && lean_pruned) {
       tally.stats.pruned += static_cast<long>(layouts.size() - i);
       break;
     }
     const ClassLayout& layout = layouts[i].layout;
     const int per_replica = (micro_batches + layout.replicas - 1) / layout.replicas;
-    if (beyond(best, layouts[i].bound)) {
+    if (alone_pruned) {
       // No class that fits alone from here on beats those kept, but one that leans still may: those
       // that do not hold the model state alone (a test without a partition) are tried. One that holds
       // it and fails its partition only for activations is not (the bound's guarantee covers the
@@ -484,12 +486,9 @@ void Search::count_every_holder(std::vector<PartitionedClass>& classes, const st
 // and the LM head's stage also count: move single layers between neighbouring stages while the
 // simulated step improves and memory still fits.
 Plan Search::refine(std::vector<PartitionedClass> classes, const std::vector<MicroBatchSplit>& split, int micro_batch,
-                    Tally& tally) const {
+                    Evaluator::StepParts best_parts, double best_step, Tally& tally) const {
   // Candidates are compared by their step time alone, re-simulating only the class a move changed;
   // the plan is built once, for the best.
-  Evaluator::StepParts best_parts = evaluator_.step_parts(classes, split, micro_batch);
-  double best_step = evaluator_.step_time(classes, best_parts);
-  ++tally.stats.simulated;
   for (int round = 0; round < 4 * model_.layers; ++round) {
     bool improved = false;
     for (size_t ci = 0; ci < classes.size() && !improved; ++ci) {
@@ -625,6 +624,7 @@ SearchResult Search::run() {
     double step = 0;
     const Combination* combination = nullptr;
     std::vector<PartitionedClass> classes;
+    Evaluator::StepParts parts;
   };
   std::vector<Simulated> simulated(best_.size());
   std::vector<Tally> simulating(best_.size());
@@ -633,10 +633,10 @@ SearchResult Search::run() {
     Simulated& s = simulated[i];
     s.combination = &c;
     for (const ClassCandidate* candidate : c.classes) s.classes.push_back(candidate->pc);
-    Evaluator::StepParts parts = evaluator_.step_parts(s.classes, c.split, c.micro_batch);
-    s.step = evaluator_.step_time(s.classes, parts);
+    s.parts = evaluator_.step_parts(s.classes, c.split, c.micro_batch);
+    s.step = evaluator_.step_time(s.classes, s.parts);
     ++simulating[i].stats.simulated;
-    count_every_holder(s.classes, c.split, c.micro_batch, parts, s.step, simulating[i]);
+    count_every_holder(s.classes, c.split, c.micro_batch, s.parts, s.step, simulating[i]);
   });
   for (const Tally& t : simulating) tally_.add(t);
   std::stable_sort(simulated.begin(), simulated.end(),
@@ -646,8 +646,9 @@ SearchResult Search::run() {
   std::vector<Plan> plans(refined);
   std::vector<Tally> refinements(refined);
   parallel_for(refined, [&](size_t i) {
-    const Combination& c = *simulated[i].combination;
-    plans[i] = refine(std::move(simulated[i].classes), c.split, c.micro_batch, refinements[i]);
+    Simulated& s = simulated[i];
+    const Combination& c = *s.combination;
+    plans[i] = refine(std::move(s.classes), c.split, c.micro_batch, std::move(s.parts), s.step, refinements[i]);
   });
   for (size_t i = 0; i < refined; ++i) {
     tally_.add(refinements[i]);
